@@ -1,0 +1,32 @@
+"""Which team a user is working in: remembered in the session, defaulting to their first team."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from ctxsim.teams.access import memberships_for
+from ctxsim.teams.models import Membership
+
+SESSION_KEY = "ctxsim_team_id"
+
+
+def current_membership(request: HttpRequest) -> Membership | None:
+    if not hasattr(request, "user") or not request.user.is_authenticated:
+        return None
+    cached = getattr(request, "_ctxsim_membership", False)
+    if cached is not False:
+        return cached
+    memberships = memberships_for(request.user)
+    chosen = None
+    team_id = request.session.get(SESSION_KEY)
+    if team_id is not None:
+        chosen = memberships.filter(team_id=team_id).first()
+    if chosen is None:
+        chosen = memberships.order_by("created_at", "pk").first()
+    request._ctxsim_membership = chosen
+    return chosen
+
+
+def switch_team(request: HttpRequest, membership: Membership) -> None:
+    request.session[SESSION_KEY] = membership.team_id
+    request._ctxsim_membership = membership

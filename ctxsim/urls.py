@@ -1,0 +1,12 @@
+"""ctxsim URL configuration. Every view requires login (LoginRequiredMiddleware) unless marked."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("ctxsim.teams.urls")),
+    path("", include("ctxsim.transcripts.urls")),
+]

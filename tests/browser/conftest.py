@@ -1,0 +1,70 @@
+"""Browser tier: Playwright driving Debian's system Chromium against Django's live server.
+
+Playwright cannot download its own browsers here, so we point it at the system binary
+(`CTXSIM_CHROMIUM`, else `chromium` on PATH). As root Chromium needs --no-sandbox, and the
+background-networking flags keep it from calling out of this offline machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import password_for
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
+# inside one unless told that this (single-threaded test) use is safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("CTXSIM_CHROMIUM") or shutil.which("chromium") or ""
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+            if not CHROMIUM:
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason="system Chromium not found: apt-get install chromium "
+                        "(or set CTXSIM_CHROMIUM)"
+                    )
+                )
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 900}}
+
+
+@pytest.fixture
+def login(live_server, page):
+    """Log a persona in through the real login form; returns the page."""
+
+    def do_login(username: str, password: str | None = None):
+        page.goto(f"{live_server.url}/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", password or password_for(username))
+        page.click("button[type=submit]")
+        page.wait_for_load_state("networkidle")
+        return page
+
+    return do_login

@@ -1,0 +1,54 @@
+"""Shared fixtures: the five personas every web and browser test speaks in.
+
+owner, reviewer and viewer belong to team "alpha"; outsider owns another team "beta";
+anonymous is the logged-out client. Passwords are the persona's name + "-pass-123".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+PERSONAS = ("owner", "reviewer", "viewer", "outsider", "anonymous")
+
+
+def password_for(name: str) -> str:
+    return f"{name}-pass-123"
+
+
+@dataclass
+class Personas:
+    team: object
+    other_team: object
+    users: dict
+
+    def client(self, name: str):
+        from django.test import Client
+
+        client = Client()
+        if name != "anonymous":
+            client.force_login(self.users[name])
+        return client
+
+
+@pytest.fixture
+def personas(db) -> Personas:
+    from django.contrib.auth import get_user_model
+
+    from ctxsim.teams.models import Membership, Role, Team
+
+    User = get_user_model()
+    team = Team.objects.create(name="Alpha", slug="alpha")
+    other = Team.objects.create(name="Beta", slug="beta")
+    users = {}
+    for name, role, member_of in (
+        ("owner", Role.OWNER, team),
+        ("reviewer", Role.REVIEWER, team),
+        ("viewer", Role.VIEWER, team),
+        ("outsider", Role.OWNER, other),
+    ):
+        user = User.objects.create_user(username=name, password=password_for(name))
+        Membership.objects.create(team=member_of, user=user, role=role)
+        users[name] = user
+    return Personas(team=team, other_team=other, users=users)
