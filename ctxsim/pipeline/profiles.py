@@ -1,0 +1,149 @@
+"""Built-in profiles (SPEC §4): plain data — ordered (stage, phase) entries and parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .params import PARAMS, ParamError, resolve_env, validate_params
+from .registry import StageOrderError, check_stage_list, params_of
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    stages: tuple[tuple[str, str], ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+CHATCLI_STAGES = (
+    ("tool_cap", "dispatch"),
+    ("microcompact", "persistent"),
+    ("pairing", "persistent"),
+    ("budget", "outgoing"),
+)
+AIVAX_STAGES = (("tool_context", "gateway"), ("context_limit", "gateway"))
+CHATCLI_PARAMS = {"ccr": "on", "loop_mode": "agent", "spill_dir": "/tmp/chatcli-tool-results"}
+AIVAX_PARAMS = {
+    "contextMaximumSize": 32000,
+    "contextOverflowAction": "Truncate",
+    "toolContextCount": 3,
+}
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("chatcli", "ChatCLI 1.188.0 as implemented (SPEC §2.1).", CHATCLI_STAGES,
+                CHATCLI_PARAMS),
+        Profile(
+            "chatcli-docs",
+            "ChatCLI as its documentation describes it (SPEC §2.2).",
+            (("tool_cap", "dispatch"), ("pairing", "persistent"), ("budget", "outgoing"),
+             ("microcompact", "outgoing")),
+            {**CHATCLI_PARAMS, "semantics": "documented"},
+        ),
+        Profile("aivax", "AIVAX gateway, the documented example (SPEC §2.3).", AIVAX_STAGES,
+                AIVAX_PARAMS),
+        Profile("anthropic-clear-tool-uses", "Anthropic context editing, clear_tool_uses "
+                "(SPEC §2.4).", (("clear_tool_uses", "gateway"),), {}),
+        Profile("chatcli-aivax", "ChatCLI, then the AIVAX gateway on what it sent.",
+                CHATCLI_STAGES + AIVAX_STAGES, {**CHATCLI_PARAMS, **AIVAX_PARAMS}),
+        Profile("none", "No management: the raw context, for comparison.", (), {}),
+    )
+}
+DEFAULT_PROFILE = "chatcli"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A profile resolved for one replay: stage list, every parameter's value, env effects."""
+
+    profile: str
+    stages: tuple[tuple[str, str], ...]
+    values: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+    def stage_params(self) -> Mapping[str, Any]:
+        return self.values
+
+    def effective_config(self) -> dict[str, Any]:
+        """The trace's `effective_config`: ChatCLI's effective knobs, then every parameter."""
+        v = self.values
+        env = v["_env_effective"]
+        out: dict[str, Any] = {
+            "profile": self.profile,
+            "stages": [list(e) for e in self.stages],
+            "loop_mode": v["loop_mode"],
+            "ccr": v["ccr"],
+            "spill_dir": v["spill_dir"],
+            **env,
+            "preview_head_chars": 4000,
+            "preview_tail_chars": 1000,
+            "default_tool_cap": 30000,
+        }
+        for name in PARAMS:
+            if name not in out:
+                value = v.get(name)
+                out[name] = list(value) if isinstance(value, tuple) else value
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ParamError(
+            {"profile": f"unknown profile {name!r} (known: {', '.join(PROFILES)})"}
+        ) from None
+
+
+def resolve(
+    profile: str | Profile = DEFAULT_PROFILE,
+    config: Mapping[str, Any] | None = None,
+    stages: Any = None,
+) -> RunConfig:
+    """Profile values, overridden by `config`, over every parameter's default.
+
+    Invariant: unknown keys and bad values raise ParamError with a message per field; a custom
+    stage list that breaks the phase order raises ParamError on `stages`.
+    """
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    try:
+        entries = check_stage_list(stages) if stages is not None else prof.stages
+    except StageOrderError as exc:
+        raise ParamError({"stages": str(exc)}) from None
+    allowed = params_of(entries) | set(prof.params)
+    config = dict(config or {})
+    errors: dict[str, str] = {}
+    for key in config:
+        if key not in PARAMS:
+            errors[key] = "unknown parameter"
+        elif key not in allowed:
+            errors[key] = f"not a parameter of this profile's stages ({prof.name})"
+    try:
+        cleaned = validate_params({k: v for k, v in config.items() if k not in errors})
+    except ParamError as exc:
+        errors.update(exc.errors)
+        cleaned = {}
+    if errors:
+        raise ParamError(errors)
+    values: dict[str, Any] = {name: spec.default for name, spec in PARAMS.items()}
+    values.update(validate_params(dict(prof.params)))
+    values.update(cleaned)
+    env = resolve_env(values["env"])
+    values["_env_effective"] = MappingProxyType({
+        _env_key(name): setting.effective for name, setting in env.items()
+    })
+    warnings = tuple(s.warning for s in env.values() if s.warning)
+    return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)
+
+
+def _env_key(name: str) -> str:
+    from .params import ENV_BY_NAME
+
+    return ENV_BY_NAME[name].key

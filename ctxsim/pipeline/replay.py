@@ -1,0 +1,208 @@
+"""The replay engine (SPEC §3): the profile's stages before every model call of a transcript.
+
+Calls are yielded lazily, one `CallResult` at a time. Histories are tuples of shared immutable
+messages, so a result costs one pointer per message, and only a consumer that keeps every
+result (a full trace) holds them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .messages import Message
+from .profiles import RunConfig, resolve
+from .registry import PHASES, STAGES
+from .spill import SpillRecord, SpillService, SpillSink
+from .stages import StageContext
+from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
+
+
+@dataclass
+class StageRun:
+    """One stage's work at one call: its report and the history it produced."""
+
+    stage: str
+    phase: str
+    report: dict[str, Any]
+    history: tuple[Message, ...]
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass
+class CallResult:
+    """Everything a UI needs about one model call."""
+
+    call_index: int
+    run_index: int
+    loop_turn: int
+    response_input_index: int | None
+    stages: list[StageRun]
+    raw_history: tuple[Message, ...]
+    persistent: tuple[Message, ...]
+    sent: tuple[Message, ...]
+    spills: list[SpillRecord]
+    raw_tokens: int
+    sent_tokens: int
+    error: str | None = None
+
+    @property
+    def savings(self) -> dict[str, int]:
+        return {s.stage: s.saved for s in self.stages}
+
+
+class _CostCache:
+    """Message costs by object identity: unchanged messages are the same objects at every call,
+    so each is measured once (contents are also cached by the counter)."""
+
+    def __init__(self, counter: TokenCounter):
+        self.counter = counter
+        self._costs: dict[int, tuple[Message, int]] = {}
+
+    def cost(self, m: Message) -> int:
+        hit = self._costs.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        value = message_tokens(m, self.counter)
+        self._costs[id(m)] = (m, value)
+        return value
+
+    def total(self, history: Sequence[Message]) -> int:
+        cost = self.cost
+        return sum(cost(m) for m in history)
+
+
+@dataclass
+class Replay:
+    """A replay of `messages` under `config`. Iterate `calls()` once, lazily."""
+
+    messages: Sequence[Message]
+    config: RunConfig
+    sink: SpillSink | None = None
+    tools: Any = None
+    response_schema: Any = None
+    dispatch: list[dict[str, Any]] = field(default_factory=list)
+    final_history: tuple[Message, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.spills = SpillService(self.sink)
+        self.counter = get_counter(self.config.values["counter"])
+        self._costs = _CostCache(self.counter)
+        gateway_si = self.config.values.get("systemInstructions") or "" if any(
+            s == "context_limit" for s, _ in self.config.stages) else ""
+        self.extra_tokens = extras_tokens(
+            self.counter, gateway_si, self.tools, self.response_schema
+        )
+
+    @property
+    def spilled_files(self) -> list[SpillRecord]:
+        return self.spills.records
+
+    def calls(self) -> Iterator[CallResult]:
+        """Yield one result per model call (SPEC §1), in order.
+
+        Invariant: persistent-phase effects carry to later calls; outgoing and gateway effects
+        never do; a failed call (context_overflow) is yielded and the replay goes on.
+        """
+        values = self.config.values
+        agent_mode = values["loop_mode"] == "agent"
+        dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
+        persistent: list[Message] = []
+        raw: list[Message] = []
+        raw_tokens = self.extra_tokens
+        state = {"call": 0, "run": 0, "turn": 0}
+        last_persistent: tuple[Message, ...] | None = None
+        for idx, src in enumerate(self.messages):
+            msg = src if src.origin is not None else replace(src, origin=idx)
+            if msg.role == "assistant":
+                result = self._call(persistent, raw, raw_tokens, state, idx)
+                persistent = list(result.persistent)
+                yield result
+                persistent.append(msg)
+                if agent_mode and not msg.tool_calls:
+                    state["run"] += 1
+                    state["turn"] = 0
+                else:
+                    state["turn"] += 1
+                state["call"] += 1
+            else:
+                if msg.role == "tool":
+                    for stage in dispatch_stages:
+                        ctx = StageContext(values, self.counter, state["turn"], state["call"],
+                                           self.spills, self.tools, self.response_schema)
+                        r = STAGES[stage].run([*persistent, msg], ctx)
+                        msg = r.history[-1]
+                        self.dispatch.append({"input_index": idx, **r.report})
+                persistent.append(msg)
+            raw.append(src if src.origin is not None else replace(src, origin=idx))
+            raw_tokens += self._costs.cost(raw[-1])
+        trailing = not self.messages or not (
+            self.messages[-1].role == "assistant" and not self.messages[-1].tool_calls
+        )
+        if trailing:
+            result = self._call(persistent, raw, raw_tokens, state, None)
+            last_persistent = result.persistent
+            yield result
+        self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
+
+    def _call(self, persistent: list[Message], raw: list[Message], raw_tokens: int,
+              state: dict[str, int], response_index: int | None) -> CallResult:
+        values = self.config.values
+        ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
+                           self.tools, self.response_schema)
+        spill_start = len(self.spills.records)
+        history = tuple(persistent)
+        tokens = self._costs.total(history)
+        runs: list[StageRun] = []
+        kept = history
+        for phase in PHASES[1:]:
+            if phase == "outgoing":
+                # The client keeps what the persistent phase produced; the anchor goes only on
+                # the outgoing copy, as this phase starts.
+                kept = history
+                if values.get("anchor_text") is not None:
+                    history = (*history, Message.of("system", values["anchor_text"]))
+                    tokens = self._costs.total(history)
+            for stage, p in self.config.stages:
+                if p != phase:
+                    continue
+                r = STAGES[stage].run(history, ctx)
+                after = self._costs.total(r.history)
+                runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
+                history, tokens = r.history, after
+        error = next((s.report["error"] for s in runs if s.report.get("error")), None)
+        return CallResult(
+            call_index=state["call"],
+            run_index=state["run"],
+            loop_turn=state["turn"],
+            response_input_index=response_index,
+            stages=runs,
+            raw_history=tuple(raw),
+            persistent=kept,
+            sent=history,
+            spills=self.spills.records[spill_start:],
+            raw_tokens=raw_tokens,
+            sent_tokens=tokens + self.extra_tokens,
+            error=error,
+        )
+
+
+def replay(
+    messages: Sequence[Message],
+    profile: str = "chatcli",
+    config: dict[str, Any] | None = None,
+    *,
+    stages: Any = None,
+    sink: SpillSink | None = None,
+    tools: Any = None,
+    response_schema: Any = None,
+) -> Replay:
+    """Resolve `profile` + `config` (ParamError on bad values) and prepare a replay."""
+    run_config = resolve(profile, config, stages)
+    return Replay(messages, run_config, sink, tools, response_schema)

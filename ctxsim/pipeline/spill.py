@@ -1,0 +1,150 @@
+"""Where budget spills go: an injected `SpillSink` (SPEC §2.1, behaviour file §3.5).
+
+A sink receives (directory text, file name, bytes). Linux's limits are enforced the same way in
+every sink, so a preview reads the same whether the bytes land in memory, on disk or in Django
+storage: a name over 255 bytes fails to write, and a directory path through an existing
+non-directory (like `/dev/null/...`) fails to be created.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME_MAX = 255
+
+
+class SpillError(OSError):
+    """A spill that Linux would refuse; the budget stage falls back to a hard cut."""
+
+
+def clean_join(directory: str, name: str) -> str:
+    """Go's `filepath.Join(dir, name)` on Linux: joined with `/`, then path-cleaned."""
+    joined = f"{directory}/{name}" if directory else name
+    if not joined:
+        return ""
+    cleaned = posixpath.normpath(joined)
+    # normpath keeps a leading "//"; Go's Clean reduces it to "/".
+    if cleaned.startswith("//"):
+        cleaned = "/" + cleaned.lstrip("/")
+    return cleaned
+
+
+def _dir_impossible(directory: str) -> bool:
+    """True when some existing prefix of the path is not a directory (mkdir -p would fail)."""
+    path = clean_join(directory, "") if directory else "."
+    parts = Path(path)
+    return any(p.exists() and not p.is_dir() for p in [*parts.parents][::-1] + [parts])
+
+
+class SpillSink:
+    """Base sink: checks Linux's rules, then stores. Subclasses implement `_store`/`_mkdir`."""
+
+    def ensure_dir(self, directory: str) -> None:
+        """Create the directory (with parents) or raise SpillError."""
+        if _dir_impossible(directory):
+            raise SpillError(f"cannot create directory {directory!r}")
+        self._mkdir(directory)
+
+    def write(self, directory: str, name: str, data: bytes) -> None:
+        """Store one file or raise SpillError (e.g. ENAMETOOLONG for names over 255 bytes)."""
+        if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX or "/" in name:
+            raise SpillError(f"file name too long or invalid: {name!r}")
+        self._store(directory, name, data)
+
+    def _mkdir(self, directory: str) -> None:
+        pass
+
+    def _store(self, directory: str, name: str, data: bytes) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class StoredSpill:
+    directory: str
+    name: str
+    data: bytes
+
+
+class MemorySpillSink(SpillSink):
+    """Keeps spills in a list (tests, the web app before it saves them)."""
+
+    def __init__(self) -> None:
+        self.files: list[StoredSpill] = []
+
+    def _store(self, directory: str, name: str, data: bytes) -> None:
+        self.files.append(StoredSpill(directory, name, data))
+
+
+class DirectorySpillSink(SpillSink):
+    """Writes real files. `root` replaces the configured directory when given (previews keep
+    the configured text); without it the configured directory itself is used."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None):
+        self.root = Path(root) if root is not None else None
+
+    def _target(self, directory: str) -> Path:
+        return self.root if self.root is not None else Path(directory)
+
+    def ensure_dir(self, directory: str) -> None:
+        if _dir_impossible(directory):
+            raise SpillError(f"cannot create directory {directory!r}")
+        try:
+            self._target(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpillError(str(exc)) from exc
+
+    def _store(self, directory: str, name: str, data: bytes) -> None:
+        path = self._target(directory) / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise SpillError(str(exc)) from exc
+
+
+class NullSpillSink(SpillSink):
+    """Checks the rules but keeps nothing (summary replays that only need the previews)."""
+
+    def _store(self, directory: str, name: str, data: bytes) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class SpillRecord:
+    """One file the budget wrote (trace `spilled_files[]`)."""
+
+    name: str
+    path: str
+    created_in_call: int
+    content: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.content)
+
+
+class SpillService:
+    """The replay's spill state: ChatCLI's process-wide counter and the files created.
+
+    One per replay, so the counter starts at 1 for each case, as in the reference traces.
+    """
+
+    def __init__(self, sink: SpillSink | None = None):
+        self.sink = sink if sink is not None else MemorySpillSink()
+        self.counter = 0
+        self.records: list[SpillRecord] = []
+
+    def ensure_dir(self, directory: str) -> None:
+        self.sink.ensure_dir(directory)
+
+    def next_number(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def write(self, directory: str, name: str, path: str, data: bytes, call_index: int) -> None:
+        self.sink.write(directory, name, data)
+        self.records.append(SpillRecord(name, path, call_index, data))

