@@ -1,0 +1,111 @@
+"""Sessions stored in the database: the canonical messages of SPEC §1, owned by a team.
+
+Message contents are stored once per distinct content (`Content`, keyed by SHA-256): agent
+sessions repeat the same large tool outputs (re-reads, the system prompt of every sidechain),
+and replays hash contents anyway to cache token counts.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from ctxsim.teams.models import Team
+
+
+class Content(models.Model):
+    """One distinct message content, as exact bytes (they may be invalid UTF-8 after a cut)."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    size = models.PositiveBigIntegerField()
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class ReviewStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    IN_REVIEW = "in_review", "In review"
+    APPROVED = "approved", "Approved"
+    NEEDS_CHANGES = "needs_changes", "Needs changes"
+
+
+class Session(models.Model):
+    """One conversation imported from a transcript file (a file may yield several)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
+    title = models.CharField(max_length=300)
+    format = models.CharField(max_length=40)
+    source_name = models.CharField(max_length=500, blank=True, help_text="uploaded file name")
+    source_key = models.CharField(max_length=200, blank=True, help_text="id inside the file")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="sidechains"
+    )
+    tools = models.JSONField(null=True, blank=True)
+    response_schema = models.JSONField(null=True, blank=True)
+    meta = models.JSONField(default=dict, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    # Summary statistics, computed at import so the list never loads messages.
+    message_count = models.PositiveIntegerField(default=0)
+    model_call_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    tool_result_count = models.PositiveIntegerField(default=0)
+    error_result_count = models.PositiveIntegerField(default=0)
+    total_bytes = models.PositiveBigIntegerField(default=0)
+    # Filled by the default profile's replay (after import, or lazily).
+    peak_raw_tokens = models.PositiveIntegerField(null=True, blank=True)
+    peak_sent_tokens = models.PositiveIntegerField(null=True, blank=True)
+    replay_errors = models.PositiveIntegerField(null=True, blank=True)
+
+    review_status = models.CharField(
+        max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.OPEN
+    )
+    review_status_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    review_status_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Message(models.Model):
+    """One canonical message at position `index` of its session."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=12)
+    content = models.ForeignKey(Content, on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=200, blank=True)
+    # [{"id", "type", "name", "arguments"}], arguments as the JSON string the model produced.
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=300, blank=True)
+    is_error = models.BooleanField(default=False)
+    error_code = models.CharField(max_length=100, blank=True)
+    agent_feedback = models.BooleanField(default=False)
+    meta = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "index"], name="one_message_per_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.index} {self.role}"

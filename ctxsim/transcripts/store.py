@@ -1,0 +1,228 @@
+"""Moving sessions between the pure model (`ctxsim.pipeline.messages`) and the database.
+
+`save_sessions` writes everything one file yielded inside the caller's transaction, so a failed
+file leaves no rows; `load_session` rebuilds the canonical session, each message carrying its
+position as `origin` so replays can align what was sent with what the transcript holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils.dateparse import parse_datetime
+
+from ctxsim.pipeline import messages as pm
+from ctxsim.transcripts.models import Content, Message, Session
+
+BATCH = 1000
+
+
+def json_safe(value: Any) -> Any:
+    """A JSON value PostgreSQL's jsonb accepts: no NUL characters, no lone surrogates.
+
+    Transcripts are untrusted and JSON may legally carry both; they become U+FFFD here (message
+    contents are stored as exact bytes elsewhere and keep them).
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+        clean = "\\u0000" not in text
+    except UnicodeEncodeError:
+        clean = False
+    if clean:
+        return value
+    text = text.replace("\\u0000", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return json.loads(text)
+
+
+def _text_safe(value: str) -> str:
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def store_contents(blobs: Iterable[bytes]) -> dict[str, int]:
+    """Store each distinct content once; returns sha256 → Content id for all of them."""
+    by_hash: dict[str, bytes] = {}
+    for blob in blobs:
+        by_hash.setdefault(hashlib.sha256(blob).hexdigest(), blob)
+    ids: dict[str, int] = {}
+    hashes = list(by_hash)
+    for start in range(0, len(hashes), BATCH):
+        chunk = hashes[start : start + BATCH]
+        ids.update(Content.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    missing = [h for h in hashes if h not in ids]
+    for start in range(0, len(missing), BATCH):
+        chunk = missing[start : start + BATCH]
+        Content.objects.bulk_create(
+            [Content(sha256=h, size=len(by_hash[h]), data=by_hash[h]) for h in chunk],
+            ignore_conflicts=True,  # a concurrent import may have stored the same content
+        )
+        ids.update(Content.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    return ids
+
+
+def model_call_count(messages: Sequence[pm.Message]) -> int:
+    """SPEC §1: one call per assistant message, plus a trailing call unless the transcript ends
+    with an assistant message without tool calls."""
+    assistants = sum(1 for m in messages if m.role == "assistant")
+    last = messages[-1] if messages else None
+    ends_with_answer = last is not None and last.role == "assistant" and not last.tool_calls
+    return assistants if ends_with_answer else assistants + 1
+
+
+def _timestamps(messages: Sequence[pm.Message]) -> tuple[datetime | None, datetime | None]:
+    stamps = []
+    for message in messages:
+        raw = message.meta.get("timestamp")
+        if isinstance(raw, str):
+            try:
+                parsed = parse_datetime(raw.replace("Z", "+00:00"))
+            except ValueError:
+                parsed = None
+            if parsed is not None:
+                stamps.append(parsed)
+    return (min(stamps), max(stamps)) if stamps else (None, None)
+
+
+def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime | None:
+    raw = meta.get(key)
+    if isinstance(raw, str):
+        try:
+            parsed = parse_datetime(raw.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed
+    return fallback
+
+
+def save_sessions(
+    sessions: Sequence[pm.Session], *, team, user=None, source_name: str = ""
+) -> list[Session]:
+    """Write the sessions of one file (sidechains linked to their parents); all or nothing."""
+    keys = {s.key for s in sessions}
+    with transaction.atomic():
+        content_ids = store_contents(m.content for s in sessions for m in s.messages)
+        stored: dict[str, Session] = {}
+        rows: dict[int, Session] = {}
+        pending = list(sessions)
+        while pending:
+            # Parents before their sidechains (which may nest); a parent the file does not
+            # hold leaves the sidechain as a top-level session.
+            ready = [
+                s for s in pending
+                if s.parent_key is None or s.parent_key in stored or s.parent_key not in keys
+            ] or pending
+            for session in ready:
+                row = _save_one(session, team, user, source_name, content_ids, stored)
+                stored.setdefault(session.key, row)
+                rows[id(session)] = row
+            pending = [s for s in pending if id(s) not in rows]
+        return [rows[id(s)] for s in sessions]
+
+
+def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
+    messages = session.messages
+    meta = json_safe(dict(session.meta))
+    started, ended = _timestamps(messages)
+    row = Session.objects.create(
+        team=team,
+        title=_text_safe(session.title or source_name or "Untitled session")[:300],
+        format=session.format,
+        source_name=_text_safe(source_name)[:500],
+        source_key=_text_safe(session.key)[:200],
+        uploaded_by=user,
+        parent=stored.get(session.parent_key) if session.parent_key is not None else None,
+        tools=json_safe(session.tools) if session.tools is not None else None,
+        response_schema=(
+            json_safe(session.response_schema) if session.response_schema is not None else None
+        ),
+        meta=meta,
+        warnings=[_text_safe(w) for w in session.warnings],
+        started_at=_session_time(meta, "started_at", started),
+        ended_at=_session_time(meta, "ended_at", ended),
+        message_count=len(messages),
+        model_call_count=model_call_count(messages),
+        tool_call_count=session.tool_call_count,
+        tool_result_count=session.tool_result_count,
+        error_result_count=sum(1 for m in messages if m.role == "tool" and m.is_error),
+        total_bytes=sum(len(m.content) for m in messages),
+    )
+    rows = [
+        Message(
+            session=row,
+            index=index,
+            role=m.role,
+            content_id=content_ids[hashlib.sha256(m.content).hexdigest()],
+            name=_text_safe(m.name)[:200],
+            tool_calls=json_safe(
+                [
+                    {"id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
+                    for c in m.tool_calls
+                ]
+            ),
+            tool_call_id=_text_safe(m.tool_call_id)[:300],
+            is_error=m.is_error,
+            error_code=_text_safe(m.error_code)[:100],
+            agent_feedback=m.agent_feedback,
+            meta=json_safe(dict(m.meta)) if m.meta else {},
+        )
+        for index, m in enumerate(messages)
+    ]
+    Message.objects.bulk_create(rows, batch_size=BATCH)
+    return row
+
+
+def load_session(row: Session) -> pm.Session:
+    """The canonical session of a stored row; message i has `origin` i."""
+    messages = []
+    query = (
+        Message.objects.filter(session=row)
+        .order_by("index")
+        .values_list(
+            "index", "role", "content__data", "name", "tool_calls", "tool_call_id",
+            "is_error", "error_code", "agent_feedback", "meta",
+        )
+    )
+    for index, role, data, name, calls, call_id, is_error, code, feedback, meta in query.iterator(
+        chunk_size=2000
+    ):
+        messages.append(
+            pm.Message.of(
+                role,
+                bytes(data),
+                name=name,
+                tool_calls=[
+                    pm.ToolCall(
+                        id=c.get("id", ""),
+                        name=c.get("name", ""),
+                        arguments=c.get("arguments", ""),
+                        type=c.get("type") or "function",
+                    )
+                    for c in calls
+                ],
+                tool_call_id=call_id,
+                is_error=is_error,
+                error_code=code,
+                agent_feedback=feedback,
+                meta=meta or {},
+                origin=index,
+            )
+        )
+    return pm.Session(
+        format=row.format,
+        title=row.title,
+        messages=tuple(messages),
+        tools=row.tools,
+        response_schema=row.response_schema,
+        key=row.source_key,
+        parent_key=None,
+        meta=row.meta or {},
+        warnings=tuple(row.warnings or ()),
+    )
