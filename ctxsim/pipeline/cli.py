@@ -128,7 +128,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "simul
         rep, _ = _prepare(args)
         rep.spills.sink = _sink(args, rep.config.values["spill_dir"])
         trace = build_trace(rep, summary=args.summary)
-        text = json.dumps(trace, ensure_ascii=False, indent=1) + "\n"
+        text = json.dumps(trace, ensure_ascii=False) + "\n"
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
         else:

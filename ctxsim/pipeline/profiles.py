@@ -70,21 +70,17 @@ class RunConfig:
         return self.values
 
     def effective_config(self) -> dict[str, Any]:
-        """The trace's `effective_config`: ChatCLI's effective knobs, then every parameter."""
+        """The trace's `effective_config`: ChatCLI's effective knobs when a ChatCLI stage runs,
+        then the value of every parameter the profile's stages read."""
+        from .registry import STAGES, params_of
+
         v = self.values
-        env = v["_env_effective"]
-        out: dict[str, Any] = {
-            "profile": self.profile,
-            "stages": [list(e) for e in self.stages],
-            "loop_mode": v["loop_mode"],
-            "ccr": v["ccr"],
-            "spill_dir": v["spill_dir"],
-            **env,
-            "preview_head_chars": 4000,
-            "preview_tail_chars": 1000,
-            "default_tool_cap": 30000,
-        }
-        for name in PARAMS:
+        out: dict[str, Any] = {"profile": self.profile, "stages": [list(e) for e in self.stages]}
+        if any(STAGES[s].family == "chatcli" for s, _ in self.stages):
+            out.update(loop_mode=v["loop_mode"], ccr=v["ccr"], spill_dir=v["spill_dir"])
+            out.update(v["_env_effective"])
+            out.update(preview_head_chars=4000, preview_tail_chars=1000, default_tool_cap=30000)
+        for name in sorted(params_of(self.stages)):
             if name not in out:
                 value = v.get(name)
                 out[name] = list(value) if isinstance(value, tuple) else value
