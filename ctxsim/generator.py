@@ -23,13 +23,14 @@ from typing import IO
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
-WORDS = tuple(
+_WORD_TEXT = (
     "alpha beta gamma delta epsilon request response worker queue stream buffer index "
     "cache config token module parser handler service server client metric logger "
     "context retry timeout batch value result error session pipeline budget spill "
     "preview history summary schema record offset window limit commit branch merge "
     "deploy rollout replica shard"
-).split()
+)
+WORDS = tuple(_WORD_TEXT.split())
 IDENTS = ("load_config", "parse_args", "apply_budget", "spill_result", "repair_pairing",
           "count_tokens", "render_trace", "import_rows", "handle_request", "flush_queue")
 PATHS = ("src/app/main.py", "src/app/budget.py", "src/app/pairing.py", "internal/agent/loop.go",
