@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "ctxsim.teams",
     "ctxsim.transcripts",
+    "ctxsim.replays",
 ]
 
 MIDDLEWARE = [

@@ -9,4 +9,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("ctxsim.teams.urls")),
     path("", include("ctxsim.transcripts.urls")),
+    path("", include("ctxsim.replays.urls")),
 ]
