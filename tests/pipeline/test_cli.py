@@ -1,0 +1,79 @@
+"""`simulate` errors: one line naming the problem and where, exit status 2."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxsim.pipeline.cli import main
+
+
+def run(tmp_path: Path, scenario, *args: str) -> tuple[int, str, str]:
+    path = tmp_path / "s.json"
+    path.write_text(scenario if isinstance(scenario, str) else json.dumps(scenario))
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(path), *args], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(("scenario", "needle"), [
+    ("{not json", "invalid JSON at line 1 column 2"),
+    ({"messages": [], "bogus": 1}, "bogus: unknown key"),
+    ({"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": 3}}]}]},
+     "messages[0].tool_calls[0].function.name: expected a string"),
+    ({"messages": [{"role": "robot"}]}, "messages[0].role: expected one of"),
+    ({"config": {"loop_mode": "fast"}, "messages": []}, "config.loop_mode: expected one of"),
+    ({"profile": "nope", "messages": []}, "unknown profile 'nope'"),
+])
+def test_bad_scenarios_exit_2_with_one_line_naming_where(tmp_path, scenario, needle) -> None:
+    code, out, err = run(tmp_path, scenario)
+    assert code == 2 and out == ""
+    assert needle in err and err.count("\n") == 1
+
+
+def test_a_missing_file_exits_2(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main([str(tmp_path / "missing.json")], io.StringIO(), err) == 2
+    assert "cannot read file" in err.getvalue()
+
+
+def test_an_empty_scenario_still_gets_its_trailing_call(tmp_path: Path) -> None:
+    code, out, _ = run(tmp_path, {"messages": []})
+    assert code == 0 and len(json.loads(out)["calls"]) == 1
+
+
+def test_summary_omits_history_arrays(tmp_path: Path) -> None:
+    scenario = {"messages": [{"role": "user", "content": "hi"}]}
+    _, out, _ = run(tmp_path, scenario, "--summary")
+    call = json.loads(out)["calls"][0]
+    assert "history" not in call["pairing"] and "tokens" in call
+
+
+def test_write_spills_into_spill_dir_requires_it_empty(tmp_path: Path) -> None:
+    spill = tmp_path / "spills"
+    spill.mkdir()
+    (spill / "old.txt").write_text("x")
+    scenario = {"config": {"spill_dir": str(spill)}, "messages": []}
+    code, _, err = run(tmp_path, scenario, "--write-spills")
+    assert code == 2 and "must be absent or empty" in err
+
+
+def test_write_spills_without_dir_writes_into_spill_dir(tmp_path: Path) -> None:
+    spill = tmp_path / "fresh"
+    msgs = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "z" * 25000}]
+    code, out, _ = run(tmp_path, {"config": {"spill_dir": str(spill)}, "messages": msgs},
+                       "--write-spills")
+    assert code == 0 and (spill / "budget_a_1.txt").read_bytes() == b"z" * 25000
+
+
+def test_config_file_overrides_the_profile(tmp_path: Path) -> None:
+    cfg = tmp_path / "p.json"
+    cfg.write_text(json.dumps({"loop_mode": "coder"}))
+    code, out, _ = run(tmp_path, {"messages": []}, "--config", str(cfg))
+    assert code == 0 and json.loads(out)["effective_config"]["loop_mode"] == "coder"

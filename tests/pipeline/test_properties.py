@@ -1,0 +1,123 @@
+"""Property tests (hypothesis) of the invariants issue 3 and 4 list."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxsim.pipeline.messages import Message, ToolCall
+from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.stages import context_limit, pairing
+from ctxsim.pipeline.trace import build_trace
+
+from .helpers import ctx
+
+IDS = st.sampled_from(["a", "b", "c", "d", ""])
+
+
+@st.composite
+def message(draw) -> Message:
+    role = draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool", "tool"]))
+    text = draw(st.text(alphabet="xyz\n", max_size=30))
+    if role == "assistant":
+        ids = draw(st.lists(IDS, max_size=3))
+        calls = [ToolCall(i, draw(st.sampled_from(["read", "bash"])), "{}") for i in ids]
+        return Message.of("assistant", text, tool_calls=calls)
+    if role == "tool":
+        return Message.of("tool", text, tool_call_id=draw(IDS))
+    return Message.of(role, text)
+
+
+histories = st.lists(message(), max_size=12)
+
+
+@given(histories)
+def test_after_chatcli_pairing_every_call_is_followed_by_its_results(history) -> None:
+    r = pairing.run(history, ctx("chatcli"))
+    out = r.history
+    for i, m in enumerate(out):
+        if m.has_calls:
+            ids = [c.id for c in m.tool_calls]
+            following = [t.tool_call_id for t in out[i + 1:i + 1 + len(ids)]]
+            assert all(t.role == "tool" for t in out[i + 1:i + 1 + len(ids)])
+            if r.report["has_repairs"]:
+                assert following == ids
+            else:
+                assert sorted(following) == sorted(ids)
+        if m.role == "tool":
+            # Every tool message sits in the run right after the assistant that called it.
+            j = i
+            while out[j].role == "tool":
+                j -= 1
+                assert j >= 0
+            assert m.tool_call_id in [c.id for c in out[j].tool_calls]
+
+
+@given(histories)
+def test_chatcli_docs_pairing_gives_each_call_exactly_one_later_result(history) -> None:
+    out = pairing.run(history, ctx("chatcli-docs")).history
+    for i, m in enumerate(out):
+        for c in m.tool_calls:
+            assert [t.tool_call_id for t in out[i + 1:] if t.role == "tool"].count(c.id) == 1
+        if m.role == "tool":
+            assert any(m.tool_call_id in [c.id for c in a.tool_calls] for a in out[:i])
+
+
+@given(histories)
+def test_pairing_its_own_output_changes_nothing(history) -> None:
+    for profile in ("chatcli", "chatcli-docs"):
+        once = pairing.run(history, ctx(profile)).history
+        again = pairing.run(once, ctx(profile))
+        assert again.history == once and not again.report["has_repairs"]
+
+
+@settings(max_examples=30)
+@given(histories, st.sampled_from(["chatcli", "chatcli-docs", "aivax", "chatcli-aivax"]))
+def test_replay_is_deterministic(history, profile) -> None:
+    config = {"counter": "bytes4"}
+    a = build_trace(replay(history, profile, config))
+    b = build_trace(replay(history, profile, config))
+    assert a == b
+
+
+@given(histories, st.integers(min_value=0, max_value=60),
+       st.sampled_from(["Truncate", "TruncateHard"]))
+def test_after_truncate_it_fits_or_nothing_was_removable(history, limit, action) -> None:
+    c = ctx("aivax", counter="bytes4", contextMaximumSize=limit, contextOverflowAction=action)
+    r = context_limit.run(history, c)
+    out = r.history
+    from ctxsim.pipeline.tokens import history_tokens
+
+    last_user = max((i for i, m in enumerate(out) if m.role == "user"), default=None)
+    removable = [m for i, m in enumerate(out) if m.role != "system" and i != last_user]
+    assert history_tokens(out, c.counter) <= limit or not removable
+    if action == "TruncateHard" and r.report["tokens_after"] > limit:
+        assert r.report["error"] == "context_overflow"
+
+
+@given(histories, st.integers(min_value=0, max_value=60))
+def test_truncation_never_leaves_a_result_without_its_call(history, limit) -> None:
+    c = ctx("aivax", counter="bytes4", contextMaximumSize=limit, contextOverflowAction="Truncate")
+    r = context_limit.run(history, c)
+    removed = set(r.report["removed_indices"])
+    kept_owner = {}
+    latest: dict[str, int] = {}
+    for i, m in enumerate(history):
+        for call in m.tool_calls if m.role == "assistant" else ():
+            latest[call.id] = i
+        if m.role == "tool" and m.tool_call_id in latest:
+            kept_owner[i] = latest[m.tool_call_id]
+    for result, owner in kept_owner.items():
+        if owner in removed:
+            assert result in removed
+
+
+@settings(max_examples=30)
+@given(histories, st.sampled_from(["aivax", "anthropic-clear-tool-uses"]))
+def test_stateless_stages_never_change_the_next_calls_input(history, profile) -> None:
+    config = {"counter": "bytes4", **({"contextMaximumSize": 10} if profile == "aivax" else
+                                      {"trigger": {"type": "tool_uses", "value": 0},
+                                       "keep": {"type": "tool_uses", "value": 0}})}
+    for call in replay(history, profile, config).calls():
+        assert call.stages[0].tokens_before == call.raw_tokens
+        assert tuple(call.persistent) == call.raw_history

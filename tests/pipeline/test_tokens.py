@@ -1,0 +1,67 @@
+"""Token counters work with no network, from hash-verified package data (SPEC §5)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from ctxsim.pipeline import tokens
+from ctxsim.pipeline.messages import Message, ToolCall
+from ctxsim.pipeline.tokens import Bytes4Counter, extras_tokens, message_tokens
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    tokens.get_encoding.cache_clear()
+
+
+@pytest.mark.parametrize(("name", "ids"), [("cl100k_base", [15339, 1917]),
+                                           ("o200k_base", [24912, 2375])])
+def test_it_encodes_hello_world_with_the_reference_ids_offline(no_network, name, ids) -> None:
+    enc = tokens.get_encoding(name)
+    assert enc.name == name
+    assert enc.encode_ordinary("hello world") == ids
+
+
+def test_the_bpe_files_match_their_published_sha256() -> None:
+    import hashlib
+
+    for name, digest in tokens.BPE_SHA256.items():
+        assert hashlib.sha256(tokens.load_bpe_file(name)).hexdigest() == digest
+
+
+def test_bytes4_is_the_ceiling_of_bytes_over_four() -> None:
+    c = Bytes4Counter()
+    assert [c.count(b""), c.count(b"a"), c.count(b"abcd"), c.count(b"abcde")] == [0, 1, 1, 2]
+    assert c.count("é".encode()) == 1
+
+
+def test_the_message_formula_counts_calls_ids_and_binary_parts() -> None:
+    c = Bytes4Counter()
+    a = Message.of("assistant", "abcd", tool_calls=[ToolCall("id-ignored", "read", "{}")])
+    assert message_tokens(a, c) == 3 + 1 + 1 + 1
+    t = Message.of("tool", "", tool_call_id="abcde")
+    assert message_tokens(t, c) == 3 + 0 + 2
+    img = Message.of("user", "", meta={"binary_parts": [{"base64_length": 9}]})
+    assert message_tokens(img, c) == 3 + 3
+
+
+def test_extras_cost_nothing_when_absent_or_empty() -> None:
+    c = Bytes4Counter()
+    assert extras_tokens(c, "", None, None) == 0
+    assert extras_tokens(c, "", [], {}) == 0
+    assert extras_tokens(c, "abcd", [{"a": "é"}], {"x": 1}) == (3 + 1) + 3 + 2
+
+
+def test_token_counts_are_cached_by_content() -> None:
+    counter = tokens.get_counter("cl100k_base")
+    assert counter.count(b"hello world") == 2
+    assert counter.count(b"hello world") == 2
+    assert b"hello world" in counter._cache
