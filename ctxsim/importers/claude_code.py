@@ -1,0 +1,370 @@
+"""Claude Code session JSONL (`~/.claude/projects/<cwd>/<session>.jsonl`).
+
+The file is a tree of records linked by `uuid`/`parentUuid`, written one content block per
+line while a response streams. Mapping (SPEC §7):
+
+- the main session is the chain from the last non-sidechain record up to its root (across
+  `logicalParentUuid` at a compaction boundary); other branches (rewinds) are left out;
+- each sidechain tree (a subagent run) becomes its own session linked to the main one;
+- lines sharing `message.id` are one API response, hence one assistant message;
+- from CLI 2.1 the results of parallel calls hang off their own `tool_use` line, so all but
+  the last sit on one-line side branches: they are gathered by the assistant `message.id`;
+- every `tool_result` block becomes a `tool` message (`tool_call_id` = `tool_use_id`,
+  `is_error` kept); calls are counted once per `tool_use` id.
+
+Records are reduced to small nodes as they stream in, so the parsed lines (and the duplicate
+base64 images in `toolUseResult`) are dropped at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctxsim.pipeline.messages import Message, Session
+
+from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
+from .common import HistoryBuilder, expect_dict, require_sessions, title_from
+from .errors import TranscriptError, type_name
+from .source import Probe, Source
+
+NAME = "claude-code"
+LINE_BASED = True
+
+RECORD_TYPES = frozenset({
+    "summary", "file-history-snapshot", "queue-operation", "progress", "attachment",
+    "custom-title", "ai-title", "agent-name", "last-prompt", "pr-link", "permission-mode",
+    "agent-setting", "bridge-session", "worktree-state",
+})
+SUBAGENT_TOOLS = ("Task", "Agent")
+
+
+def detect(probe: Probe) -> bool | str:
+    if not probe.records:
+        return "not JSON Lines"
+    for record in probe.records:
+        if not isinstance(record, dict) or "payload" in record:
+            continue
+        if "parentUuid" in record or "isSidechain" in record:
+            return True
+        if record.get("type") in RECORD_TYPES:
+            return True
+    return "no line has parentUuid/isSidechain or a Claude Code record type"
+
+
+class _Node:
+    """One record of the tree, reduced to what the mapping needs."""
+
+    __slots__ = (
+        "line", "uuid", "parent", "logical_parent", "sidechain", "role", "msg_id",
+        "timestamp", "content", "meta_flags", "usage", "model", "agent_id",
+    )
+
+    def __init__(self, line: int, uuid: str, record: dict[str, Any]):
+        self.line = line
+        self.uuid = uuid
+        parent = record.get("parentUuid")
+        self.parent = parent if isinstance(parent, str) else None
+        logical = record.get("logicalParentUuid")
+        self.logical_parent = logical if isinstance(logical, str) else None
+        self.sidechain = record.get("isSidechain") is True
+        self.role: str | None = None
+        self.msg_id: str | None = None
+        timestamp = record.get("timestamp")
+        self.timestamp = timestamp if isinstance(timestamp, str) else None
+        self.content: UserContent | AssistantContent | None = None
+        self.meta_flags: dict[str, Any] | None = None
+        self.usage: Any = None
+        self.model: str | None = None
+        agent_id = record.get("agentId")
+        self.agent_id = agent_id if isinstance(agent_id, str) else None
+
+
+def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str, Any]]:
+    nodes: dict[str, _Node] = {}
+    order: list[_Node] = []
+    info: dict[str, Any] = {"summaries": {}, "titles": [], "duplicate_lines": 0}
+    for line, record in source.records():
+        if not isinstance(record, dict):
+            raise TranscriptError(
+                f"each Claude Code line should be a JSON object, not {type_name(record)}",
+                line=line,
+            )
+        kind = record.get("type")
+        if kind == "summary":
+            leaf, summary = record.get("leafUuid"), record.get("summary")
+            if isinstance(leaf, str) and isinstance(summary, str):
+                info["summaries"][leaf] = summary
+            continue
+        if kind in ("custom-title", "ai-title"):
+            for key in ("customTitle", "aiTitle", "title"):
+                if isinstance(record.get(key), str):
+                    info["titles"].append(record[key])
+            continue
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str):
+            continue
+        if uuid in nodes:
+            # A resumed or forked session copies earlier lines: the first copy stands.
+            info["duplicate_lines"] += 1
+            continue
+        node = _Node(line, uuid, record)
+        if kind in ("user", "assistant"):
+            _fill_message(node, kind, record, line)
+            for key in ("sessionId", "cwd", "version", "gitBranch"):
+                if key not in info and isinstance(record.get(key), str):
+                    info[key] = record[key]
+        nodes[uuid] = node
+        order.append(node)
+    return nodes, order, info
+
+
+def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> None:
+    message = expect_dict(record.get("message"), "message", line)
+    node.role = kind
+    if kind == "assistant":
+        msg_id = message.get("id")
+        node.msg_id = msg_id if isinstance(msg_id, str) and msg_id else None
+        node.content = split_assistant(message.get("content"), "message.content", line)
+        node.usage = message.get("usage")
+        model = message.get("model")
+        node.model = model if isinstance(model, str) else None
+    else:
+        content = split_user(message.get("content"), "message.content", line)
+        # Encode the (possibly large) results now, so only their bytes stay in memory.
+        content.results = [
+            (tool_use_id, text.encode("utf-8", "surrogatepass"), is_error, parts)
+            for tool_use_id, text, is_error, parts in content.results
+        ]
+        node.content = content
+        flags = {}
+        if record.get("isMeta") is True:
+            flags["injected"] = True
+        if record.get("isCompactSummary") is True:
+            flags["compact_summary"] = True
+        node.meta_flags = flags or None
+    if record.get("isApiErrorMessage") is True:
+        node.meta_flags = {**(node.meta_flags or {}), "api_error": True}
+
+
+def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
+    """From `leaf` up to its root, in file order; crosses compaction boundaries."""
+    chain: list[_Node] = []
+    seen: set[str] = set()
+    node: _Node | None = leaf
+    while node is not None and node.uuid not in seen:
+        seen.add(node.uuid)
+        chain.append(node)
+        parent = nodes.get(node.parent) if node.parent else None
+        if parent is None and node.logical_parent:
+            parent = nodes.get(node.logical_parent)
+        node = parent
+    chain.reverse()
+    return chain
+
+
+def _with_side_branches(chain: list[_Node], tree: list[_Node], nodes: dict[str, _Node]):
+    """The chain plus the lines of its responses that sit on one-line side branches."""
+    on_chain = {node.uuid for node in chain}
+    msg_ids = {node.msg_id for node in chain if node.role == "assistant" and node.msg_id}
+    answered = {
+        result[0]
+        for node in chain
+        if node.role == "user"
+        for result in node.content.results  # type: ignore[union-attr]
+    }
+    extra = []
+    for node in tree:
+        if node.uuid in on_chain or node.role is None:
+            continue
+        if node.role == "assistant":
+            if node.msg_id in msg_ids:
+                extra.append(node)
+            continue
+        content = node.content
+        if not content.results or content.texts:  # type: ignore[union-attr]
+            continue
+        parent = nodes.get(node.parent) if node.parent else None
+        if parent is None or parent.role != "assistant" or parent.msg_id not in msg_ids:
+            continue
+        if all(result[0] in answered for result in content.results):  # type: ignore[union-attr]
+            continue
+        extra.append(node)
+    if not extra:
+        return chain
+    return sorted(chain + extra, key=lambda node: node.line)
+
+
+def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ...], dict]:
+    builder = HistoryBuilder()
+    seen_calls: set[str] = set()
+    stats: dict[str, Any] = {"model": None, "started": None, "ended": None}
+    for node in selected:
+        if node.role is None:
+            continue
+        if node.timestamp:
+            stats["started"] = stats["started"] or node.timestamp
+            stats["ended"] = node.timestamp
+        if node.role == "assistant":
+            content: AssistantContent = node.content  # type: ignore[assignment]
+            draft = builder.assistant(node.msg_id or node.uuid)
+            if not draft.meta:
+                draft.meta.update(source_line=node.line, timestamp=node.timestamp)
+                if node.usage is not None:
+                    # Every line of a response repeats the same usage: keep it once.
+                    draft.meta["usage"] = node.usage
+                if node.msg_id:
+                    draft.meta["message_id"] = node.msg_id
+                if node.model:
+                    draft.meta["model"] = node.model
+                    stats["model"] = stats["model"] or node.model
+                if sidechain:
+                    draft.meta["sidechain"] = True
+                if node.meta_flags:
+                    draft.meta.update(node.meta_flags)
+            draft.texts.extend(content.texts)
+            if content.thinking:
+                draft.meta.setdefault("thinking", []).extend(content.thinking)
+            for call in content.calls:
+                if call.id not in seen_calls and draft.add_call(call):
+                    seen_calls.add(call.id)
+            continue
+        content_u: UserContent = node.content  # type: ignore[assignment]
+        base = {"source_line": node.line, "timestamp": node.timestamp}
+        if sidechain:
+            base["sidechain"] = True
+        for tool_use_id, data, is_error, parts in content_u.results:
+            meta = dict(base, binary_parts=parts) if parts else base
+            builder.add(Message.of(
+                "tool", data, tool_call_id=tool_use_id, is_error=is_error, meta=meta
+            ))
+        if content_u.texts or content_u.binary_parts or not content_u.results:
+            meta = dict(base)
+            if content_u.binary_parts:
+                meta["binary_parts"] = content_u.binary_parts
+            if node.meta_flags:
+                meta.update(node.meta_flags)
+            builder.add(Message.of("user", "".join(content_u.texts), meta=meta))
+    return builder.messages(), stats
+
+
+def _root(node: _Node, nodes: dict[str, _Node], roots: dict[str, str]) -> str:
+    path = []
+    current = node
+    while True:
+        known = roots.get(current.uuid)
+        if known is not None:
+            break
+        path.append(current.uuid)
+        parent = nodes.get(current.parent) if current.parent else None
+        if parent is None or parent.uuid in path:
+            known = current.uuid
+            break
+        current = parent
+    for uuid in path:
+        roots[uuid] = known
+    return known
+
+
+def _last_message_node(tree: list[_Node]) -> _Node | None:
+    for node in reversed(tree):
+        if node.role is not None:
+            return node
+    return None
+
+
+def parse(source: Source) -> list[Session]:
+    nodes, order, info = _read_nodes(source)
+    main_tree = [node for node in order if not node.sidechain]
+    side_trees: dict[str, list[_Node]] = {}
+    roots: dict[str, str] = {}
+    for node in order:
+        if node.sidechain:
+            side_trees.setdefault(_root(node, nodes, roots), []).append(node)
+
+    session_id = info.get("sessionId", "")
+    base_meta = {
+        key: info[key] for key in ("cwd", "version", "gitBranch") if key in info
+    }
+    sessions: list[Session] = []
+    main_key = session_id or "main"
+    task_prompts: dict[str, str] = {}
+    main_leaf = _last_message_node(main_tree)
+    if main_leaf is not None:
+        selected = _with_side_branches(_chain(main_leaf, nodes), main_tree, nodes)
+        messages, stats = _messages(selected, sidechain=False)
+        title = _title(selected, info) or title_from(messages, "Claude Code session")
+        included = sum(1 for node in selected if node.role is not None)
+        available = sum(1 for node in main_tree if node.role is not None)
+        warnings = ()
+        if available > included:
+            warnings = (
+                f"{available - included} message lines on abandoned branches (rewinds or "
+                "edits) were left out",
+            )
+        sessions.append(Session(
+            format=NAME, title=title, messages=messages, key=main_key,
+            meta=_session_meta(session_id, base_meta, stats, info),
+            warnings=warnings,
+        ))
+        task_prompts = _task_prompts(messages)
+
+    for index, tree in enumerate(side_trees.values(), start=1):
+        leaf = _last_message_node(tree)
+        if leaf is None:
+            continue
+        selected = _with_side_branches(_chain(leaf, nodes), tree, nodes)
+        messages, stats = _messages(selected, sidechain=True)
+        agent_id = next((node.agent_id for node in tree if node.agent_id), None)
+        meta = _session_meta(session_id, base_meta, stats, info)
+        meta["sidechain"] = True
+        if agent_id:
+            meta["agent_id"] = agent_id
+        prompt = next((m.text for m in messages if m.role == "user"), "")
+        if prompt in task_prompts:
+            meta["parent_tool_use_id"] = task_prompts.pop(prompt)
+        sessions.append(Session(
+            format=NAME,
+            title="Subagent: " + title_from(messages, "subagent"),
+            messages=messages,
+            key=agent_id or f"sidechain-{index}",
+            # A 2.x subagent file holds no main chain: its parent session is another file.
+            parent_key=main_key if main_leaf is not None else (session_id or None),
+            meta=meta,
+        ))
+    return require_sessions(sessions, "the Claude Code file has no user or assistant lines")
+
+
+def _title(selected: list[_Node], info: dict[str, Any]) -> str:
+    if info["titles"]:
+        return info["titles"][-1]
+    summaries = info["summaries"]
+    for node in reversed(selected):
+        if node.uuid in summaries:
+            return summaries[node.uuid]
+    return ""
+
+
+def _session_meta(session_id: str, base: dict, stats: dict, info: dict) -> dict[str, Any]:
+    meta: dict[str, Any] = {"session_id": session_id, **base}
+    for key in ("model", "started", "ended"):
+        if stats.get(key):
+            meta[key] = stats[key]
+    if info["duplicate_lines"]:
+        meta["duplicate_lines"] = info["duplicate_lines"]
+    return meta
+
+
+def _task_prompts(messages: tuple[Message, ...]) -> dict[str, str]:
+    """Subagent prompt text → the Task call that started it (1.0.x has no explicit link)."""
+    prompts: dict[str, str] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.name in SUBAGENT_TOOLS:
+                try:
+                    prompt = json.loads(call.arguments).get("prompt")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(prompt, str):
+                    prompts.setdefault(prompt, call.id)
+    return prompts

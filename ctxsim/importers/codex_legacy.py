@@ -1,0 +1,75 @@
+"""Codex CLI rollout JSONL from before 0.40: a bare meta line, then bare Responses items.
+
+Line 1 is `{id, timestamp, instructions, git}` with no `type`; `{"record_type":"state"}`
+lines are bookkeeping. There are no per-line timestamps and no usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxsim.pipeline.messages import Message, Session
+
+from .codex import instructions_text
+from .common import HistoryBuilder, require_sessions, title_from
+from .errors import TranscriptError, type_name
+from .responses_items import ITEM_TYPES, ItemMapper
+from .source import Probe, Source
+
+NAME = "codex-legacy"
+LINE_BASED = True
+
+
+def detect(probe: Probe) -> bool | str:
+    if not probe.records:
+        return "not JSON Lines"
+    first = probe.first_record
+    if not (isinstance(first, dict) and "id" in first and "type" not in first
+            and "payload" not in first and ("instructions" in first or "timestamp" in first)):
+        return "line 1 is not a bare {id, timestamp, instructions} meta object"
+    for record in probe.records[1:]:
+        if isinstance(record, dict) and (
+            record.get("record_type") == "state" or record.get("type") in ITEM_TYPES
+        ):
+            return True
+    if len(probe.records) == 1 and "instructions" in first:
+        return True
+    return "no {\"record_type\":\"state\"} line or bare Responses item after the meta line"
+
+
+def parse(source: Source) -> list[Session]:
+    history = HistoryBuilder()
+    mapper = ItemMapper(history)
+    meta: dict[str, Any] = {}
+    for line, record in source.records():
+        if not isinstance(record, dict):
+            raise TranscriptError(
+                f"each rollout line should be a JSON object, not {type_name(record)}", line=line
+            )
+        if not meta and "type" not in record and "record_type" not in record:
+            meta = record
+            text = instructions_text(record)
+            if text:
+                history.add(Message.of(
+                    "system", text, meta={"source_line": line, "source": "instructions"}
+                ))
+            continue
+        if "record_type" in record:
+            continue
+        mapper.add(record, {"source_line": line}, line)
+    messages = history.messages()
+    if not messages:
+        require_sessions([], "the rollout has no conversation items")
+    session_meta = {key: meta[key] for key in ("id", "git") if key in meta}
+    if isinstance(meta.get("timestamp"), str):
+        session_meta["started"] = meta["timestamp"]
+    human = next(
+        (m for m in messages if m.role == "user" and not m.meta.get("injected")), None
+    )
+    return [Session(
+        format=NAME,
+        title=title_from([human] if human else [], "Codex session"),
+        messages=messages,
+        key=str(meta.get("id", "")),
+        meta=session_meta,
+    )]

@@ -1,0 +1,54 @@
+"""The one error type importers raise: a single line a user can act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TranscriptError(ValueError):
+    """A transcript cannot be imported; `str(error)` is one line for the user.
+
+    `line` and `column` are 1-based positions in the file when the problem has one. Importers
+    raise it before returning anything, so a failed import never yields a partial session.
+    """
+
+    def __init__(self, reason: str, *, line: int | None = None, column: int | None = None):
+        # Messages travel into one-line CLI output and HTML lists: never let a newline through.
+        self.reason = " ".join(reason.split())
+        self.line = line
+        self.column = column
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        if self.line is None:
+            return self.reason
+        where = f"line {self.line}" if self.column is None else (
+            f"line {self.line}, column {self.column}"
+        )
+        return f"{where}: {self.reason}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages about wrong shapes."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def wrong_shape(field: str, expected: str, got: Any, *, line: int | None = None) -> TranscriptError:
+    """`field` names the path inside the record (e.g. `message.content`)."""
+    return TranscriptError(f"`{field}` should be {expected}, not {type_name(got)}", line=line)
