@@ -52,18 +52,20 @@ def build_parser(prog: str = "simulate") -> argparse.ArgumentParser:
 
 
 def _load_sessions(path: Path, raw: bytes) -> Sequence[Session]:
-    loader = TRANSCRIPT_LOADER
-    if loader is None:
-        try:
-            from ctxsim import importers
-
-            loader = getattr(importers, "load_sessions", None)
-        except ImportError:
-            loader = None
-    if loader is None:
+    if TRANSCRIPT_LOADER is not None:
+        return TRANSCRIPT_LOADER(path, raw)
+    try:
+        # Imported lazily: the importers are pure too, but simulate on a scenario needs none.
+        from ctxsim import importers
+    except ImportError:
+        load_json_text(raw)  # an invalid JSON file gets the precise JSON error
         raise ScenarioError("", "not a scenario (an object with a messages array and only "
-                                "scenario keys), and no transcript importer is available")
-    return loader(path, raw)
+                                "scenario keys), and no transcript importer is available"
+                            ) from None
+    try:
+        return importers.load(path).sessions
+    except importers.TranscriptError as exc:
+        raise UsageError(f"{path.name}: {exc}") from None
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -89,16 +91,16 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
-    if data is not None and (is_scenario(data) or (isinstance(data, dict)
-                                                   and "messages" in data)):
+    # A scenario is recognised by its keys; one that also has `config` or `profile` is judged
+    # as a scenario even with a bad key, so its author gets the precise error.
+    if is_scenario(data) or (isinstance(data, dict) and "messages" in data
+                             and ("config" in data or "profile" in data)):
         sc = parse_scenario_data(data)
         profile = args.profile or sc.profile or DEFAULT_PROFILE
         config = {**sc.config, **overrides}
         rep = replay(sc.messages, profile, config, stages=sc.stages, tools=sc.tools,
                      response_schema=sc.response_schema)
         return rep, config
-    if data is None and path.suffix == ".json" and TRANSCRIPT_LOADER is None:
-        load_json_text(raw)  # raises the precise JSON error
     sessions = list(_load_sessions(path, raw))
     if not sessions:
         raise UsageError(f"{args.file}: no session found")
