@@ -109,3 +109,60 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.index} {self.role}"
+
+
+class ImportJob(models.Model):
+    """A transcript imported by the background worker: the stored upload and its progress.
+
+    The import itself is one transaction, so a job that dies leaves no session behind; the job
+    row (written outside that transaction) is what tells the user what happened.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="import_jobs")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    file_name = models.CharField(max_length=500)
+    size = models.PositiveBigIntegerField()
+    # Path in the default storage; emptied once the import succeeded and the file is deleted.
+    stored_name = models.CharField(max_length=500, blank=True)
+    format = models.CharField(max_length=40, blank=True, help_text="forced format; empty = detect")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    message = models.TextField(blank=True)
+    session_ids = models.JSONField(default=list, blank=True)
+    # Bumped on every re-queue, so a stale task for an earlier attempt does not run it twice.
+    attempts = models.PositiveIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["team", "status"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def can_requeue(self) -> bool:
+        return self.status == self.Status.FAILED and bool(self.stored_name)
+
+    def sessions(self) -> models.QuerySet[Session]:
+        """The sessions this job created, within the job's own team."""
+        return Session.objects.filter(team_id=self.team_id, pk__in=self.session_ids or []).order_by(
+            "pk"
+        )
