@@ -1,0 +1,247 @@
+"""Export a profile back to the real tools, and import their settings (SPEC §4).
+
+Each format carries only what its tool understands; an export lists what it left out. Import
+rejects unknown keys and bad values with a message per field, so export → import gives back
+the same values for everything the format carries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .params import CHATCLI_ENV, ENV_BY_NAME, PARAMS, ParamError, validate_params
+from .profiles import CHATCLI_STAGES, RunConfig
+from .registry import STAGES
+
+ANTHROPIC_EDIT = "clear_tool_uses_20250919"
+COMPRESSION_VAR = "CHATCLI_COMPRESSION"
+FAMILY_PARAMS = {
+    "chatcli": ("env", "ccr", "loop_mode", "anchor_text", "spill_dir", "tool_caps",
+                "exempt_tools", "semantics"),
+    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount",
+              "toolContextPlaceholder", "systemInstructions"),
+    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
+                  "placeholder"),
+}
+CARRIED = {
+    "chatcli": ("env", "ccr"),
+    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount"),
+    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
+}
+
+
+@dataclass(frozen=True)
+class Export:
+    """One artefact for one tool: its text, a file name, and what it could not carry."""
+
+    tool: str
+    filename: str
+    content: str
+    left_out: list[str] = field(default_factory=list)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _left_out(family: str, values: Mapping[str, Any]) -> list[str]:
+    notes = []
+    for name in FAMILY_PARAMS[family]:
+        if name in CARRIED[family]:
+            continue
+        value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
+        if value != default:
+            notes.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
+    if values.get("counter") != PARAMS["counter"].default:
+        notes.append(f"counter = {json.dumps(values.get('counter'))} (ctxsim's estimate only)")
+    return notes
+
+
+# --- ChatCLI ---------------------------------------------------------------------------------
+
+def _env_value(value: str) -> str:
+    if value and all(c.isalnum() or c in "+-_./@:," for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def export_chatcli(values: Mapping[str, Any], stages: tuple = CHATCLI_STAGES) -> Export:
+    """`CHATCLI_...=value` lines: the env values as typed, and `ccr` off as compression off."""
+    env = values.get("env") or {}
+    lines = [f"{var.name}={_env_value(env[var.name])}" for var in CHATCLI_ENV if var.name in env]
+    if values.get("ccr") == "off":
+        lines.append(f"{COMPRESSION_VAR}=off")
+    left = _left_out("chatcli", values)
+    left += [f"env {k} (not a ChatCLI variable)" for k in env if k not in ENV_BY_NAME]
+    chatcli_stages = tuple(e for e in stages if STAGES[e[0]].family == "chatcli")
+    if chatcli_stages != CHATCLI_STAGES:
+        left.append("stage list (ChatCLI's stages and order are fixed)")
+    return Export("chatcli", "chatcli.env", "".join(line + "\n" for line in lines), left)
+
+
+def _unquote(raw: str, where: str) -> str:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        out, i, body = [], 0, raw[1:-1]
+        while i < len(body):
+            if body[i] == "\\" and i + 1 < len(body):
+                i += 1
+            out.append(body[i])
+            i += 1
+        return "".join(out)
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1]
+    if raw[:1] in ('"', "'"):
+        raise ValueError("unterminated quote")
+    return raw
+
+
+def import_chatcli(text: str) -> dict[str, Any]:
+    """An env file → `{"env": {...}, "ccr": ...}`; values stay free strings, as ChatCLI reads."""
+    env: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    result: dict[str, Any] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("export "):
+            stripped = stripped[len("export "):].lstrip()
+        name, sep, raw = stripped.partition("=")
+        name = name.strip()
+        where = f"line {n}: {name or stripped}"
+        if not sep:
+            errors[where] = "expected NAME=value"
+            continue
+        try:
+            value = _unquote(raw, where)
+        except ValueError as exc:
+            errors[where] = str(exc)
+            continue
+        if name == COMPRESSION_VAR:
+            result["ccr"] = "off" if value.strip().lower() == "off" else "on"
+        elif name in ENV_BY_NAME:
+            env[name] = value
+        else:
+            errors[where] = "unknown variable (ctxsim reads CHATCLI_TOOL_RESULT_*, " \
+                            "CHATCLI_MICROCOMPACT_* and CHATCLI_COMPRESSION)"
+    if errors:
+        raise ParamError(errors)
+    if env:
+        result["env"] = env
+    return validate_params(result)
+
+
+# --- AIVAX -----------------------------------------------------------------------------------
+
+AIVAX_KEYS = ("contextMaximumSize", "contextOverflowAction", "toolContextCount")
+
+
+def export_aivax(values: Mapping[str, Any]) -> Export:
+    """The gateway JSON fragment; an unset limit is left out of it (AIVAX's own default)."""
+    fragment: dict[str, Any] = {}
+    if values.get("contextMaximumSize") is not None:
+        fragment["contextMaximumSize"] = values["contextMaximumSize"]
+    fragment["contextOverflowAction"] = values.get("contextOverflowAction", "Throw")
+    fragment["toolContextCount"] = values.get("toolContextCount", 0)
+    text = json.dumps(fragment, indent=2) + "\n"
+    return Export("aivax", "aivax.json", text, _left_out("aivax", values))
+
+
+def _load_object(data: str | Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ParamError({what: f"invalid JSON at line {exc.lineno} column {exc.colno}: "
+                                    f"{exc.msg}"}) from None
+    if not isinstance(data, Mapping):
+        raise ParamError({what: "expected a JSON object"})
+    return data
+
+
+def import_aivax(data: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The gateway fragment → parameters; unknown keys and bad values fail per field."""
+    obj = _load_object(data, "aivax")
+    errors = {k: "unknown key" for k in obj if k not in AIVAX_KEYS}
+    try:
+        values = validate_params({k: v for k, v in obj.items() if k in AIVAX_KEYS})
+    except ParamError as exc:
+        errors.update(exc.errors)
+        values = {}
+    if errors:
+        raise ParamError(errors)
+    values.setdefault("contextMaximumSize", None)
+    return values
+
+
+# --- Anthropic -------------------------------------------------------------------------------
+
+EDIT_KEYS = ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs")
+
+
+def export_anthropic(values: Mapping[str, Any]) -> Export:
+    """The request's `context_management` object with one `clear_tool_uses_20250919` edit."""
+    edit: dict[str, Any] = {"type": ANTHROPIC_EDIT,
+                            "trigger": dict(values["trigger"]), "keep": dict(values["keep"])}
+    if values.get("clear_at_least") is not None:
+        edit["clear_at_least"] = dict(values["clear_at_least"])
+    if values.get("exclude_tools"):
+        edit["exclude_tools"] = list(values["exclude_tools"])
+    clear_inputs = values.get("clear_tool_inputs", False)
+    if clear_inputs is not False:
+        edit["clear_tool_inputs"] = _plain(clear_inputs)
+    text = json.dumps({"edits": [edit]}, indent=2) + "\n"
+    return Export("anthropic", "context_management.json", text,
+                  _left_out("anthropic", values))
+
+
+def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A `context_management` object → parameters of `clear_tool_uses`."""
+    obj = _load_object(data, "context_management")
+    errors = {k: "unknown key" for k in obj if k != "edits"}
+    edits = obj.get("edits")
+    if not isinstance(edits, list) or len(edits) != 1 or not isinstance(edits[0], Mapping):
+        errors["edits"] = f"expected a list with one {ANTHROPIC_EDIT} edit"
+        raise ParamError(errors)
+    edit = edits[0]
+    if edit.get("type") != ANTHROPIC_EDIT:
+        errors["edits[0].type"] = f"expected {ANTHROPIC_EDIT!r}"
+    errors.update({f"edits[0].{k}": "unknown key" for k in edit
+                   if k not in EDIT_KEYS and k != "type"})
+    try:
+        values = validate_params({k: v for k, v in edit.items() if k in EDIT_KEYS})
+    except ParamError as exc:
+        errors.update({f"edits[0].{k}": v for k, v in exc.errors.items()})
+        values = {}
+    if errors:
+        raise ParamError(errors)
+    for name in EDIT_KEYS:
+        values.setdefault(name, PARAMS[name].default)
+    return values
+
+
+# --- whole profiles --------------------------------------------------------------------------
+
+def export_profile(config: RunConfig) -> list[Export]:
+    """One artefact per tool the profile's stages model (a stacked profile gives several)."""
+    families = []
+    for stage, _ in config.stages:
+        family = STAGES[stage].family
+        if family not in families:
+            families.append(family)
+    out = []
+    for family in families:
+        if family == "chatcli":
+            out.append(export_chatcli(config.values, config.stages))
+        elif family == "aivax":
+            out.append(export_aivax(config.values))
+        elif family == "anthropic":
+            out.append(export_anthropic(config.values))
+    return out
+
+
+IMPORTERS = {"chatcli": import_chatcli, "aivax": import_aivax, "anthropic": import_anthropic}
