@@ -38,7 +38,7 @@ CHATCLI_ENCRYPTED_MAGIC = b"CHATCLI_ENC_v1\n"
 # never uses ASCII bytes inside a multi-byte character, so this is safe on raw bytes.
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET = re.compile(rb"[\[\]{}]")
-_BLANK_START = frozenset(b" \t\r\n")
+_BLANK_PREFIXES = frozenset((b"", b" ", b"\t", b"\r", b"\n"))
 
 _MAGIC_REASONS = (
     (b"PK\x03\x04", "this is a ZIP archive (an Inspect .eval log?), not a transcript file"),
@@ -236,10 +236,11 @@ class Source:
     def lines(self) -> Iterator[tuple[int, bytes]]:
         """(1-based line number, raw bytes) for every line, the BOM removed from the first."""
         with self.open() as stream:
-            for line_no, raw in enumerate(stream, start=1):
-                if line_no == 1 and raw.startswith(UTF8_BOM):
-                    raw = raw[3:]
-                yield line_no, raw
+            first = stream.readline()
+            if not first:
+                return
+            yield 1, first[3:] if first.startswith(UTF8_BOM) else first
+            yield from enumerate(stream, start=2)
 
     def records(self) -> Iterator[tuple[int, Any]]:
         """(line number, parsed value) for every non-blank JSON Lines line.
@@ -250,7 +251,7 @@ class Source:
         pending: _BadLine | None = None
         pending_line = 0
         for line_no, raw in self.lines():
-            if raw[:1] and raw[0] in _BLANK_START and not raw.strip():
+            if raw[:1] in _BLANK_PREFIXES and not raw.strip():
                 continue
             if pending is not None:
                 if pending.cut_off:
@@ -319,7 +320,7 @@ class Probe:
         total = 0
         first = True
         for line_no, raw in self.source.lines():
-            if raw[:1] and raw[0] in _BLANK_START and not raw.strip():
+            if raw[:1] in _BLANK_PREFIXES and not raw.strip():
                 continue
             if not first:
                 # A second non-blank line after a complete first value: JSON Lines.
