@@ -4,7 +4,7 @@ from django.urls import path
 from ctxsim.teams import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("teams/", views.team_list, name="team-list"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("teams/<slug:slug>/switch/", views.switch, name="team-switch"),

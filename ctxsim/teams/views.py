@@ -1,4 +1,4 @@
-"""Home and team switching. Views parse, call the access helpers, and render."""
+"""The user's teams and team switching. Views parse, call the access helpers, and render."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from ctxsim.teams.access import get_team_for_user, memberships_for
 from ctxsim.teams.current import switch_team
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "teams/home.html", {"memberships": memberships_for(request.user)})
+def team_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "teams/team_list.html", {"memberships": memberships_for(request.user)})
 
 
 @require_POST

@@ -161,6 +161,14 @@ class ImportJob(models.Model):
     def can_requeue(self) -> bool:
         return self.status == self.Status.FAILED and bool(self.stored_name)
 
+    def totals(self) -> dict[str, int]:
+        rows = self.sessions().values_list("tool_call_count", "tool_result_count")
+        return {
+            "sessions": len(rows),
+            "tool_calls": sum(calls for calls, _ in rows),
+            "tool_results": sum(results for _, results in rows),
+        }
+
     def sessions(self) -> models.QuerySet[Session]:
         """The sessions this job created, within the job's own team."""
         return Session.objects.filter(team_id=self.team_id, pk__in=self.session_ids or []).order_by(

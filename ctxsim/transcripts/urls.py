@@ -1,1 +1,11 @@
-urlpatterns: list = []
+from django.urls import path
+
+from ctxsim.transcripts import views
+
+urlpatterns = [
+    # The sessions list is the home page; `home` is what login and the brand link go to.
+    path("", views.session_list, name="home"),
+    path("uploads/", views.upload, name="upload"),
+    path("uploads/jobs/<int:job_id>/", views.import_job, name="import-job"),
+    path("uploads/jobs/<int:job_id>/requeue/", views.requeue_job, name="import-job-requeue"),
+]

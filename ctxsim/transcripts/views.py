@@ -1,0 +1,89 @@
+"""Sessions list, upload page and background import jobs. Parse → service → render.
+
+Everything is scoped to the team the user works in (`current_membership`); single objects are
+fetched through `get_scoped`, so outsiders get 404 and read-only members get 403 on writes.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ctxsim.teams.access import check_role, get_scoped
+from ctxsim.teams.current import current_membership
+from ctxsim.teams.models import Membership
+from ctxsim.transcripts import services
+from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
+from ctxsim.transcripts.models import ImportJob
+
+
+def _membership(request: HttpRequest, action: str = "read") -> Membership:
+    """The member's current team, checked for the action (a user with no team gets 404)."""
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404("You are not a member of any team.")
+    check_role(membership, action)  # type: ignore[arg-type]
+    return membership
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(request)
+    if membership is None:
+        return render(request, "transcripts/session_list.html", {"page": None})
+    form = SessionFilterForm(request.GET, formats=services.team_formats(membership.team))
+    filters = services.SessionFilters(
+        format=form.value("format"), status=form.value("status"), query=form.value("q")
+    )
+    page = services.list_sessions(membership.team, filters, request.GET.get("page"))
+    context = {"form": form, "page": page, "filtered": filters != services.SessionFilters()}
+    template = "transcripts/session_list.html"
+    if request.htmx:
+        template += "#session-table"
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+def upload(request: HttpRequest) -> HttpResponse:
+    membership = _membership(request, "write" if request.method == "POST" else "read")
+    services.fail_stuck_jobs()
+    results = []
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        results = services.import_uploads(
+            form.cleaned_data["files"],
+            team=membership.team,
+            user=request.user,
+            format=form.cleaned_data["format"],
+        )
+        form = UploadForm()
+    context = {
+        "form": form,
+        "results": results,
+        "jobs": services.jobs_to_show(membership.team, besides=results),
+        "limit": services.size_limit_text(),
+    }
+    return render(request, "transcripts/upload.html", context)
+
+
+@require_GET
+def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    services.fail_stuck_jobs()
+    job, membership = get_scoped(ImportJob.objects.select_related("user"), request.user, pk=job_id)
+    template = "transcripts/import_job.html"
+    if request.htmx:
+        template += "#import-job"
+    return render(request, template, {"job": job, "membership": membership})
+
+
+@require_POST
+def requeue_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    job, _ = get_scoped(ImportJob.objects.all(), request.user, "write", pk=job_id)
+    problem = services.requeue(job)
+    if problem:
+        messages.error(request, f"{job.file_name}: {problem}")
+    else:
+        messages.success(request, f"{job.file_name}: queued again.")
+    return redirect("upload")
