@@ -65,7 +65,7 @@ def parse(source: Source) -> list[Session]:
             first_timestamp = first_timestamp or timestamp
             last_timestamp = timestamp
         if kind == "response_item":
-            mapper.add(payload, {"source_line": line, "timestamp": timestamp}, line)
+            mapper.add(payload, {"source_line": line, "timestamp": timestamp}, line, "payload")
         elif kind == "event_msg":
             payload = expect_dict(payload, "payload", line)
             event = payload.get("type")

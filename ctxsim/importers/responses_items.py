@@ -109,9 +109,11 @@ class ItemMapper:
             draft = self.history.assistant(("response", self._response), dict(meta))
         return draft
 
-    def add(self, item: Any, meta: dict[str, Any], line: int | None = None) -> None:
+    def add(
+        self, item: Any, meta: dict[str, Any], line: int | None = None, field: str = "item"
+    ) -> None:
         """Map one item; `meta` (source line, timestamp) goes on the message it starts."""
-        item = expect_dict(item, "item", line)
+        item = expect_dict(item, field, line)
         kind = item.get("type")
         if kind is None and "role" in item:
             kind = "message"  # "easy" input messages carry no type

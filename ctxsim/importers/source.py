@@ -227,8 +227,9 @@ class Source:
         try:
             head.decode("utf-8")
         except UnicodeDecodeError as error:
-            # The head may end inside a character; only an error before that counts here.
-            if len(head) < HEAD_BYTES or error.start < len(head) - 4:
+            # The head, or a file still being written, may end inside a character: that is
+            # for the line reader to judge. Any other invalid byte is an error now.
+            if error.reason != "unexpected end of data":
                 _decode(head)
 
     # -- line access -----------------------------------------------------------------------
@@ -256,7 +257,8 @@ class Source:
             if pending is not None:
                 if pending.cut_off:
                     raise TranscriptError(
-                        "this line is cut off before its end, and more lines follow it",
+                        "this line is not a complete JSON value (cut off before its end, or "
+                        "not a JSON Lines file), and more lines follow it",
                         line=pending_line,
                     )
                 raise pending.error
