@@ -4,4 +4,13 @@ from ctxsim.replays import views
 
 urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session-detail"),
+    path("sessions/<int:session_id>/message/", views.message_body, name="session-message"),
+    path("sessions/<int:session_id>/trace/", views.trace_download, name="session-trace"),
+    path("sessions/<int:session_id>/compare/", views.compare, name="session-compare"),
+    path("sessions/<int:session_id>/spills/<int:spill_id>/", views.spill_view, name="spill-view"),
+    path(
+        "sessions/<int:session_id>/spills/<int:spill_id>/download/",
+        views.spill_download,
+        name="spill-download",
+    ),
 ]

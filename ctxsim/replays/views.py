@@ -1,14 +1,168 @@
-"""The session page: replay chart, call stepper, call view, thresholds (SPEC §8)."""
+"""The session page and what hangs off it (SPEC §8): replay, call view, spills, trace, profiles.
+
+Views parse the request, call `services`/`page`, and render the page or one of its partials
+(`request.htmx`). Every object comes through the team-scoped access helpers.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 
+from ctxsim.htmx import target_id
+from ctxsim.replays import page, services
+from ctxsim.replays.models import SpilledFile
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.store import load_session
+
+TEMPLATE = "replays/session.html"
+
+
+def _session(request: HttpRequest, session_id: int, action: str = "read"):
+    return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
-    session, membership = get_scoped(Session.objects.all(), request.user, pk=session_id)
-    return render(request, "replays/session.html", {"session": session})
+    session, membership = _session(request, session_id)
+    settings, errors = services.settings_from_query(request.GET, session.team)
+    url = f"{reverse('session-detail', args=[session.pk])}?"
+    if errors and request.htmx:
+        # Keep the last good result on screen: only the error list is swapped.
+        html = render_to_string(f"{TEMPLATE}#form-errors", {"errors": errors}, request)
+        return HttpResponse(html, headers={"HX-Retarget": "#form-errors",
+                                           "HX-Reswap": "outerHTML"})
+    canonical = load_session(session)
+    run = services.summary_for(session, settings, canonical)
+    call = page.selected_call(run, request.GET.get("call"))
+    if not errors and not request.htmx and _needs_redirect(request, settings, call):
+        return redirect(url + settings.query(call))
+    context = page_context(request, session, membership, settings, errors, run, call, canonical)
+    context["url"] = url
+    target = target_id(request)
+    if target == "call-view":
+        response = render(request, f"{TEMPLATE}#call-view", context)
+    elif target == "replay":
+        response = render(request, f"{TEMPLATE}#replay-response", context)
+    else:
+        return render(request, TEMPLATE, context)
+    response["HX-Push-Url"] = url + settings.query(call)
+    return response
+
+
+def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
+    """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
+    return "stages.form" in request.GET or any(k.startswith("env.") for k in request.GET) or (
+        "submit" in request.GET
+    )
+
+
+def page_context(request, session, membership, settings, errors, run, call, canonical) -> dict:
+    detail = services.call_detail(session, settings, run, call, canonical)
+    previous, following = page.neighbours(run, call)
+    return {
+        "session": session,
+        "membership": membership,
+        "settings": settings,
+        "query": settings.query(),
+        "errors": errors,
+        "fields": page.form_fields(settings, errors),
+        "stage_rows": page.stage_rows(settings),
+        "phases": page.phase_names(),
+        "profiles": services.profile_choices(session.team),
+        "run": run,
+        "summary": page.summary(run),
+        "chart": page.chart_data(run, call),
+        "call": detail.call,
+        "call_summary": run.calls[call] if run.calls else None,
+        "call_index": call,
+        "previous": previous,
+        "next": following,
+        "rows": page.call_rows(detail),
+        "counts": detail.view.counts,
+        "reports": page.report_lines(detail.call),
+        "facts": page.session_facts(session),
+    }
+
+
+def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The whole body of one message of one call ("show all" in the call view)."""
+    session, _ = _session(request, session_id)
+    settings, _errors = services.settings_from_query(request.GET, session.team)
+    run = services.summary_for(session, settings)
+    call = page.selected_call(run, request.GET.get("call"))
+    detail = services.call_detail(session, settings, run, call)
+    position = request.GET.get("row", "")
+    if not position.isdigit() or int(position) >= len(detail.view.rows):
+        raise Http404("No such message in this call.")
+    row = detail.view.rows[int(position)]
+    return render(request, "replays/message_body.html",
+                  {"text": row.message.text, "call_index": call, "index": int(position)})
+
+
+def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
+    session, _ = _session(request, session_id)
+    settings, errors = services.settings_from_query(request.GET, session.team)
+    if errors:
+        return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
+                                      content_type="text/plain")
+    summary = request.GET.get("summary") in ("1", "true", "on")
+    body = services.trace_json(session, settings, summary=summary)
+    response = HttpResponse(body, content_type="application/json")
+    name = f"ctxsim-session-{session.pk}-{settings.profile.name}.json"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def _spill(request: HttpRequest, session_id: int, spill_id: int):
+    return get_scoped(
+        SpilledFile.objects.select_related("run__session"), request.user,
+        team_field="run__session__team", pk=spill_id, run__session_id=session_id,
+    )
+
+
+def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
+    """A spilled file with line numbers and an optional line range, like an agent's ranged
+    read (`?start=&end=`, 1-based, inclusive)."""
+    spill, _ = _spill(request, session_id, spill_id)
+    data = services.spill_bytes(spill)
+    view = services.spill_lines(data, request.GET.get("start"), request.GET.get("end"))
+    return render(request, "replays/spill.html",
+                  {"spill": spill, "session": spill.run.session, **view})
+
+
+def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
+    spill, _ = _spill(request, session_id, spill_id)
+    response = HttpResponse(services.spill_bytes(spill), content_type="text/plain; charset=utf-8")
+    safe_name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in spill.name)
+    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def compare(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
+    session, _ = _session(request, session_id)
+    canonical = load_session(session)
+    sides, errors = services.compare_sides(
+        session, request.GET.get("a"), request.GET.get("b"), canonical
+    )
+    call = page.selected_call(sides[0].run, request.GET.get("call"))
+    columns = [page.compare_column(session, side, call, canonical) for side in sides]
+    context = {
+        "session": session,
+        "sides": sides,
+        "columns": columns,
+        "errors": errors,
+        "call_index": call,
+        "calls": len(sides[0].run.calls),
+        "profiles": services.profile_choices(session.team),
+        "chart": page.compare_chart(sides, call),
+        "url": reverse("session-compare", args=[session.pk]),
+    }
+    if target_id(request) == "compare-calls":
+        return render(request, "replays/compare.html#compare-calls", context)
+    return render(request, "replays/compare.html", context)

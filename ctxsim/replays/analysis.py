@@ -1,0 +1,356 @@
+"""Reading a replay for people: per-call summaries, message-by-message status, diffs, notes.
+
+Pure Python over the engine's `CallResult`s (no Django), so the web views stay thin and the
+rules are tested on their own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxsim.pipeline.messages import Message, decode_for_display
+from ctxsim.pipeline.replay import CallResult
+from ctxsim.pipeline.tokens import TokenCounter, message_tokens
+
+# Report lists can hold one entry per message; the cached summary keeps their length only.
+MAX_LIST_IN_SUMMARY = 20
+
+STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
+
+
+def call_summary(call: CallResult) -> dict[str, Any]:
+    """The compact per-call record the replay cache keeps (no histories)."""
+    reports = {}
+    for run in call.stages:
+        report = {}
+        for key, value in run.report.items():
+            if isinstance(value, list) and len(value) > MAX_LIST_IN_SUMMARY:
+                report[key] = value[:MAX_LIST_IN_SUMMARY]
+                report[f"{key}_count"] = len(value)
+            else:
+                report[key] = value
+        reports[run.stage] = report
+    return {
+        "i": call.call_index,
+        "run": call.run_index,
+        "turn": call.loop_turn,
+        "resp": call.response_input_index,
+        "raw": call.raw_tokens,
+        "sent": call.sent_tokens,
+        "msgs": len(call.sent),
+        "error": call.error,
+        "spills": len(call.spills),
+        "saved": _savings(call),
+        "reports": reports,
+    }
+
+
+# What was saved before this call's stages ran: the per-tool cap at dispatch and persistent
+# stages' work at earlier calls, minus what the anchor adds. Listed so savings add up to
+# raw - sent at every call.
+CARRIED = "carried"
+
+
+def _savings(call: CallResult) -> dict[str, int]:
+    saved = dict(call.savings)
+    carried = (call.raw_tokens - call.sent_tokens) - sum(saved.values())
+    if carried:
+        saved[CARRIED] = carried
+    return saved
+
+
+REPAIR_KEYS = (
+    "synthetic_results_injected",
+    "orphan_results_removed",
+    "duplicate_tool_use_pruned",
+    "results_relocated",
+)
+
+
+def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Session-level figures from the per-call summaries."""
+    saved: dict[str, int] = {}
+    fired: dict[str, int] = {}
+    for c in calls:
+        for stage, n in c["saved"].items():
+            saved[stage] = saved.get(stage, 0) + n
+        for stage, report in c["reports"].items():
+            fired[stage] = fired.get(stage, 0) + _activity(stage, report)
+    raw = [c["raw"] for c in calls] or [0]
+    sent = [c["sent"] for c in calls] or [0]
+    return {
+        "calls": len(calls),
+        "peak_raw": max(raw),
+        "peak_sent": max(sent),
+        "total_raw": sum(raw),
+        "total_sent": sum(sent),
+        "failed": sum(1 for c in calls if c["error"]),
+        "spills": sum(c["spills"] for c in calls),
+        "repairs": sum(
+            c["reports"].get("pairing", {}).get(k, 0) for c in calls for k in REPAIR_KEYS
+        ),
+        "saved_by_stage": saved,
+        "activity": fired,
+    }
+
+
+def _activity(stage: str, report: Mapping[str, Any]) -> int:
+    """How many things a stage did at one call (0 = it did not fire)."""
+    if stage == "microcompact":
+        return report.get("truncated", 0) + report.get("summarized", 0)
+    if stage == "pairing":
+        return sum(report.get(k, 0) for k in REPAIR_KEYS)
+    if stage == "budget":
+        return report.get("results_truncated", 0)
+    if stage == "tool_context":
+        return report.get("replaced", 0)
+    if stage == "context_limit":
+        return report.get("removed", 0) + (1 if report.get("error") else 0)
+    if stage == "clear_tool_uses":
+        return 1 if report.get("applied") else 0
+    return 0
+
+
+# --- notes: tiers and limits that never fired, and why --------------------------------------
+
+
+def notes(
+    calls: Sequence[Mapping[str, Any]],
+    values: Mapping[str, Any],
+    stages: Sequence[Sequence[str]],
+    messages: Sequence[Message],
+) -> list[str]:
+    """One sentence per tier or limit of the profile that never fired in this replay, with the
+    reason when the replay shows it."""
+    out: list[str] = []
+    names = [s for s, _ in stages]
+    env = values.get("_env_effective", {})
+    results = [m for m in messages if m.role == "tool"]
+    largest = max((len(m.content) for m in results), default=0)
+    sum_of = lambda stage, key: sum(  # noqa: E731 - local shorthand over the call summaries
+        c["reports"].get(stage, {}).get(key, 0) or 0 for c in calls
+    )
+    if "microcompact" in names:
+        min_size = env.get("mc_min_content_size", 3000)
+        truncate_at = env.get("mc_turns_before_truncate", 2)
+        summarize_at = env.get("mc_turns_before_summarize", 4)
+        max_turn = max((c["turn"] for c in calls), default=0)
+        if sum_of("microcompact", "truncated") == 0 and sum_of("microcompact", "summarized") == 0:
+            if max_turn < truncate_at:
+                out.append(
+                    f"Microcompact never ran: no run reached loop turn {truncate_at} (the longest "
+                    f"reached {max_turn}), and ChatCLI skips the first {truncate_at} calls of "
+                    "every run."
+                )
+            elif largest < min_size:
+                out.append(
+                    f"Microcompact never fired: no result reached the {min_size}-byte minimum "
+                    f"(largest: {largest} bytes)."
+                )
+            else:
+                out.append("Microcompact never fired: no large result grew old enough.")
+        elif sum_of("microcompact", "summarized") == 0:
+            head = env.get("mc_truncate_head_chars", 2000)
+            tail = env.get("mc_truncate_tail_chars", 500)
+            reason = (
+                f"every result reaching age {summarize_at} had already been truncated below "
+                f"the {min_size}-byte minimum (previews are about {head}+{tail} bytes)"
+                if head + tail + 200 < min_size
+                else f"no result reached age {summarize_at} while still {min_size} bytes or more"
+            )
+            out.append(f"The summarize tier never fired: {reason}.")
+    if "budget" in names:
+        per_result = env.get("per_result_max_chars", 20000)
+        if sum_of("budget", "results_truncated") == 0:
+            out.append(
+                f"The budget never spilled: no result was over {per_result} bytes when sent "
+                f"(largest result in the transcript: {largest} bytes; the per-tool cap keeps "
+                "successful results near 6 KB)."
+            )
+    if "pairing" in names and sum(sum_of("pairing", k) for k in REPAIR_KEYS) == 0:
+        out.append("Pairing never repaired anything: every call had its result in place.")
+    if "tool_context" in names and sum_of("tool_context", "replaced") == 0:
+        count = values.get("toolContextCount", 0)
+        out.append(
+            "Tool context never replaced a result: "
+            + ("it is off (toolContextCount 0)." if not count
+               else f"no call held more than {count} tool messages.")
+        )
+    if "context_limit" in names:
+        limit = values.get("contextMaximumSize")
+        peak = max((c["reports"].get("context_limit", {}).get("tokens_before", 0)
+                    for c in calls), default=0)
+        if limit is None:
+            out.append("The context limit never applied: contextMaximumSize is unset.")
+        elif not any(_activity("context_limit", c["reports"].get("context_limit", {}))
+                     for c in calls):
+            out.append(
+                f"The context limit never fired: the prompt estimate peaked at {peak} tokens, "
+                f"within the limit of {limit}."
+            )
+    if "clear_tool_uses" in names and sum_of("clear_tool_uses", "cleared_tool_uses") == 0:
+        trigger = values.get("trigger") or {}
+        out.append(
+            f"Clear tool uses never cleared anything: the trigger ({trigger.get('type')} > "
+            f"{trigger.get('value')}) never fired, or nothing older than the kept tool uses "
+            "was clearable."
+        )
+    return out
+
+
+# --- the call view: every message of what was sent, with its status --------------------------
+
+
+@dataclass
+class MessageRow:
+    """One row of the call view."""
+
+    status: str
+    message: Message  # what was sent (for removed rows: the raw message)
+    raw: Message | None
+    sent_position: int | None
+    stage: str = ""  # the stage that changed, removed or injected it
+    tokens: int = 0
+    raw_tokens: int = 0
+    tool_name: str = ""
+    spill: Any = None  # the spill record whose path the preview names
+    diff: ContentDiff | None = None
+
+    @property
+    def origin(self) -> int | None:
+        return self.message.origin
+
+
+@dataclass
+class ContentDiff:
+    """old = prefix + removed + suffix, new = prefix + added + suffix (bytes)."""
+
+    prefix: bytes
+    removed: bytes
+    added: bytes
+    suffix: bytes
+
+    @property
+    def removed_bytes(self) -> int:
+        return len(self.removed)
+
+
+def content_diff(old: bytes, new: bytes) -> ContentDiff:
+    """Common head and tail kept, the middle shown as removed/added: exactly how truncation
+    previews, spills and summaries rewrite a result."""
+    head = len(os.path.commonprefix([old, new]))
+    limit = min(len(old), len(new)) - head
+    tail = len(os.path.commonprefix([old[::-1][:limit], new[::-1][:limit]]))
+    return ContentDiff(
+        prefix=old[:head],
+        removed=old[head : len(old) - tail],
+        added=new[head : len(new) - tail],
+        suffix=old[len(old) - tail :] if tail else b"",
+    )
+
+
+@dataclass
+class CallView:
+    rows: list[MessageRow] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _by_origin(history: Iterable[Message]) -> dict[int, Message]:
+    out: dict[int, Message] = {}
+    for m in history:
+        if m.origin is not None and m.origin not in out:
+            out[m.origin] = m
+    return out
+
+
+def _changed(a: Message, b: Message) -> bool:
+    return a.content != b.content or a.tool_calls != b.tool_calls
+
+
+def call_view(
+    call: CallResult,
+    counter: TokenCounter,
+    capped_at_dispatch: Iterable[int] = (),
+) -> CallView:
+    """Align what was sent at one call with the raw history, message by message.
+
+    Invariant: every raw message appears exactly once (sent as is, rewritten, spilled or
+    removed) and every sent message without an origin is marked injected.
+    """
+    raw_by_origin = _by_origin(call.raw_history)
+    sent_origins = {m.origin for m in call.sent if m.origin is not None}
+    capped = set(capped_at_dispatch)
+    names = {c.id: c.name for m in call.raw_history for c in m.tool_calls}
+    # Which stage first changed / removed each message at this call.
+    stage_of: dict[int, str] = {}
+    removed_by: dict[int, str] = {}
+    previous = raw_by_origin
+    for run in call.stages:
+        current = _by_origin(run.history)
+        for origin, before in previous.items():
+            after = current.get(origin)
+            if after is None:
+                removed_by.setdefault(origin, run.stage)
+            elif _changed(before, after) and origin not in stage_of:
+                stage_of[origin] = "tool_cap" if origin in capped else run.stage
+        previous = current
+    spill_paths = [(s.path.encode("utf-8", "surrogatepass"), s) for s in call.spills]
+
+    rows: list[MessageRow] = []
+    removed = sorted(o for o in raw_by_origin if o not in sent_origins)
+    r = 0
+    for position, m in enumerate(call.sent):
+        while r < len(removed) and m.origin is not None and removed[r] < m.origin:
+            rows.append(_removed_row(raw_by_origin[removed[r]], removed_by, counter, names))
+            r += 1
+        raw = raw_by_origin.get(m.origin) if m.origin is not None else None
+        row = MessageRow(
+            status="unchanged",
+            message=m,
+            raw=raw,
+            sent_position=position,
+            tokens=message_tokens(m, counter),
+            tool_name=names.get(m.tool_call_id, "") if m.role == "tool" else "",
+        )
+        if raw is None:
+            row.status = "injected"
+            row.stage = "pairing" if m.role == "tool" else "anchor"
+        else:
+            row.raw_tokens = message_tokens(raw, counter)
+            if _changed(raw, m):
+                row.stage = stage_of.get(m.origin, "tool_cap" if m.origin in capped else "")
+                row.status = "rewritten"
+                for path, record in spill_paths:
+                    if path in m.content:
+                        row.status, row.spill = "spilled", record
+                        break
+                row.diff = content_diff(raw.content, m.content)
+        rows.append(row)
+    for origin in removed[r:]:
+        rows.append(_removed_row(raw_by_origin[origin], removed_by, counter, names))
+    counts = dict.fromkeys(STATUSES, 0)
+    for row in rows:
+        counts[row.status] += 1
+    return CallView(rows, counts)
+
+
+def _removed_row(raw: Message, removed_by, counter, names) -> MessageRow:
+    return MessageRow(
+        status="removed",
+        message=raw,
+        raw=raw,
+        sent_position=None,
+        stage=removed_by.get(raw.origin, ""),
+        raw_tokens=message_tokens(raw, counter),
+        tool_name=names.get(raw.tool_call_id, "") if raw.role == "tool" else "",
+    )
+
+
+def display(data: bytes, limit: int | None = None) -> tuple[str, int]:
+    """Text for display (invalid bytes as U+FFFD) cut to `limit` bytes; returns (text, hidden)."""
+    if limit is None or len(data) <= limit:
+        return decode_for_display(data), 0
+    return decode_for_display(data[:limit]), len(data) - limit

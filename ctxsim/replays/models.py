@@ -1,0 +1,95 @@
+"""What replays produce and what teams save: cached replay summaries, spilled files, profiles."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from ctxsim.teams.models import Team
+from ctxsim.transcripts.models import Session
+
+
+class SavedProfile(models.Model):
+    """A team's own profile: a built-in one (`base`) with its stage list and parameters changed."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiles")
+    name = models.CharField(max_length=80)
+    description = models.TextField(blank=True)
+    base = models.CharField(max_length=60, help_text="the built-in profile it started from")
+    stages = models.JSONField(help_text="[[stage, phase], ...]")
+    params = models.JSONField(default=dict, blank=True, help_text="values that differ from base")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="profile_name_unique_in_team")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def ref(self) -> str:
+        """How the session page's `profile` parameter names it."""
+        return f"saved:{self.pk}"
+
+
+class ReplayRun(models.Model):
+    """The cached summary of one replay: per-call figures and reports, without histories.
+
+    Keyed by a hash of everything that decides the result (resolved stages and parameter values,
+    counter, engine version), so reopening a session with the same settings is instant and two
+    profiles with equal values share one entry.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="replays")
+    key = models.CharField(max_length=64)
+    profile = models.CharField(max_length=120)
+    stages = models.JSONField()
+    config = models.JSONField(help_text="the effective configuration")
+    counter = models.CharField(max_length=20)
+    calls = models.JSONField(help_text="one summary object per model call")
+    totals = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="one_replay_per_settings")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.profile} {self.key[:8]}"
+
+
+class SpilledFile(models.Model):
+    """A file the budget stage wrote during a replay. The bytes live in Django's storage under
+    their SHA-256 (stored once however often they are spilled); `path` is the text the preview
+    shows. Served only through a view that checks the session's team, never by path."""
+
+    run = models.ForeignKey(ReplayRun, on_delete=models.CASCADE, related_name="spills")
+    seq = models.PositiveIntegerField(help_text="creation order within the replay")
+    name = models.CharField(max_length=600)
+    path = models.TextField()
+    created_in_call = models.PositiveIntegerField()
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        indexes = [models.Index(fields=["run", "created_in_call"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def storage_name(self) -> str:
+        return storage_name_for(self.sha256)
+
+
+def storage_name_for(sha256: str) -> str:
+    return f"spills/{sha256[:2]}/{sha256}"

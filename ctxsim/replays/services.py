@@ -1,0 +1,394 @@
+"""Replays of stored sessions: settings from a request, the cached summary, one call's detail.
+
+The session page's state (profile, stage list, parameter values, selected call) lives in the
+URL. `settings_from_query` turns a query (GET or POST) into `ReplaySettings`, reporting bad
+values per field; `summary_for` returns the cached per-call summary, replaying on a miss;
+`call_detail` replays up to one call and returns everything the call view shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+
+from ctxsim.pipeline.params import PARAMS, ParamError
+from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES, Profile, RunConfig, resolve
+from ctxsim.pipeline.registry import PHASES, STAGES, params_of
+from ctxsim.pipeline.replay import CallResult, Replay
+from ctxsim.pipeline.spill import NullSpillSink, SpillSink
+from ctxsim.pipeline.tokens import get_counter
+from ctxsim.replays import analysis
+from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile, storage_name_for
+from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.store import load_session
+
+# Bump when the engine's output for the same settings changes, so cached replays are redone.
+ENGINE_VERSION = "1"
+
+
+class StorageSpillSink(SpillSink):
+    """Spill bytes go to Django's default storage, once per distinct content (by SHA-256)."""
+
+    def _store(self, directory: str, name: str, data: bytes) -> None:
+        target = storage_name_for(hashlib.sha256(data).hexdigest())
+        if not default_storage.exists(target):
+            default_storage.save(target, ContentFile(data))
+
+
+@dataclass
+class ReplaySettings:
+    """What decides a replay: a profile (built-in or saved), an optional stage list, overrides."""
+
+    profile_ref: str = DEFAULT_PROFILE
+    profile: Profile = field(default_factory=lambda: PROFILES[DEFAULT_PROFILE])
+    stages: tuple[tuple[str, str], ...] | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    saved: SavedProfile | None = None
+
+    def run_config(self) -> RunConfig:
+        return resolve(self.profile, self.config, self.stages)
+
+    @property
+    def effective_stages(self) -> tuple[tuple[str, str], ...]:
+        return self.stages if self.stages is not None else self.profile.stages
+
+    def query(self, call: int | None = None) -> str:
+        """The canonical URL query for this state (only what differs from the profile)."""
+        params: list[tuple[str, str]] = [("profile", self.profile_ref)]
+        if self.stages is not None:
+            params.append(("stages", ",".join(f"{s}:{p}" for s, p in self.stages)))
+        for name, value in sorted(self.config.items()):
+            params.extend(_encode_param(name, value))
+        if call is not None:
+            params.append(("call", str(call)))
+        return urlencode(params)
+
+
+def saved_profile_as_profile(saved: SavedProfile) -> Profile:
+    base = PROFILES.get(saved.base, PROFILES[DEFAULT_PROFILE])
+    params = {**base.params, **(saved.params or {})}
+    stages = tuple(tuple(e) for e in saved.stages)
+    return Profile(saved.name, saved.description, stages, params)
+
+
+def profile_choices(team) -> list[tuple[str, str]]:
+    built_in = [(name, name) for name in PROFILES]
+    saved = [(p.ref, f"{p.name} (team)") for p in SavedProfile.objects.filter(team=team)]
+    return built_in + saved
+
+
+# --- parsing the form / URL ------------------------------------------------------------------
+
+
+def _encode_param(name: str, value: Any) -> list[tuple[str, str]]:
+    spec = PARAMS[name]
+    if spec.kind == "env":
+        return [(f"env.{k}", v) for k, v in sorted(value.items())]
+    if spec.kind == "object" and name != "clear_tool_inputs":
+        if value is None:
+            return [(f"{name}.type", "none")]
+        return [(f"{name}.type", value["type"]), (f"{name}.value", str(value["value"]))]
+    if name == "clear_tool_inputs":
+        return [(name, "true" if value is True else "false" if value is False
+                 else ",".join(value))]
+    if spec.kind == "list":
+        return [(name, ",".join(value))]
+    if spec.kind == "map":
+        return [(name, ",".join(f"{k}={v}" for k, v in sorted(value.items())))]
+    if value is None:
+        return [(name, "")]
+    return [(name, str(value))]
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+def _int(text: str, field_name: str, errors: dict[str, str]) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        errors[field_name] = f"{text.strip()!r} is not a whole number"
+        return None
+
+
+def _decode_param(name: str, query: Mapping[str, Any], errors: dict[str, str]) -> tuple[bool, Any]:
+    """(present, value) of one parameter from form fields; bad text goes to `errors`."""
+    spec = PARAMS[name]
+    if spec.kind == "env":
+        prefix = "env."
+        values = {k[len(prefix):]: query.get(k) for k in query if k.startswith(prefix)}
+        values = {k: v for k, v in values.items() if v not in (None, "")}
+        return bool(values) or "env.present" in query, values
+    if spec.kind == "object" and name != "clear_tool_inputs":
+        kind = query.get(f"{name}.type")
+        if kind is None:
+            return False, None
+        if kind == "none":
+            return True, None
+        number = _int(query.get(f"{name}.value", ""), name, errors)
+        return True, {"type": kind, "value": number}
+    if name not in query:
+        return False, None
+    text = query.get(name) or ""
+    if name == "clear_tool_inputs":
+        lowered = text.strip().lower()
+        if lowered in ("true", "false", ""):
+            return True, lowered == "true"
+        return True, _split(text)
+    if spec.kind == "list":
+        return True, _split(text)
+    if spec.kind == "map":
+        pairs = {}
+        for part in _split(text):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                errors[name] = f"{part!r}: write each mapping as Tool=@plugin"
+                continue
+            pairs[key.strip()] = value.strip()
+        return True, pairs
+    if spec.kind in ("int", "optional-int"):
+        if not text.strip():
+            return True, None if spec.kind == "optional-int" else text
+        return True, _int(text, name, errors)
+    return True, text
+
+
+def _stages_from_query(query: Mapping[str, Any], profile: Profile, errors: dict[str, str]):
+    """The stage list: the form's rows (enable, phase, position), or the `stages` URL text."""
+    if "stages.form" in query:
+        rows = []
+        for name, definition in STAGES.items():
+            if query.get(f"stage.{name}") != "on":
+                continue
+            phase = query.get(f"phase.{name}") or definition.phases[0]
+            position = query.get(f"order.{name}") or "0"
+            try:
+                order = float(position)
+            except ValueError:
+                errors[f"order.{name}"] = f"{position!r} is not a number"
+                order = 0.0
+            rank = PHASES.index(phase) if phase in PHASES else 0
+            rows.append((rank, order, name, phase))
+        entries = tuple((name, phase) for _, _, name, phase in sorted(rows))
+    elif query.get("stages") is not None:
+        text = query.get("stages") or ""
+        entries = tuple(tuple(part.split(":", 1)) for part in _split(text))
+        if any(len(e) != 2 for e in entries):
+            errors["stages"] = "write stages as stage:phase, separated by commas"
+            return None
+    else:
+        return None
+    return None if entries == profile.stages else entries
+
+
+def settings_from_query(query: Mapping[str, Any], team) -> tuple[ReplaySettings, dict[str, str]]:
+    """Parse the page state; returns settings (bad fields fall back to the profile's values)
+    and a message per bad field."""
+    errors: dict[str, str] = {}
+    ref = query.get("profile") or DEFAULT_PROFILE
+    saved = None
+    if ref.startswith("saved:"):
+        pk = ref[6:]
+        saved = SavedProfile.objects.filter(team=team, pk=pk).first() if pk.isdigit() else None
+        if saved is None:
+            errors["profile"] = "no such saved profile in this team"
+            ref, profile = DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE]
+        else:
+            profile = saved_profile_as_profile(saved)
+    elif ref in PROFILES:
+        profile = PROFILES[ref]
+    else:
+        errors["profile"] = f"unknown profile {ref!r}"
+        ref, profile = DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE]
+    stages = _stages_from_query(query, profile, errors)
+    settings = ReplaySettings(ref, profile, stages, {}, saved)
+    try:
+        base = resolve(profile, {}, stages)
+    except ParamError as exc:
+        errors.update(exc.errors)
+        settings.stages = None
+        base = resolve(profile)
+    config: dict[str, Any] = {}
+    for name in sorted(params_of(base.stages) | {"counter"}):
+        present, value = _decode_param(name, query, errors)
+        if present and name not in errors and _normal(value) != _normal(base.values.get(name)):
+            config[name] = value
+    try:
+        resolve(profile, config, settings.stages)
+    except ParamError as exc:
+        errors.update(exc.errors)
+        config = {k: v for k, v in config.items() if k not in exc.errors}
+    settings.config = config
+    return settings, errors
+
+
+def _normal(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=list, sort_keys=True))
+
+
+# --- replaying --------------------------------------------------------------------------------
+
+
+def cache_key(rc: RunConfig) -> str:
+    values = {k: v for k, v in rc.values.items() if not k.startswith("_")}
+    blob = json.dumps(
+        {"v": ENGINE_VERSION, "stages": rc.stages, "values": values},
+        sort_keys=True, default=list,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def new_replay(canonical, rc: RunConfig, sink: SpillSink | None = None) -> Replay:
+    return Replay(canonical.messages, rc, sink or NullSpillSink(), canonical.tools,
+                  canonical.response_schema)
+
+
+def summary_for(session: Session, settings: ReplaySettings, canonical=None) -> ReplayRun:
+    """The cached replay summary for these settings; replays and stores it on a miss."""
+    rc = settings.run_config()
+    key = cache_key(rc)
+    cached = ReplayRun.objects.filter(session=session, key=key).first()
+    if cached is not None:
+        return cached
+    canonical = canonical or load_session(session)
+    rep = new_replay(canonical, rc, StorageSpillSink())
+    calls = [analysis.call_summary(call) for call in rep.calls()]
+    totals = analysis.totals(calls)
+    totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
+    totals["warnings"] = list(rc.warnings)
+    try:
+        with transaction.atomic():
+            run = ReplayRun.objects.create(
+                session=session, key=key, profile=settings.profile.name,
+                stages=[list(e) for e in rc.stages], config=rc.effective_config(),
+                counter=rc.values["counter"], calls=calls, totals=totals,
+            )
+            SpilledFile.objects.bulk_create([
+                SpilledFile(run=run, seq=n, name=s.name, path=s.path,
+                            created_in_call=s.created_in_call, size=s.size,
+                            sha256=hashlib.sha256(s.content).hexdigest())
+                for n, s in enumerate(rep.spilled_files)
+            ])
+    except IntegrityError:  # the same replay was stored concurrently
+        run = ReplayRun.objects.get(session=session, key=key)
+    return run
+
+
+@dataclass
+class CallDetail:
+    call: CallResult
+    view: analysis.CallView
+    spills: dict[str, SpilledFile]
+
+
+def call_detail(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
+                canonical=None) -> CallDetail:
+    """Replay up to call `index` and align what was sent with the raw history."""
+    rc = settings.run_config()
+    canonical = canonical or load_session(session)
+    rep = new_replay(canonical, rc)
+    chosen = None
+    for call in rep.calls():
+        if call.call_index == index:
+            chosen = call
+            break
+    if chosen is None:
+        raise IndexError(index)
+    capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
+    view = analysis.call_view(chosen, get_counter(rc.values["counter"]), capped)
+    spills = {s.name: s for s in run.spills.filter(created_in_call=index)}
+    for row in view.rows:
+        if row.spill is not None:
+            row.spill = spills.get(row.spill.name)
+    return CallDetail(chosen, view, spills)
+
+
+def compute_default_stats(session: Session) -> None:
+    """Fill the session's list figures (peak raw/sent tokens, failed calls) from the default
+    profile's replay, which is cached for the session page as well."""
+    run = summary_for(session, ReplaySettings())
+    Session.objects.filter(pk=session.pk).update(
+        peak_raw_tokens=run.totals["peak_raw"],
+        peak_sent_tokens=run.totals["peak_sent"],
+        replay_errors=run.totals["failed"],
+    )
+
+
+# --- traces and spilled files -----------------------------------------------------------------
+
+
+def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = False) -> str:
+    """The SPEC §6 trace of a stored session, exactly what `simulate` prints for its file."""
+    from ctxsim.pipeline.spill import MemorySpillSink
+    from ctxsim.pipeline.trace import build_trace
+
+    canonical = load_session(session)
+    rep = new_replay(canonical, settings.run_config(), MemorySpillSink())
+    return json.dumps(build_trace(rep, summary=summary), ensure_ascii=False) + "\n"
+
+
+def spill_bytes(spill: SpilledFile) -> bytes:
+    with default_storage.open(spill.storage_name, "rb") as handle:
+        return handle.read()
+
+
+def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, Any]:
+    """Numbered lines of a spilled file, limited to [start, end] (1-based, inclusive) when
+    given; bad bounds are reported, not fatal."""
+    from ctxsim.pipeline.messages import decode_for_display
+
+    lines = decode_for_display(data).split("\n")
+    total = len(lines)
+    problems = []
+
+    def bound(text: str | None, default: int, name: str) -> int:
+        if text in (None, ""):
+            return default
+        if not text.strip().isdigit() or int(text) < 1:
+            problems.append(f"{name} must be a line number from 1 to {total}")
+            return default
+        return min(int(text), total)
+
+    first = bound(start, 1, "start")
+    last = bound(end, total, "end")
+    if first > last:
+        problems.append("start is after end")
+        first, last = 1, total
+    return {
+        "lines": list(enumerate(lines[first - 1 : last], start=first)),
+        "total_lines": total,
+        "first": first,
+        "last": last,
+        "ranged": (first, last) != (1, total),
+        "problems": problems,
+        "size": len(data),
+    }
+
+
+@dataclass
+class Side:
+    ref: str
+    settings: ReplaySettings
+    run: ReplayRun
+
+
+def compare_sides(session: Session, a: str | None, b: str | None, canonical=None):
+    """The two replays of a comparison (defaults: chatcli against none)."""
+    errors: dict[str, str] = {}
+    sides = []
+    for key, ref, default in (("a", a, DEFAULT_PROFILE), ("b", b, "none")):
+        settings, problems = settings_from_query({"profile": ref or default}, session.team)
+        if problems:
+            errors[key] = problems.get("profile", "bad profile")
+        sides.append(Side(settings.profile_ref, settings,
+                          summary_for(session, settings, canonical)))
+    return sides, errors

@@ -1,0 +1,133 @@
+/* ctxsim session and compare pages: the tokens chart, call navigation, auto-submitting forms.
+   Data comes from <script type="application/json"> blocks (json_script), never from markup. */
+(function () {
+  "use strict";
+
+  function readJSON(id) {
+    var el = document.getElementById(id);
+    return el ? JSON.parse(el.textContent) : null;
+  }
+
+  var COLORS = { raw: "#adb5bd", sent: "#3b5bdb", other: "#e8590c", failed: "#c92a2a",
+                 spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285" };
+  var charts = {};
+
+  function pointStyle(data, failed, color) {
+    var failedSet = new Set(failed || []);
+    return {
+      radius: data.labels.map(function (i) { return i === data.selected ? 6 : (failedSet.has(i) ? 5 : 2); }),
+      background: data.labels.map(function (i) {
+        if (i === data.selected) return COLORS.selected;
+        return failedSet.has(i) ? COLORS.failed : color;
+      })
+    };
+  }
+
+  function baseOptions(onPick) {
+    return {
+      animation: false, responsive: true, maintainAspectRatio: false,
+      interaction: { mode: "index", intersect: false },
+      scales: { x: { title: { display: true, text: "model call" } },
+                y: { beginAtZero: true, title: { display: true, text: "input tokens" } } },
+      plugins: { legend: { position: "bottom" } },
+      onClick: function (evt, elements, chart) {
+        var points = chart.getElementsAtEventForMode(evt, "index", { intersect: false }, true);
+        if (points.length) onPick(chart.data.labels[points[0].index]);
+      }
+    };
+  }
+
+  function callUrl(index) {
+    var url = new URL(window.location.href);
+    url.searchParams.set("call", index);
+    return url.pathname + url.search;
+  }
+
+  function openCall(index) {
+    if (!document.getElementById("call-view")) return;
+    htmx.ajax("GET", callUrl(index), { target: "#call-view", swap: "outerHTML" });
+  }
+
+  function renderSessionChart() {
+    var data = readJSON("chart-data");
+    var canvas = document.getElementById("tokens-chart");
+    if (!data || !canvas) return;
+    if (charts.session) charts.session.destroy();
+    var sent = pointStyle(data, data.failed, COLORS.sent);
+    var spillSet = new Set(data.spills);
+    var datasets = [
+      { label: "raw history", data: data.raw, borderColor: COLORS.raw, backgroundColor: COLORS.raw,
+        pointRadius: 0, borderWidth: 1.5 },
+      { label: "sent (" + data.counter + ")", data: data.sent, borderColor: COLORS.sent,
+        backgroundColor: sent.background, pointRadius: sent.radius, borderWidth: 2 },
+      { label: "spills", type: "scatter", showLine: false, borderColor: COLORS.spill,
+        backgroundColor: COLORS.spill, pointStyle: "triangle", pointRadius: 5,
+        data: data.labels.map(function (i, n) { return spillSet.has(i) ? data.sent[n] : null; }) }
+    ];
+    if (data.limit !== null && data.limit !== undefined) {
+      datasets.push({ label: data.limitLabel + " " + data.limit, data: data.labels.map(function () { return data.limit; }),
+        borderColor: COLORS.limit, borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 });
+    }
+    charts.session = new Chart(canvas, { type: "line", data: { labels: data.labels, datasets: datasets },
+                                         options: baseOptions(openCall) });
+    canvas.dataset.ready = "1";
+  }
+
+  function markSelected(index) {
+    var chart = charts.session;
+    var data = readJSON("chart-data");
+    if (!chart || !data) return;
+    data.selected = index;
+    var sent = pointStyle(data, data.failed, COLORS.sent);
+    chart.data.datasets[1].pointRadius = sent.radius;
+    chart.data.datasets[1].backgroundColor = sent.background;
+    chart.update("none");
+  }
+
+  function renderCompareChart() {
+    var data = readJSON("compare-data");
+    var canvas = document.getElementById("compare-chart");
+    if (!data || !canvas) return;
+    if (charts.compare) charts.compare.destroy();
+    var palette = [COLORS.sent, COLORS.other];
+    var datasets = [{ label: "raw history", data: data.raw, borderColor: COLORS.raw, pointRadius: 0, borderWidth: 1.5 }];
+    data.series.forEach(function (s, n) {
+      var style = pointStyle({ labels: data.labels, selected: data.selected }, s.failed, palette[n]);
+      datasets.push({ label: s.label, data: s.sent, borderColor: palette[n], backgroundColor: style.background,
+                      pointRadius: style.radius, borderWidth: 2 });
+    });
+    charts.compare = new Chart(canvas, { type: "line", data: { labels: data.labels, datasets: datasets },
+      options: baseOptions(function (index) {
+        htmx.ajax("GET", callUrl(index), { target: "#compare-calls", swap: "outerHTML" });
+      }) });
+    canvas.dataset.ready = "1";
+  }
+
+  document.addEventListener("change", function (evt) {
+    var el = evt.target;
+    if (el && el.hasAttribute && el.hasAttribute("data-autosubmit") && el.form) el.form.requestSubmit();
+  });
+
+  document.addEventListener("keydown", function (evt) {
+    var tag = (evt.target && evt.target.tagName) || "";
+    if (/^(INPUT|SELECT|TEXTAREA)$/.test(tag) || evt.ctrlKey || evt.metaKey || evt.altKey) return;
+    var id = null;
+    if (evt.key === "j" || evt.key === "ArrowRight") id = "next-call";
+    if (evt.key === "k" || evt.key === "ArrowLeft") id = "prev-call";
+    var link = id && document.getElementById(id);
+    if (link) { evt.preventDefault(); link.click(); }
+  });
+
+  document.addEventListener("htmx:after:swap", function () {
+    var view = document.getElementById("call-view");
+    var canvas = document.getElementById("tokens-chart");
+    if (canvas && !canvas.dataset.ready) renderSessionChart();
+    else if (view) markSelected(parseInt(view.dataset.call, 10));
+    var compare = document.getElementById("compare-chart");
+    if (compare && !compare.dataset.ready) renderCompareChart();
+  });
+
+  function init() { renderSessionChart(); renderCompareChart(); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
