@@ -13,14 +13,14 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session
 
 from .anthropic_content import split_assistant, split_user, system_text
-from .common import HistoryBuilder, expect_dict, expect_list, require_sessions, title_from
+from .common import HistoryBuilder, Names, expect_dict, expect_list, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "anthropic-messages"
 LINE_BASED = False
 
-SIGNATURE_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+SIGNATURE_BLOCKS = Names({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 def _has_anthropic_blocks(messages: Any) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
 from .common import (
+    Names,
     arguments_text,
     binary_part,
     expect_dict,
@@ -28,8 +29,8 @@ NAME = "chatcli"
 LINE_BASED = False
 
 HISTORIES = ("chat_history", "agent_history", "coder_history", "shared_memory")
-ROLES = frozenset({"system", "user", "assistant", "tool"})
-CHATCLI_ONLY_KEYS = frozenset({"meta", "images", "system_parts", "error_code"})
+ROLES = Names({"system", "user", "assistant", "tool"})
+CHATCLI_ONLY_KEYS = Names({"meta", "images", "system_parts", "error_code"})
 
 
 def _looks_like_legacy(document: Any) -> bool:

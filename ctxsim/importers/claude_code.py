@@ -24,14 +24,14 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session
 
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
-from .common import HistoryBuilder, expect_dict, require_sessions, title_from
+from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "claude-code"
 LINE_BASED = True
 
-RECORD_TYPES = frozenset({
+RECORD_TYPES = Names({
     "summary", "file-history-snapshot", "queue-operation", "progress", "attachment",
     "custom-title", "ai-title", "agent-name", "last-prompt", "pr-link", "permission-mode",
     "agent-setting", "bridge-session", "worktree-state",

@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
 
-from .common import HistoryBuilder, expect_dict, require_sessions, title_from
+from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .responses_items import ItemMapper
 from .source import Probe, Source
@@ -19,7 +19,7 @@ from .source import Probe, Source
 NAME = "codex"
 LINE_BASED = True
 
-LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+LINE_TYPES = Names({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 
 
 def detect(probe: Probe) -> bool | str:

@@ -14,6 +14,14 @@ from .errors import TranscriptError, wrong_shape
 TITLE_CHARS = 80
 
 
+class Names(frozenset):
+    """A set of names that answers `in` for any parsed JSON value: a list or an object where
+    a name was expected is simply not a member (a plain set would raise TypeError)."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and frozenset.__contains__(self, value)
+
+
 def compact_json(value: Any) -> str:
     """The compact JSON the token formula and the scenario format use (keys in source order)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -12,6 +12,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
 from .common import (
+    Names,
     arguments_text,
     binary_part,
     data_url_part,
@@ -27,7 +28,7 @@ from .source import Probe, Source
 NAME = "openai-chat"
 LINE_BASED = False
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+ROLES = Names({"system", "developer", "user", "assistant", "tool", "function"})
 
 
 def is_message_list(value: Any) -> bool:

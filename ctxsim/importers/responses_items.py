@@ -16,6 +16,7 @@ from ctxsim.pipeline.messages import Message, ToolCall
 
 from .common import (
     HistoryBuilder,
+    Names,
     arguments_text,
     binary_part,
     compact_json,
@@ -25,17 +26,17 @@ from .common import (
 )
 from .errors import TranscriptError, type_name
 
-CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-OUTPUT_TYPES = frozenset({
+CALL_TYPES = Names({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUT_TYPES = Names({
     "function_call_output", "custom_tool_call_output", "local_shell_call_output",
 })
 # Items the Responses API documents; detection accepts a bare list of these.
-ITEM_TYPES = CALL_TYPES | OUTPUT_TYPES | frozenset({
+ITEM_TYPES = Names(CALL_TYPES | OUTPUT_TYPES | {
     "message", "reasoning", "web_search_call", "file_search_call", "code_interpreter_call",
     "image_generation_call", "computer_call", "computer_call_output", "mcp_call",
     "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference",
 })
-SKIPPED_TYPES = frozenset({"ghost_snapshot", "item_reference"})
+SKIPPED_TYPES = Names({"ghost_snapshot", "item_reference"})
 ROLE_MAP = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
@@ -142,7 +143,7 @@ class ItemMapper:
 
     def _message(self, item: dict[str, Any], meta: dict[str, Any], line: int | None) -> None:
         role = item.get("role")
-        if role not in ROLE_MAP:
+        if not isinstance(role, str) or role not in ROLE_MAP:
             raise TranscriptError(
                 f"`role` of a message item should be user, assistant, system or developer, "
                 f"not {role!r}",
