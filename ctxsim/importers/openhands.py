@@ -48,10 +48,22 @@ def detect(probe: Probe) -> bool | str:
 
 
 def _flatten(history: list[Any]) -> list[Any]:
-    """Old eval files store history as [action, observation] pairs."""
-    if history and all(isinstance(item, list) for item in history):
-        return [event for pair in history for event in pair]
-    return history
+    """Old eval files store history as [action, observation] pairs, sometimes without ids:
+    the pair itself then links the observation to its action."""
+    if not history or not all(isinstance(item, list) for item in history):
+        return history
+    events: list[Any] = []
+    for index, pair in enumerate(history):
+        if len(pair) == 2 and isinstance(pair[0], dict) and isinstance(pair[1], dict):
+            action, observation = dict(pair[0]), dict(pair[1])
+            if "action" in action and action.get("id") is None:
+                action["id"] = f"pair-{index}"
+            if "observation" in observation and observation.get("cause") is None:
+                observation["cause"] = action.get("id")
+            events.extend((action, observation))
+        else:
+            events.extend(pair)
+    return events
 
 
 def _key(value: Any) -> str | None:

@@ -453,3 +453,15 @@ def test_importing_the_importers_leaves_django_unloaded():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert output.stdout.strip() == "False"
+
+
+def test_old_openhands_eval_pairs_without_ids_link_each_observation_to_its_action():
+    record = {"instance_id": "old-1", "history": [
+        [{"source": "user", "action": "message", "args": {"content": "fix it"}},
+         {"observation": "null", "content": "", "extras": {}}],
+        [{"source": "agent", "action": "run", "args": {"command": "ls", "thought": "look"}},
+         {"source": "agent", "observation": "run", "content": "a.py", "extras": {}}],
+    ]}
+    (session,) = load(io.BytesIO(json.dumps(record).encode() + b"\n")).sessions
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool"]
+    assert session.messages[2].tool_call_id == session.messages[1].tool_calls[0].id
