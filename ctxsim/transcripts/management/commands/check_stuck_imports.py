@@ -1,0 +1,23 @@
+"""`python manage.py check_stuck_imports`: fail background imports whose worker went away.
+
+Run it periodically (cron, or a systemd timer) in production; the upload page and the job
+status view run the same check whenever they are requested, so a dev setup needs nothing.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from ctxsim.transcripts.services import fail_stuck_jobs, import_timeout
+
+
+class Command(BaseCommand):
+    help = "Mark imports stuck in 'running' past CTXSIM_IMPORT_TIMEOUT_SECONDS as failed."
+
+    def handle(self, *args, **options) -> None:
+        count = fail_stuck_jobs()
+        seconds = int(import_timeout().total_seconds())
+        self.stdout.write(
+            f"{count} stuck import{'s' if count != 1 else ''} marked as failed "
+            f"(no heartbeat for over {seconds} s)."
+        )

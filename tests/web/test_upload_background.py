@@ -1,0 +1,286 @@
+"""Large uploads go to the background worker: stored file, job row, progress, stuck jobs."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.test import override_settings
+from django.urls import reverse
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from ctxsim.transcripts import services
+from ctxsim.transcripts.models import Content, ImportJob, Message, Session
+from tests.web.test_upload import claude_code_bytes, row_counts, upload
+
+pytestmark = pytest.mark.django_db
+
+IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture(autouse=True)
+def small_background_threshold(settings, tmp_path):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 1000
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def post_large(client, data: bytes | None = None, name: str = "large.jsonl", **extra):
+    data = claude_code_bytes(8) if data is None else data
+    return client.post(reverse("upload"), {"files": [upload(name, data)], **extra})
+
+
+def test_a_large_file_is_queued_for_the_worker(personas, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_large(personas.client("owner"))
+    job = ImportJob.objects.get()
+    assert job.status == ImportJob.Status.QUEUED
+    assert job.team == personas.team and job.user == personas.users["owner"]
+    assert job.file_name == "large.jsonl"
+    assert default_storage.exists(job.stored_name)
+    assert job.stored_name.startswith("uploads/")
+    assert not Session.objects.exists()
+    task = DBTaskResult.objects.get()
+    assert task.args_kwargs["args"] == [job.pk, 0]
+    assert ImportJob.objects.get().task_id == str(task.id)
+    body = response.content.decode()
+    assert f'id="import-job-{job.pk}"' in body
+    assert 'hx-trigger="every 1s"' in body
+    assert "<progress" in body
+
+
+def test_the_worker_imports_the_job_and_the_page_links_the_sessions(
+    personas, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        post_large(personas.client("owner"))
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    job = ImportJob.objects.get()
+    assert job.status == ImportJob.Status.DONE, job.message
+    assert job.progress == 100
+    session = Session.objects.get()
+    assert job.session_ids == [session.pk]
+    assert session.team == personas.team and session.source_name == "large.jsonl"
+    # The stored upload is deleted once its sessions exist.
+    assert job.stored_name == ""
+    partial = personas.client("viewer").get(
+        reverse("import-job", args=[job.pk]), headers={"HX-Request": "true"}
+    )
+    body = partial.content.decode()
+    assert "every 1s" not in body  # polling stops
+    assert reverse("session-detail", args=[session.pk]) in body
+    assert "<html" not in body
+
+
+@override_settings(TASKS=IMMEDIATE)
+def test_with_the_immediate_backend_the_job_is_done_when_the_page_answers(
+    personas, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        post_large(personas.client("owner"))
+    assert ImportJob.objects.get().status == ImportJob.Status.DONE
+    assert Session.objects.count() == 1
+
+
+@override_settings(TASKS=IMMEDIATE)
+def test_a_failed_background_import_shows_its_message_and_stores_nothing(
+    personas, django_capture_on_commit_callbacks
+):
+    before = row_counts()
+    with django_capture_on_commit_callbacks(execute=True):
+        post_large(personas.client("owner"), data=b'{"hello": "world"}' + b" " * 2000)
+    job = ImportJob.objects.get()
+    assert job.status == ImportJob.Status.FAILED
+    assert job.message.startswith("unknown transcript format")
+    assert job.can_requeue  # the upload is kept for a retry
+    after = row_counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "Session": 0, "Message": 0, "Content": 0, "ImportJob": 1
+    }
+    page = personas.client("owner").get(reverse("upload")).content.decode()
+    assert "unknown transcript format" in page
+    assert reverse("import-job-requeue", args=[job.pk]) in page
+
+
+def test_the_job_page_works_without_javascript(personas, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        post_large(personas.client("owner"))
+    job = ImportJob.objects.get()
+    page = personas.client("viewer").get(reverse("import-job", args=[job.pk]))
+    body = page.content.decode()
+    assert "<html" in body and "<noscript>" in body
+    assert 'value="0"' in body
+
+
+def test_an_outsider_gets_404_for_a_job_and_its_requeue(personas):
+    job = ImportJob.objects.create(
+        team=personas.team, file_name="x.jsonl", size=10, status=ImportJob.Status.FAILED
+    )
+    client = personas.client("outsider")
+    assert client.get(reverse("import-job", args=[job.pk])).status_code == 404
+    assert client.post(reverse("import-job-requeue", args=[job.pk])).status_code == 404
+
+
+def test_progress_follows_the_bytes_the_importer_reads():
+    seen = []
+    data = claude_code_bytes(20)
+    stream = services.ProgressStream(io.BytesIO(data), len(data), seen.append)
+    assert stream.read(100) == data[:100]
+    stream.seek(0)
+    lines = list(stream)
+    assert b"".join(lines) == data
+    assert seen == sorted(seen)
+    assert seen[-1] == 100
+
+
+def test_progress_writes_are_throttled(personas, monkeypatch):
+    job = ImportJob.objects.create(
+        team=personas.team, file_name="x", size=10, status=ImportJob.Status.RUNNING
+    )
+    clock = [1000.0]
+    monkeypatch.setattr(services.time, "monotonic", lambda: clock[0])
+    writes = []
+    reporter = services.JobReporter(job)
+    monkeypatch.setattr(
+        services.ImportJob.objects, "filter",
+        lambda **kw: type("Q", (), {"update": lambda self, **f: writes.append(f) or 1})(),
+    )
+    reporter.update(0, force=True)
+    for _ in range(10):
+        reporter.update(0)  # no movement: nothing to write
+    reporter.update(2)  # two points: written at once
+    clock[0] += 0.1
+    reporter.update(3)  # one point, too soon
+    clock[0] += 0.5
+    reporter.update(3)  # one point, half a second later
+    assert [w["progress"] for w in writes] == [0, 2, 3]
+
+
+def test_a_worker_killed_mid_import_leaves_no_half_session(
+    personas, monkeypatch, django_capture_on_commit_callbacks
+):
+    from ctxsim.transcripts import store
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post_large(personas.client("owner"))
+    job = ImportJob.objects.get()
+    real = store.Message.objects.bulk_create
+
+    def killed(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt  # the worker process receives SIGINT in the middle of a write
+
+    monkeypatch.setattr(store.Message.objects, "bulk_create", killed)
+    before = row_counts()
+    with pytest.raises(KeyboardInterrupt):
+        services.run_import_job(job.pk, 0)
+    assert {k: v for k, v in row_counts().items() if k != "ImportJob"} == {
+        k: v for k, v in before.items() if k != "ImportJob"
+    }
+    assert ImportJob.objects.get().status == ImportJob.Status.RUNNING
+
+
+def _running_job(team, *, seconds_ago: int) -> ImportJob:
+    stamp = timezone.now() - timedelta(seconds=seconds_ago)
+    job = ImportJob.objects.create(
+        team=team, file_name="stuck.jsonl", size=5000, status=ImportJob.Status.RUNNING,
+        stored_name=default_storage.save("uploads/stuck.upload", io.BytesIO(claude_code_bytes(4))),
+    )
+    ImportJob.objects.filter(pk=job.pk).update(started_at=stamp, heartbeat_at=stamp)
+    return job
+
+
+def test_a_job_without_heartbeat_past_the_timeout_is_marked_failed(personas):
+    stuck = _running_job(personas.team, seconds_ago=601)
+    alive = _running_job(personas.team, seconds_ago=30)
+    assert services.fail_stuck_jobs() == 1
+    stuck.refresh_from_db()
+    alive.refresh_from_db()
+    assert stuck.status == ImportJob.Status.FAILED
+    assert "re-queue" in stuck.message
+    assert alive.status == ImportJob.Status.RUNNING
+
+
+@override_settings(CTXSIM_IMPORT_TIMEOUT_SECONDS=10)
+def test_the_timeout_is_a_setting(personas):
+    _running_job(personas.team, seconds_ago=30)
+    assert services.fail_stuck_jobs() == 1
+
+
+def test_the_check_command_marks_stuck_jobs(personas):
+    _running_job(personas.team, seconds_ago=3600)
+    out = StringIO()
+    call_command("check_stuck_imports", stdout=out)
+    assert "1 stuck import" in out.getvalue()
+    assert ImportJob.objects.get().status == ImportJob.Status.FAILED
+
+
+def test_opening_the_upload_page_runs_the_check_and_offers_a_requeue(personas):
+    job = _running_job(personas.team, seconds_ago=3600)
+    body = personas.client("owner").get(reverse("upload")).content.decode()
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED
+    assert "stopped without finishing" in body
+    assert reverse("import-job-requeue", args=[job.pk]) in body
+
+
+def test_polling_a_job_runs_the_check(personas):
+    job = _running_job(personas.team, seconds_ago=3600)
+    body = personas.client("owner").get(
+        reverse("import-job", args=[job.pk]), headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "stopped without finishing" in body
+    assert "every 1s" not in body
+
+
+def test_a_requeued_job_runs_again_and_succeeds(personas, django_capture_on_commit_callbacks):
+    job = _running_job(personas.team, seconds_ago=3600)
+    services.fail_stuck_jobs()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = personas.client("reviewer").post(reverse("import-job-requeue", args=[job.pk]))
+    assert response.status_code == 302
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.QUEUED and job.attempts == 1 and job.message == ""
+    task = DBTaskResult.objects.get()
+    assert task.args_kwargs["args"] == [job.pk, 1]
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE
+    assert Session.objects.filter(pk__in=job.session_ids).count() == 1
+
+
+def test_a_stale_task_of_an_earlier_attempt_does_nothing(personas):
+    job = _running_job(personas.team, seconds_ago=3600)
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, attempts=2)
+    assert services.run_import_job(job.pk, 1)["status"] == "skipped"
+    assert ImportJob.objects.get().status == ImportJob.Status.QUEUED
+
+
+def test_a_viewer_may_not_requeue(personas):
+    job = _running_job(personas.team, seconds_ago=3600)
+    services.fail_stuck_jobs()
+    assert personas.client("viewer").post(
+        reverse("import-job-requeue", args=[job.pk])
+    ).status_code == 403
+    assert ImportJob.objects.get().status == ImportJob.Status.FAILED
+
+
+def test_only_failed_jobs_can_be_requeued(personas):
+    job = _running_job(personas.team, seconds_ago=5)
+    response = personas.client("owner").post(
+        reverse("import-job-requeue", args=[job.pk]), follow=True
+    )
+    assert "only failed imports can be re-queued" in response.content.decode()
+    assert ImportJob.objects.get().status == ImportJob.Status.RUNNING
+
+
+def test_rows_of_other_models_are_untouched_by_the_check(personas):
+    _running_job(personas.team, seconds_ago=3600)
+    before = {m.__name__: m.objects.count() for m in (Session, Message, Content)}
+    services.fail_stuck_jobs()
+    assert {m.__name__: m.objects.count() for m in (Session, Message, Content)} == before
