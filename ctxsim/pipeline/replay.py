@@ -15,7 +15,7 @@ from .messages import Message
 from .profiles import RunConfig, resolve
 from .registry import PHASES, STAGES
 from .spill import SpillRecord, SpillService, SpillSink
-from .stages import StageContext
+from .stages import StageContext, changed_positions
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
 
 
@@ -51,6 +51,7 @@ class CallResult:
     raw_tokens: int
     sent_tokens: int
     error: str | None = None
+    persistent_tokens: int = 0
 
     @property
     def savings(self) -> dict[str, int]:
@@ -77,6 +78,18 @@ class _CostCache:
         cost = self.cost
         return sum(cost(m) for m in history)
 
+    def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int) -> int:
+        """Tokens of `after`, given those of `before`: most stages return the same tuple or
+        rewrite a few messages in place, so only the replaced messages are measured."""
+        if after is before:
+            return tokens
+        if len(after) != len(before):
+            return self.total(after)
+        cost = self.cost
+        for i in changed_positions(before, after):
+            tokens += cost(after[i]) - cost(before[i])
+        return tokens
+
 
 @dataclass
 class Replay:
@@ -89,6 +102,7 @@ class Replay:
     response_schema: Any = None
     dispatch: list[dict[str, Any]] = field(default_factory=list)
     final_history: tuple[Message, ...] = ()
+    use_memos: bool = True
 
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
@@ -96,6 +110,12 @@ class Replay:
         self._costs = _CostCache(self.counter)
         gateway_si = self.config.values.get("systemInstructions") or "" if any(
             s == "context_limit" for s, _ in self.config.stages) else ""
+        # Memos let stages skip work redone at every call; `use_memos=False` turns them off
+        # (tests compare both ways).
+        self.memos: dict[str, dict[str, Any]] | None = {} if self.use_memos else None
+        anchor = self.config.values.get("anchor_text")
+        # One anchor object for the whole replay, so later calls see the same message.
+        self.anchor = Message.of("system", anchor) if anchor is not None else None
         self.extra_tokens = extras_tokens(
             self.counter, gateway_si, self.tools, self.response_schema
         )
@@ -114,6 +134,7 @@ class Replay:
         agent_mode = values["loop_mode"] == "agent"
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
         persistent: list[Message] = []
+        persistent_tokens = 0
         raw: list[Message] = []
         raw_tokens = self.extra_tokens
         state = {"call": 0, "run": 0, "turn": 0}
@@ -121,10 +142,12 @@ class Replay:
         for idx, src in enumerate(self.messages):
             msg = src if src.origin is not None else replace(src, origin=idx)
             if msg.role == "assistant":
-                result = self._call(persistent, raw, raw_tokens, state, idx)
+                result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx)
                 persistent = list(result.persistent)
+                persistent_tokens = result.persistent_tokens
                 yield result
                 persistent.append(msg)
+                persistent_tokens += self._costs.cost(msg)
                 if agent_mode and not msg.tool_calls:
                     state["run"] += 1
                     state["turn"] = 0
@@ -140,40 +163,43 @@ class Replay:
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
                 persistent.append(msg)
+                persistent_tokens += self._costs.cost(msg)
             raw.append(src if src.origin is not None else replace(src, origin=idx))
             raw_tokens += self._costs.cost(raw[-1])
         trailing = not self.messages or not (
             self.messages[-1].role == "assistant" and not self.messages[-1].tool_calls
         )
         if trailing:
-            result = self._call(persistent, raw, raw_tokens, state, None)
+            result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, None)
             last_persistent = result.persistent
             yield result
         self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
 
-    def _call(self, persistent: list[Message], raw: list[Message], raw_tokens: int,
-              state: dict[str, int], response_index: int | None) -> CallResult:
+    def _call(self, persistent: list[Message], persistent_tokens: int, raw: list[Message],
+              raw_tokens: int, state: dict[str, int], response_index: int | None
+              ) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema)
         spill_start = len(self.spills.records)
         history = tuple(persistent)
-        tokens = self._costs.total(history)
+        tokens = persistent_tokens
         runs: list[StageRun] = []
-        kept = history
+        kept, kept_tokens = history, tokens
         for phase in PHASES[1:]:
             if phase == "outgoing":
                 # The client keeps what the persistent phase produced; the anchor goes only on
                 # the outgoing copy, as this phase starts.
-                kept = history
-                if values.get("anchor_text") is not None:
-                    history = (*history, Message.of("system", values["anchor_text"]))
-                    tokens = self._costs.total(history)
+                kept, kept_tokens = history, tokens
+                if self.anchor is not None:
+                    history = (*history, self.anchor)
+                    tokens += self._costs.cost(self.anchor)
             for stage, p in self.config.stages:
                 if p != phase:
                     continue
+                ctx.memo = None if self.memos is None else self.memos.setdefault(stage, {})
                 r = STAGES[stage].run(history, ctx)
-                after = self._costs.total(r.history)
+                after = self._costs.after(history, r.history, tokens)
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
                 history, tokens = r.history, after
         error = next((s.report["error"] for s in runs if s.report.get("error")), None)
@@ -185,6 +211,7 @@ class Replay:
             stages=runs,
             raw_history=tuple(raw),
             persistent=kept,
+            persistent_tokens=kept_tokens,
             sent=history,
             spills=self.spills.records[spill_start:],
             raw_tokens=raw_tokens,

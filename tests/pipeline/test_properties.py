@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -121,3 +122,40 @@ def test_stateless_stages_never_change_the_next_calls_input(history, profile) ->
     for call in replay(history, profile, config).calls():
         assert call.stages[0].tokens_before == call.raw_tokens
         assert tuple(call.persistent) == call.raw_history
+
+
+@st.composite
+def big_message(draw) -> Message:
+    m = draw(message())
+    if m.role in ("tool", "user") and draw(st.booleans()):
+        size = draw(st.sampled_from([2999, 3000, 3001, 6000, 20001, 26000]))
+        m = m.with_content(("q\n" * size).encode()[:size])
+        if m.role == "user":
+            m = Message.of("user", m.content, agent_feedback=True)
+    return m
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(big_message(), max_size=16),
+       st.sampled_from(["chatcli", "chatcli-docs", "chatcli-aivax"]),
+       st.sampled_from([{}, {"loop_mode": "coder"}, {"anchor_text": "REMINDER"},
+                        {"env": {"CHATCLI_MICROCOMPACT_HEAD_CHARS": "2900",
+                                 "CHATCLI_TOOL_RESULT_BUDGET_CHARS": "30000"}}]))
+def test_the_incremental_memos_never_change_a_result(history, profile, extra) -> None:
+    config = {"counter": "bytes4", **extra}
+    fast = replay(history, profile, config)
+    slow = replay(history, profile, config)
+    slow.use_memos = False
+    slow.memos = None
+    assert build_trace(fast) == build_trace(slow)
+
+
+@pytest.mark.parametrize("profile", ["chatcli", "chatcli-docs", "chatcli-aivax"])
+def test_memos_agree_with_a_full_recompute_on_a_generated_session(profile) -> None:
+    generator = pytest.importorskip("ctxsim.generator")
+    session = generator.generate_session(40, seed=3)
+    config = {"counter": "bytes4", "env": {"CHATCLI_TOOL_RESULT_BUDGET_CHARS": "40000"}}
+    fast = replay(session.messages, profile, config)
+    slow = replay(session.messages, profile, config)
+    slow.memos = None
+    assert build_trace(fast) == build_trace(slow)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from ..messages import Message
@@ -33,6 +34,9 @@ class StageContext:
     tools: Any = None
     response_schema: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # A per-replay, per-stage cache a stage may use to skip work it did at the previous call.
+    # It must never change a result: with `memo=None` a stage computes everything afresh.
+    memo: dict[str, Any] | None = None
 
     @property
     def documented(self) -> bool:
@@ -59,6 +63,29 @@ def from_units(value: Units) -> bytes:
 def lit(text: str, like: Units) -> Units:
     """A literal in the same unit type as `like`."""
     return text if isinstance(like, str) else text.encode("utf-8")
+
+
+def changed_positions(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
+    """Positions (within the shorter length) where `after` holds a different object.
+
+    Runs in C (map + list.index), since histories share unchanged message objects and usually
+    differ in a handful of places.
+    """
+    n = min(len(before), len(after))
+    # Tuple equality checks identity first, in C: the common "nothing changed" case is cheap.
+    # (Equal but distinct messages count as unchanged, which is what every caller needs.)
+    if tuple(before[:n]) == tuple(after[:n]):
+        return []
+    same = list(map(is_, before, after))
+    out: list[int] = []
+    i = 0
+    try:
+        while True:
+            i = same.index(False, i)
+            out.append(i)
+            i += 1
+    except ValueError:
+        return out
 
 
 Stage = Any  # callable(history: Sequence[Message], ctx: StageContext) -> StageResult

@@ -8,11 +8,12 @@ result is spilled again (under a new counter) at every call.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Message
 from ..spill import SpillError, clean_join
-from . import StageContext, StageResult, Units, from_units, lit, to_units
+from . import StageContext, StageResult, Units, changed_positions, from_units, lit, to_units
 
 PREVIEW_HEAD = 4000
 PREVIEW_TAIL = 1000
@@ -85,11 +86,103 @@ def truncate_with_disk_persist(
     return spill_preview(content, path, ctx.documented), name
 
 
+@dataclass
+class _GroupIndex:
+    """The groups of a history with each group's size and largest result, kept between calls:
+    the next call's history shares its prefix, so only changed and appended messages are
+    measured again."""
+
+    source: tuple[Message, ...] = ()
+    resume: int = 0  # where a re-walk starts: the last group's assistant (or the end)
+    starts: list[int] = field(default_factory=list)
+    members: list[list[int]] = field(default_factory=list)
+    sums: list[int] = field(default_factory=list)
+    maxes: list[int] = field(default_factory=list)
+    lens: dict[int, int] = field(default_factory=dict)  # tool index -> length, grouped only
+    owner: dict[int, int] = field(default_factory=dict)  # tool index -> group number
+
+    def measure(self, k: int) -> None:
+        sizes = [self.lens[i] for i in self.members[k]]
+        self.sums[k] = sum(sizes)
+        self.maxes[k] = max(sizes, default=0)
+
+    def truncate(self, pos: int) -> None:
+        """Forget groups starting at or after `pos` (they are walked again)."""
+        while self.starts and self.starts[-1] >= pos:
+            self.starts.pop()
+            for i in self.members.pop():
+                del self.lens[i]
+                del self.owner[i]
+            self.sums.pop()
+            self.maxes.pop()
+
+
+def _same_kind(a: Message, b: Message) -> bool:
+    return a.role == b.role and bool(a.tool_calls) == bool(b.tool_calls)
+
+
+def _index(history: Sequence[Message], memo: dict[str, Any] | None, documented: bool
+           ) -> _GroupIndex:
+    idx: _GroupIndex | None = memo.get("groups") if memo is not None else None
+    start = 0
+    if idx is not None and len(history) >= idx.resume:
+        dirty: set[int] = set()
+        for i in changed_positions(idx.source[: idx.resume], history):
+            old, new = idx.source[i], history[i]
+            if not _same_kind(old, new):
+                idx = None
+                break
+            if i in idx.owner:
+                idx.lens[i] = _length(new, documented)
+                dirty.add(idx.owner[i])
+        if idx is not None:
+            for k in dirty:
+                idx.measure(k)
+            start = idx.resume
+            idx.truncate(start)
+    if idx is None:
+        idx, start = _GroupIndex(), 0
+    # Walk from `start` (a group's assistant, or a point with no group open) to the end.
+    current: int | None = None
+    for i in range(start, len(history)):
+        m = history[i]
+        role = m.role
+        if role == "assistant":
+            current = None
+            if m.tool_calls:
+                current = len(idx.starts)
+                idx.starts.append(i)
+                idx.members.append([])
+                idx.sums.append(0)
+                idx.maxes.append(0)
+        elif role == "tool":
+            if current is not None:
+                n = _length(m, documented)
+                idx.members[current].append(i)
+                idx.lens[i] = n
+                idx.owner[i] = current
+                idx.sums[current] += n
+                if n > idx.maxes[current]:
+                    idx.maxes[current] = n
+        elif role in ("user", "system"):
+            current = None
+    idx.source = tuple(history)
+    idx.resume = idx.starts[-1] if idx.starts else len(history)
+    if memo is not None:
+        memo["groups"] = idx
+    return idx
+
+
+def _length(m: Message, documented: bool) -> int:
+    return len(m.content) if not documented else len(to_units(m.content, True))
+
+
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Enforce the per-result limit, then the per-group budget.
 
     Invariant: only grouped tool messages change; every spilled file holds the full content the
-    result had just before it was cut.
+    result had just before it was cut. Groups under both limits are not even looked at: they
+    cannot change, so spill numbering is the same as a full pass.
     """
     documented = ctx.documented
     per_result = ctx.env("per_result_max_chars")
@@ -105,36 +198,36 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     }
     if not history:
         return StageResult(tuple(history), report)
-    grouped = groups(history)
+    idx = _index(history, ctx.memo, documented)
+    report["total_tool_results"] = len(idx.lens)
+    report["total_original_chars"] = total = sum(idx.sums)
+    busy = [k for k in range(len(idx.starts))
+            if idx.maxes[k] > per_result or idx.sums[k] > budget]
     units: dict[int, Units] = {}
-    changed: set[int] = set()
+    lengths: dict[int, int] = {}
+    reduced = 0
 
-    def current(i: int) -> Units:
-        if i not in units:
-            units[i] = to_units(history[i].content, documented)
-        return units[i]
-
-    def cut(i: int, limit: int) -> Units:
-        new, name = truncate_with_disk_persist(current(i), history[i].tool_call_id, limit, ctx)
+    def cut(i: int, limit: int) -> int:
+        content = units.get(i)
+        if content is None:
+            content = to_units(history[i].content, documented)
+        new, name = truncate_with_disk_persist(content, history[i].tool_call_id, limit, ctx)
         units[i] = new
-        changed.add(i)
         report["results_truncated"] += 1
         report["results_persisted_disk"] += 1
         if name:
             report["spilled_files"].append(name)
-        return new
+        return len(new)
 
-    lengths: dict[int, int] = {}
-    for group in grouped:
-        for i in group:
-            n = len(history[i].content) if not documented else len(current(i))
-            report["total_tool_results"] += 1
-            report["total_original_chars"] += n
-            lengths[i] = n
+    for k in busy:
+        for i in idx.members[k]:
+            n = lengths[i] = idx.lens[i]
             # Pass 1 saves nothing in the report: ChatCLI measures after replacing.
             if n > per_result:
-                lengths[i] = len(cut(i, per_result))
-    for group in grouped:
+                lengths[i] = cut(i, per_result)
+                reduced += n - lengths[i]
+    for k in busy:
+        group = idx.members[k]
         size = sum(lengths[i] for i in group)
         if size <= budget:
             continue
@@ -145,13 +238,14 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             target = max(n - (size - budget), PASS2_FLOOR)
             if target >= n:
                 continue
-            lengths[i] = len(cut(i, target))
+            lengths[i] = cut(i, target)
             size -= n - lengths[i]
+            reduced += n - lengths[i]
             report["bytes_saved_to_disk"] += n - lengths[i]
-    report["total_final_chars"] = sum(lengths.values())
-    if not changed:
+    report["total_final_chars"] = total - reduced
+    if not units:
         return StageResult(tuple(history), report)
     out = list(history)
-    for i in changed:
-        out[i] = history[i].with_content(from_units(units[i]))
+    for i, new in units.items():
+        out[i] = history[i].with_content(from_units(new))
     return StageResult(tuple(out), report)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ..messages import Message
-from . import StageContext, StageResult, Units, from_units, lit, to_units
+from . import StageContext, StageResult, Units, changed_positions, from_units, lit, to_units
 
 CCR_MARKER = re.compile(rb"<<ccr:([0-9a-f]{16})>>")
 SUMMARY_WINDOW = 200
@@ -22,17 +23,29 @@ PREVIEW_GUARD = 100
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + (
     "\u2028\u2029\u202f\u205f\u3000"
 )
-_SPACE_ALT = "|".join(re.escape(c.encode("utf-8")).decode("latin-1") for c in _GO_SPACE)
-_TRIM_BYTES = re.compile(
-    ("^(?:" + _SPACE_ALT + ")+|(?:" + _SPACE_ALT + ")+$").encode("latin-1")
+_LEADING_SPACE = re.compile(
+    b"(?:" + b"|".join(re.escape(c.encode("utf-8")) for c in _GO_SPACE) + b")+"
 )
+_SPACE_BYTES = tuple(c.encode("utf-8") for c in _GO_SPACE)
 
 
 def go_trim_space(s: Units) -> Units:
     """Go's `strings.TrimSpace` on bytes (invalid bytes are never space) or on text."""
     if isinstance(s, str):
         return s.strip(_GO_SPACE)
-    return _TRIM_BYTES.sub(b"", s)
+    lead = _LEADING_SPACE.match(s)
+    start = lead.end() if lead else 0
+    end = len(s)
+    # Trailing spaces are peeled one encoded character at a time: a regex anchored at the end
+    # would be retried at every position of a large result.
+    while end > start:
+        for space in _SPACE_BYTES:
+            if s.endswith(space, start, end):
+                end -= len(space)
+                break
+        else:
+            break
+    return s[start:end]
 
 
 def content_type(s: Units, documented: bool = False) -> str:
@@ -118,6 +131,68 @@ def _is_exempt(name: str, exempt: Sequence[str]) -> bool:
     return any(e.lower() in low for e in exempt if e)
 
 
+@dataclass
+class _Candidates:
+    """Results microcompact may still change (big enough, not exempt), with their turn number,
+    kept between calls: the next history extends this one, so only new or rewritten messages
+    are examined again. Results below the minimum never grow back, so they drop out for good.
+    """
+
+    source: tuple[Message, ...] = ()
+    assistants: int = 0
+    live: dict[int, int] = field(default_factory=dict)  # position -> turn number
+    call_names: dict[str, str] = field(default_factory=dict)
+
+
+def _is_candidate(m: Message) -> bool:
+    return m.role == "tool" or (m.role == "user" and m.agent_feedback)
+
+
+def _big_enough(m: Message, minimum: int, documented: bool) -> bool:
+    if documented:
+        return len(to_units(m.content, True)) > minimum
+    return len(m.content) >= minimum
+
+
+def _candidates(history: Sequence[Message], ctx: StageContext, minimum: int) -> _Candidates:
+    documented = ctx.documented
+    exempt = (ctx.params.get("exempt_tools") or ()) if documented else ()
+    memo = ctx.memo
+    idx: _Candidates | None = memo.get("candidates") if memo is not None else None
+    start = 0
+    if idx is not None and len(history) >= len(idx.source):
+        for i in changed_positions(idx.source, history):
+            old, new = idx.source[i], history[i]
+            # A rewritten call list or a moved message changes turns or names: start over.
+            if old.role != new.role or new.role == "assistant" or exempt:
+                idx = None
+                break
+            if _is_candidate(new) and _big_enough(new, minimum, documented):
+                if i not in idx.live:  # newly big: its turn number is not known here
+                    idx = None
+                    break
+            else:
+                idx.live.pop(i, None)
+        if idx is not None:
+            start = len(idx.source)
+    if idx is None:
+        idx = _Candidates()
+    for i in range(start, len(history)):
+        m = history[i]
+        if m.role == "assistant":
+            idx.assistants += 1
+            if exempt:
+                for c in m.tool_calls:
+                    idx.call_names[c.id] = c.name
+        elif _is_candidate(m) and _big_enough(m, minimum, documented):
+            if exempt and m.role == "tool" and _is_exempt(
+                idx.call_names.get(m.tool_call_id, ""), exempt
+            ):
+                continue
+            idx.live[i] = idx.assistants
+    return idx
+
+
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Compact old results by age.
 
@@ -132,45 +207,40 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     minimum = ctx.env("mc_min_content_size")
     ccr_on = ctx.params.get("ccr", "on") == "on"
     report = {"skipped_early": False, "truncated": 0, "summarized": 0, "chars_saved": 0}
+    idx = _candidates(history, ctx, minimum)
+    result = tuple(history)
     # The early exit is ChatCLI's code, not its documentation (SPEC §2.2 rows 1, 3).
     if not history or (not documented and ctx.loop_turn < trunc_age):
         report["skipped_early"] = True
-        return StageResult(tuple(history), report)
-    exempt = ctx.params.get("exempt_tools") or () if documented else ()
-    total = sum(1 for m in history if m.role == "assistant")
-    out: list[Message] | None = None
-    turn = 0
-    call_names: dict[str, str] = {}
-    for i, m in enumerate(history):
-        if m.role == "assistant":
-            turn += 1
-            if exempt:
-                for c in m.tool_calls:
-                    call_names[c.id] = c.name
-            continue
-        if not (m.role == "tool" or (m.role == "user" and m.agent_feedback)):
-            continue
-        age = total - turn
-        if age < trunc_age and age < sum_age:
-            continue
-        size = len(m.content) if not documented else len(to_units(m.content, True))
-        if size < minimum or (documented and size == minimum):
-            continue
-        if exempt and m.role == "tool" and _is_exempt(call_names.get(m.tool_call_id, ""), exempt):
-            continue
-        units = to_units(m.content, documented)
-        if age >= sum_age:
-            stub = summary(units, documented)
-            report["summarized"] += 1
-        else:
-            stub = preview(units, head, tail)
-            report["truncated"] += 1
-        new = from_units(stub) if stub is not units else m.content
-        new += recall_suffix(m.content, new, ccr_on)
-        report["chars_saved"] += size - (len(new) if not documented else len(new.decode(
-            "utf-8", "replace")))
-        if new != m.content:
-            if out is None:
-                out = list(history)
-            out[i] = m.with_content(new)
-    return StageResult(tuple(out) if out is not None else tuple(history), report)
+    else:
+        out: list[Message] | None = None
+        for i in sorted(idx.live):
+            age = idx.assistants - idx.live[i]
+            if age < trunc_age and age < sum_age:
+                continue
+            m = history[i]
+            units = to_units(m.content, documented)
+            if age >= sum_age:
+                stub = summary(units, documented)
+                report["summarized"] += 1
+            else:
+                stub = preview(units, head, tail)
+                report["truncated"] += 1
+            new = from_units(stub) if stub is not units else m.content
+            new += recall_suffix(m.content, new, ccr_on)
+            size = len(units)
+            report["chars_saved"] += size - (
+                len(new) if not documented else len(new.decode("utf-8", "replace"))
+            )
+            if new != m.content:
+                if out is None:
+                    out = list(history)
+                out[i] = m.with_content(new)
+                if not _big_enough(out[i], minimum, documented):
+                    del idx.live[i]
+        if out is not None:
+            result = tuple(out)
+    idx.source = result
+    if ctx.memo is not None:
+        ctx.memo["candidates"] = idx
+    return StageResult(result, report)

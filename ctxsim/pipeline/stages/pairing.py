@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult
+from . import StageContext, StageResult, changed_positions
 
 SYNTHETIC_CONTENT = (
     "[Tool result missing — the tool execution was interrupted or failed silently. "
@@ -39,9 +39,29 @@ def _empty_report() -> dict[str, Any]:
     }
 
 
-def needs_repair(history: Sequence[Message]) -> bool:
+def _same_shape(a: Message, b: Message) -> bool:
+    return (a.role == b.role and a.tool_call_id == b.tool_call_id
+            and [c.id for c in a.tool_calls] == [c.id for c in b.tool_calls])
+
+
+def _resume_point(history: Sequence[Message], memo: dict[str, Any] | None) -> int:
+    """Where the prepass may start: the last block start of a previous history that passed,
+    if `history` begins with the same shapes (microcompact only rewrites contents)."""
+    if not memo or "valid" not in memo:
+        return 0
+    prev, start = memo["valid"]
+    if len(history) < len(prev):
+        return 0
+    for i in changed_positions(prev, history):
+        if not _same_shape(prev[i], history[i]):
+            return 0
+    return start
+
+
+def needs_repair(history: Sequence[Message], memo: dict[str, Any] | None = None) -> bool:
     """ChatCLI's validation prepass: False iff every call block is complete and adjacent."""
-    i, n = 0, len(history)
+    i, n = _resume_point(history, memo), len(history)
+    block = i
     while i < n:
         m = history[i]
         if m.role == "tool":
@@ -49,6 +69,7 @@ def needs_repair(history: Sequence[Message]) -> bool:
         if not m.has_calls:
             i += 1
             continue
+        block = i
         ids = [c.id for c in m.tool_calls]
         if "" in ids or len(set(ids)) != len(ids):
             return True
@@ -62,6 +83,8 @@ def needs_repair(history: Sequence[Message]) -> bool:
         if len(seen) != len(ids):
             return True
         i = j
+    if memo is not None:
+        memo["valid"] = (tuple(history), block)
     return False
 
 
@@ -74,9 +97,10 @@ def _finish(history: Sequence[Message], out: list[Message], report: dict[str, An
     return StageResult(tuple(out), report)
 
 
-def repair_implemented(history: Sequence[Message]) -> StageResult:
+def repair_implemented(history: Sequence[Message], memo: dict[str, Any] | None = None
+                       ) -> StageResult:
     report = _empty_report()
-    if not history or not needs_repair(history):
+    if not history or not needs_repair(history, memo):
         return StageResult(tuple(history), report)
     out: list[Message] = []
     claimed: set[int] = set()
@@ -182,4 +206,4 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     if ctx.documented:
         return repair_documented(history)
-    return repair_implemented(history)
+    return repair_implemented(history, ctx.memo)
