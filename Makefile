@@ -35,6 +35,7 @@ $(VENV)/.installed: pyproject.toml
 run: install
 	@$(PY) manage.py migrate --noinput
 	@$(PY) manage.py bootstrap
+	@$(PY) manage.py seed_demo
 	@PORT=$(PORT) HOST=$(HOST) bin/run-dev
 
 test: install chromium

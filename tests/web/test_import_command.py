@@ -122,3 +122,30 @@ def test_every_shared_transcript_imports_with_the_expected_counts(personas):
             "tool_results": sum(line["tool_results"] for line in lines),
         }
         assert got == counts, name
+
+
+def test_seed_demo_fills_the_demo_team_once_through_the_importers(db):
+    from ctxsim.transcripts.models import ImportJob
+
+    admin = get_user_model().objects.create_superuser("admin", password="x-pass-123")
+    call_command("seed_demo", stdout=StringIO())
+    team = Team.objects.get(slug="demo")
+    assert Membership.objects.get(team=team).user == admin
+    sessions = Session.objects.filter(team=team)
+    assert sorted(sessions.values_list("format", flat=True)) == [
+        "claude-code", "claude-code", "openai-chat"
+    ]
+    assert sessions.filter(model_call_count=150).exists()
+    assert all(s.uploaded_by == admin for s in sessions)
+    again = StringIO()
+    call_command("seed_demo", stdout=again)
+    assert "not seeding" in again.getvalue()
+    assert Session.objects.filter(team=team).count() == 3
+    assert not ImportJob.objects.exists()
+
+
+def test_seed_demo_without_any_user_does_nothing(db):
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "run bootstrap first" in out.getvalue()
+    assert not Session.objects.exists()
