@@ -392,3 +392,75 @@ def compare_sides(session: Session, a: str | None, b: str | None, canonical=None
         sides.append(Side(settings.profile_ref, settings,
                           summary_for(session, settings, canonical)))
     return sides, errors
+
+
+# --- team profiles: save, export, import ------------------------------------------------------
+
+IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses"}
+
+
+class ProfileError(ValueError):
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
+def _check_name(team, name: str, description: str) -> dict[str, str]:
+    errors = {}
+    if not name.strip():
+        errors["name"] = "give the profile a name"
+    elif len(name) > 80:
+        errors["name"] = "80 characters at most"
+    elif name.strip() in PROFILES:
+        errors["name"] = "that is the name of a built-in profile"
+    elif SavedProfile.objects.filter(team=team, name=name.strip()).exists():
+        errors["name"] = "the team already has a profile with this name"
+    if len(description) > 2000:
+        errors["description"] = "2000 characters at most"
+    return errors
+
+
+def save_profile(team, user, settings: ReplaySettings, name: str, description: str = ""):
+    """Store the page's current settings as a named team profile."""
+    errors = _check_name(team, name, description)
+    if errors:
+        raise ProfileError(errors)
+    base = settings.saved.base if settings.saved else settings.profile.name
+    base_profile = PROFILES.get(base, PROFILES[DEFAULT_PROFILE])
+    params = {**settings.profile.params, **settings.config}
+    params = {k: v for k, v in params.items()
+              if _normal(v) != _normal(base_profile.params.get(k, PARAMS[k].default))}
+    return SavedProfile.objects.create(
+        team=team, name=name.strip(), description=description.strip(), base=base_profile.name,
+        stages=[list(e) for e in settings.effective_stages], params=_normal(params),
+        created_by=user,
+    )
+
+
+def import_profile(team, user, tool: str, text: str, name: str, description: str = ""):
+    """A team profile from a tool's own configuration pasted as text (SPEC §4)."""
+    from ctxsim.pipeline.export import IMPORTERS
+
+    errors = _check_name(team, name, description)
+    if tool not in IMPORTERS:
+        errors["format"] = f"choose one of {', '.join(IMPORTERS)}"
+    if not text.strip():
+        errors["text"] = "paste the configuration to import"
+    if errors:
+        raise ProfileError(errors)
+    try:
+        values = IMPORTERS[tool](text)
+    except ParamError as exc:
+        raise ProfileError({f"text ({k})": v for k, v in exc.errors.items()}) from None
+    base = PROFILES[IMPORT_BASES[tool]]
+    return SavedProfile.objects.create(
+        team=team, name=name.strip(), description=description.strip(), base=base.name,
+        stages=[list(e) for e in base.stages], params=_normal({**base.params, **values}),
+        created_by=user,
+    )
+
+
+def exports_for(settings: ReplaySettings):
+    from ctxsim.pipeline.export import export_profile
+
+    return export_profile(settings.run_config())

@@ -6,10 +6,13 @@ Views parse the request, call `services`/`page`, and render the page or one of i
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode
+
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import page, services
@@ -54,9 +57,9 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
-    return "stages.form" in request.GET or any(k.startswith("env.") for k in request.GET) or (
-        "submit" in request.GET
-    )
+    given = sorted(parse_qsl(request.GET.urlencode(), keep_blank_values=True))
+    canonical = settings.query(call if "call" in request.GET else None)
+    return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
 
 def page_context(request, session, membership, settings, errors, run, call, canonical) -> dict:
@@ -67,6 +70,7 @@ def page_context(request, session, membership, settings, errors, run, call, cano
         "membership": membership,
         "settings": settings,
         "query": settings.query(),
+        "state_fields": parse_qsl(settings.query(), keep_blank_values=True),
         "errors": errors,
         "fields": page.form_fields(settings, errors),
         "stage_rows": page.stage_rows(settings),
@@ -166,3 +170,65 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     if target_id(request) == "compare-calls":
         return render(request, "replays/compare.html#compare-calls", context)
     return render(request, "replays/compare.html", context)
+
+
+def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The current settings as each real tool's own configuration (one artefact per tool)."""
+    session, _ = _session(request, session_id)
+    settings, errors = services.settings_from_query(request.GET, session.team)
+    exports = services.exports_for(settings)
+    wanted = request.GET.get("download")
+    for export in exports:
+        if export.tool == wanted:
+            response = HttpResponse(export.content, content_type="text/plain; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+            return response
+    return render(request, "replays/export.html", {
+        "session": session, "settings": settings, "errors": errors, "exports": exports,
+        "query": settings.query(),
+    })
+
+
+@require_POST
+def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
+    session, membership = _session(request, session_id, "write")
+    settings, errors = services.settings_from_query(request.POST, session.team)
+    try:
+        if errors:
+            raise services.ProfileError(errors)
+        saved = services.save_profile(session.team, request.user, settings,
+                                      request.POST.get("name", ""),
+                                      request.POST.get("description", ""))
+    except services.ProfileError as exc:
+        return _profile_form_error(request, session, "save", exc.errors)
+    return _to_page(request, session, urlencode({"profile": saved.ref}))
+
+
+@require_POST
+def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
+    session, membership = _session(request, session_id, "write")
+    try:
+        saved = services.import_profile(session.team, request.user,
+                                        request.POST.get("format", ""),
+                                        request.POST.get("text", ""),
+                                        request.POST.get("name", ""),
+                                        request.POST.get("description", ""))
+    except services.ProfileError as exc:
+        return _profile_form_error(request, session, "import", exc.errors)
+    return _to_page(request, session, urlencode({"profile": saved.ref}))
+
+
+def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:
+    """A 200 with the field messages (htmx swaps them into the form; without JS, a page)."""
+    context = {"session": session, "which": which, "errors": errors, "post": request.POST}
+    if request.htmx:
+        return render(request, "replays/profile_forms.html#profile-errors", context)
+    return render(request, "replays/profile_forms.html", context)
+
+
+def _to_page(request: HttpRequest, session, query: str) -> HttpResponse:
+    url = f"{reverse('session-detail', args=[session.pk])}?{query}"
+    if request.htmx:
+        return HttpResponse(headers={"HX-Redirect": url})
+    return redirect(url)
+

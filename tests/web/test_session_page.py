@@ -1,0 +1,283 @@
+"""The session page and everything hanging off it: partials, errors, spills, traces, profiles."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from ctxsim.generator import generate_session
+from ctxsim.pipeline.messages import Message, Session, ToolCall
+from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile
+from ctxsim.transcripts.store import save_sessions
+
+pytestmark = pytest.mark.django_db
+
+SPILLED_LINES = [f"line {n:04d} of a failing build log " + "x" * 40 for n in range(1, 401)]
+SPILLED = "\n".join(SPILLED_LINES)  # ~25 KB: an error result, never capped, always spilled
+
+
+def spilling_session() -> Session:
+    return Session(
+        format="openai-chat",
+        title="Build failure",
+        messages=(
+            Message.of("system", "You are a build agent."),
+            Message.of("user", "Why does the build fail?"),
+            Message.of("assistant", "", tool_calls=[ToolCall("call_1", "run_build", "{}")]),
+            Message.of("tool", SPILLED, tool_call_id="call_1", is_error=True),
+            Message.of("assistant", "The linker fails on line 17."),
+        ),
+    )
+
+
+@pytest.fixture
+def stored(personas):
+    row = save_sessions([spilling_session()], team=personas.team, user=personas.users["owner"])[0]
+    return row
+
+
+@pytest.fixture
+def long_session(personas):
+    session = generate_session(24, seed=5, oversize_every=4)
+    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
+
+
+def page_url(row, query: str = "") -> str:
+    return reverse("session-detail", args=[row.pk]) + (f"?{query}" if query else "")
+
+
+def htmx(target: str) -> dict:
+    return {"HX-Request": "true", "HX-Target": f"div#{target}"}
+
+
+def test_the_full_page_and_each_partial_render_for_the_same_state(personas, long_session):
+    client = personas.client("viewer")
+    query = "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=5000&call=7"
+    full = client.get(page_url(long_session, query))
+    assert full.status_code == 200
+    html = full.content.decode()
+    assert 'id="replay"' in html and 'id="call-view"' in html and "<html" in html
+    assert 'data-call="7"' in html
+
+    replay = client.get(page_url(long_session, query), headers=htmx("replay"))
+    assert replay.status_code == 200
+    part = replay.content.decode()
+    assert part.lstrip().startswith('<section id="replay"') and "<html" not in part
+    assert 'data-call="7"' in part
+    assert replay["HX-Push-Url"].endswith("call=7")
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=5000" in replay["HX-Push-Url"]
+
+    call = client.get(page_url(long_session, query), headers=htmx("call-view"))
+    assert call.status_code == 200
+    assert call.content.decode().lstrip().startswith('<div id="call-view"')
+
+
+def test_a_threshold_change_changes_the_numbers(personas, long_session):
+    client = personas.client("owner")
+    default = client.get(page_url(long_session, "profile=chatcli"), headers=htmx("replay"))
+    tight = client.get(
+        page_url(long_session, "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=3000"),
+        headers=htmx("replay"),
+    )
+    spills = lambda r: int(  # noqa: E731
+        r.content.decode().split("<small>Spills</small><strong>")[1].split("<")[0]
+    )
+    assert spills(tight) > spills(default)
+    assert ReplayRun.objects.filter(session=long_session).count() == 2
+
+
+def test_reopening_the_same_settings_uses_the_replay_cache(personas, long_session):
+    client = personas.client("owner")
+    client.get(page_url(long_session, "profile=aivax"))
+    client.get(page_url(long_session, "profile=aivax&call=3"))
+    assert ReplayRun.objects.filter(session=long_session, profile="aivax").count() == 1
+
+
+def test_invalid_values_give_a_200_partial_with_the_field_messages(personas, long_session):
+    client = personas.client("owner")
+    bad = "profile=aivax&contextMaximumSize=lots&toolContextCount=-3"
+    response = client.get(page_url(long_session, bad), headers=htmx("replay"))
+    assert response.status_code == 200
+    assert response["HX-Retarget"] == "#form-errors"
+    body = response.content.decode()
+    assert "contextMaximumSize" in body and "not a whole number" in body
+    assert "toolContextCount" in body
+    assert 'id="replay"' not in body  # the last good result stays on screen
+
+
+def test_invalid_values_without_javascript_show_the_page_with_messages(personas, long_session):
+    response = personas.client("owner").get(page_url(long_session, "profile=nope"))
+    assert response.status_code == 200
+    assert "unknown profile" in response.content.decode()
+
+
+def test_a_submitted_form_lands_on_the_canonical_shareable_url(personas, long_session):
+    query = ("profile=aivax&counter=cl100k_base&toolContextCount=5&contextMaximumSize=32000"
+             "&contextOverflowAction=Truncate&submit=1&call=2")
+    response = personas.client("owner").get(page_url(long_session, query))
+    assert response.status_code == 302
+    assert response["Location"].endswith("?profile=aivax&toolContextCount=5&call=2")
+
+
+def test_chatcli_env_values_are_free_strings_with_their_effective_value(personas, long_session):
+    query = "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=%201_000"
+    body = personas.client("owner").get(page_url(long_session, query)).content.decode()
+    assert "effective 20000" in body
+    assert "is ignored by ChatCLI" in body
+
+
+def test_every_endpoint_is_a_404_for_an_outsider(personas, stored):
+    client = personas.client("outsider")
+    personas.client("owner").get(page_url(stored))
+    spill = SpilledFile.objects.filter(run__session=stored).first()
+    urls = [
+        page_url(stored),
+        reverse("session-message", args=[stored.pk]) + "?call=1&row=0",
+        reverse("session-trace", args=[stored.pk]),
+        reverse("session-compare", args=[stored.pk]),
+        reverse("profile-export", args=[stored.pk]),
+        reverse("spill-view", args=[stored.pk, spill.pk]),
+        reverse("spill-download", args=[stored.pk, spill.pk]),
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 404, url
+    for name in ("profile-save", "profile-import"):
+        assert client.post(reverse(name, args=[stored.pk]), {"name": "x"}).status_code == 404
+
+
+def test_a_spill_of_one_session_is_not_reachable_through_another(personas, stored):
+    personas.client("owner").get(page_url(stored))
+    spill = SpilledFile.objects.filter(run__session=stored).first()
+    other = save_sessions([spilling_session()], team=personas.other_team)[0]
+    url = reverse("spill-view", args=[other.pk, spill.pk])
+    assert personas.client("outsider").get(url).status_code == 404
+
+
+def test_the_spill_viewer_shows_the_exact_content_and_line_ranges(personas, stored):
+    client = personas.client("viewer")
+    page = client.get(page_url(stored, "profile=chatcli&call=1")).content.decode()
+    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
+    assert reverse("spill-view", args=[stored.pk, spill.pk]) in page
+    assert spill.path == "/tmp/chatcli-tool-results/budget_call_1_1.txt"
+
+    download = client.get(reverse("spill-download", args=[stored.pk, spill.pk]))
+    assert download.content == SPILLED.encode()
+
+    ranged = client.get(reverse("spill-view", args=[stored.pk, spill.pk]) + "?start=10&end=12")
+    body = ranged.content.decode()
+    assert SPILLED_LINES[9] in body and SPILLED_LINES[11] in body
+    assert SPILLED_LINES[8] not in body and SPILLED_LINES[12] not in body
+    assert 'id="L10"' in body
+
+    bad = client.get(reverse("spill-view", args=[stored.pk, spill.pk]) + "?start=0&end=x")
+    assert bad.status_code == 200
+    assert "start must be a line number" in bad.content.decode()
+
+
+def test_the_trace_download_is_the_simulate_trace(personas, stored):
+    response = personas.client("viewer").get(reverse("session-trace", args=[stored.pk]))
+    trace = json.loads(response.content)
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert len(trace["calls"]) == 2
+    assert trace["calls"][1]["budget"]["spilled_files"] == ["budget_call_1_1.txt"]
+    assert trace["spilled_files"][0]["content"] == SPILLED
+
+
+UNTRUSTED = [
+    "<script>alert('pwned')</script>",
+    '<img src=x onerror="alert(1)">',
+    '<a href="javascript:alert(2)">click</a>',
+    "&lt;already escaped&gt; &amp; entities",
+]
+
+
+def test_transcript_content_is_rendered_as_text(personas):
+    messages = [Message.of("user", text) for text in UNTRUSTED] + [
+        Message.of(
+            "assistant", "", tool_calls=[ToolCall("c<b>1", "<script>x</script>", '{"a":"<i>"}')]
+        ),
+        Message.of("tool", UNTRUSTED[0], tool_call_id="c<b>1"),
+    ]
+    row = save_sessions(
+        [Session(format="openai-chat", title="<script>alert('title')</script>",
+                 messages=tuple(messages))],
+        team=personas.team,
+    )[0]
+    body = personas.client("owner").get(page_url(row, "profile=none&call=1")).content.decode()
+    assert "<script>alert" not in body
+    assert "<img src=x" not in body
+    assert 'href="javascript:' not in body
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in body
+    assert "&amp;lt;already escaped&amp;gt; &amp;amp; entities" in body
+
+
+def test_a_reviewer_saves_the_current_settings_as_a_team_profile(personas, long_session):
+    client = personas.client("reviewer")
+    response = client.post(reverse("profile-save", args=[long_session.pk]), {
+        "profile": "chatcli", "env.CHATCLI_TOOL_RESULT_MAX_CHARS": "8000", "name": "tight",
+    })
+    saved = SavedProfile.objects.get(team=personas.team, name="tight")
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"?profile=saved%3A{saved.pk}")
+    assert saved.params["env"] == {"CHATCLI_TOOL_RESULT_MAX_CHARS": "8000"}
+    page = client.get(page_url(long_session, f"profile=saved:{saved.pk}")).content.decode()
+    assert "tight (team)" in page
+    assert 'value="8000"' in page
+
+
+def test_saving_a_profile_under_a_taken_name_shows_a_message(personas, long_session):
+    client = personas.client("reviewer")
+    url = reverse("profile-save", args=[long_session.pk])
+    client.post(url, {"profile": "chatcli", "name": "mine"})
+    again = client.post(url, {"profile": "chatcli", "name": "mine"}, headers={"HX-Request": "true"})
+    assert again.status_code == 200
+    assert "already has a profile" in again.content.decode()
+    assert SavedProfile.objects.filter(name="mine").count() == 1
+
+
+def test_a_viewer_cannot_save_or_import_profiles(personas, long_session):
+    client = personas.client("viewer")
+    for name in ("profile-save", "profile-import"):
+        response = client.post(reverse(name, args=[long_session.pk]), {"name": "x"})
+        assert response.status_code == 403
+    assert not SavedProfile.objects.exists()
+
+
+def test_importing_a_pasted_config_creates_a_profile_and_bad_values_say_which(personas,
+                                                                              long_session):
+    client = personas.client("owner")
+    url = reverse("profile-import", args=[long_session.pk])
+    good = client.post(url, {"format": "aivax", "name": "gateway", "text": json.dumps(
+        {"contextMaximumSize": 9000, "contextOverflowAction": "TruncateHard",
+         "toolContextCount": 2})})
+    assert good.status_code == 302
+    saved = SavedProfile.objects.get(name="gateway")
+    assert saved.params["contextMaximumSize"] == 9000
+    bad = client.post(url, {"format": "aivax", "name": "broken",
+                            "text": '{"contextMaximumSize": "big", "colour": 1}'})
+    assert bad.status_code == 200
+    body = bad.content.decode()
+    assert "contextMaximumSize" in body and "colour" in body
+    assert not SavedProfile.objects.filter(name="broken").exists()
+
+
+def test_export_lists_one_artefact_per_tool_with_what_it_left_out(personas, long_session):
+    client = personas.client("viewer")
+    url = reverse("profile-export", args=[long_session.pk]) + "?profile=chatcli-aivax"
+    body = client.get(url).content.decode()
+    assert 'id="export-chatcli"' in body and 'id="export-aivax"' in body
+    download = client.get(url + "&download=aivax")
+    assert json.loads(download.content)["contextMaximumSize"] == 32000
+
+
+def test_compare_shows_both_profiles_side_by_side(personas, long_session):
+    client = personas.client("viewer")
+    url = reverse("session-compare", args=[long_session.pk]) + "?a=chatcli&b=aivax&call=5"
+    body = client.get(url).content.decode()
+    assert "compare-chart" in body and "Call 5" in body
+    data = json.loads(body.split('id="compare-data" type="application/json">')[1].split("<")[0])
+    assert [s["label"] for s in data["series"]] == ["chatcli", "aivax"]
+    partial = client.get(url, headers=htmx("compare-calls"))
+    assert partial.content.decode().lstrip().startswith('<div id="compare-calls"')
