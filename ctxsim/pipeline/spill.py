@@ -33,9 +33,11 @@ def clean_join(directory: str, name: str) -> str:
 
 
 def _dir_impossible(directory: str) -> bool:
-    """True when some existing prefix of the path is not a directory (mkdir -p would fail)."""
-    path = clean_join(directory, "") if directory else "."
-    parts = Path(path)
+    """True when Linux's `mkdir -p` would fail: an empty path, a NUL byte, or an existing
+    prefix that is not a directory."""
+    if not directory or "\x00" in directory:
+        return True
+    parts = Path(clean_join(directory, ""))
     return any(p.exists() and not p.is_dir() for p in [*parts.parents][::-1] + [parts])
 
 
@@ -50,7 +52,9 @@ class SpillSink:
 
     def write(self, directory: str, name: str, data: bytes) -> None:
         """Store one file or raise SpillError (e.g. ENAMETOOLONG for names over 255 bytes)."""
-        if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX or "/" in name:
+        if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX or "/" in name or (
+            "\x00" in name
+        ):
             raise SpillError(f"file name too long or invalid: {name!r}")
         self._store(directory, name, data)
 
