@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .params import PARAMS, ParamError, resolve_env, validate_params
+from .params import PARAMS, ParamError, ParamSpec, resolve_env, validate_params
 from .registry import StageOrderError, check_stage_list, params_of
 
 
@@ -143,3 +143,14 @@ def _env_key(name: str) -> str:
     from .params import ENV_BY_NAME
 
     return ENV_BY_NAME[name].key
+
+
+def param_specs(stages: tuple[tuple[str, str], ...]) -> list[ParamSpec]:
+    """The specs a thresholds form shows for a stage list: engine parameters first, then each
+    stage's own in stage order (a parameter shared by stages appears once)."""
+    from .registry import ENGINE_PARAMS, STAGES
+
+    names: list[str] = list(ENGINE_PARAMS)
+    for stage, _ in stages:
+        names += [n for n in STAGES[stage].params if n not in names]
+    return [PARAMS[n] for n in names]

@@ -233,3 +233,40 @@ def replay(
     """Resolve `profile` + `config` (ParamError on bad values) and prepare a replay."""
     run_config = resolve(profile, config, stages)
     return Replay(messages, run_config, sink, tools, response_schema)
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """One row of the before/after view: a sent message (or a removed raw one) and its fate."""
+
+    status: str  # unchanged | rewritten | spilled | injected | removed
+    sent: Message | None
+    raw: Message | None
+
+
+def align(call: CallResult) -> list[MessageView]:
+    """Pair what was sent with the raw history through `origin`, in sent order, with every raw
+    message that was not sent appended as `removed`.
+
+    Invariant: every raw message appears exactly once (sent or removed) unless a stage
+    duplicated it; injected messages (synthetic results, the anchor) have no raw message.
+    """
+    raw_by_origin = {m.origin: m for m in call.raw_history}
+    spill_paths = [s.path.encode("utf-8", "surrogatepass") for s in call.spills]
+    rows: list[MessageView] = []
+    seen: set[int] = set()
+    for m in call.sent:
+        raw = raw_by_origin.get(m.origin) if m.origin is not None else None
+        if raw is None:
+            rows.append(MessageView("injected", m, None))
+            continue
+        seen.add(m.origin)
+        if m == raw:
+            status = "unchanged"
+        elif any(p in m.content for p in spill_paths):
+            status = "spilled"
+        else:
+            status = "rewritten"
+        rows.append(MessageView(status, m, raw))
+    rows.extend(MessageView("removed", None, r) for r in call.raw_history if r.origin not in seen)
+    return rows

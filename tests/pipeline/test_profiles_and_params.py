@@ -57,3 +57,11 @@ def test_env_values_are_free_strings_with_effective_values_reported() -> None:
     cfg = resolve("chatcli", {"env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "1_000"}})
     assert cfg.values["_env_effective"]["per_result_max_chars"] == 20000
     assert any("CHATCLI_TOOL_RESULT_MAX_CHARS" in w for w in cfg.warnings)
+
+
+def test_the_form_specs_follow_the_stage_order_without_repeats() -> None:
+    from ctxsim.pipeline.profiles import param_specs
+
+    names = [p.name for p in param_specs(resolve("chatcli-aivax").stages)]
+    assert names[:3] == ["counter", "loop_mode", "anchor_text"]
+    assert len(names) == len(set(names)) and "toolContextCount" in names

@@ -159,3 +159,16 @@ def test_memos_agree_with_a_full_recompute_on_a_generated_session(profile) -> No
     slow = replay(session.messages, profile, config)
     slow.memos = None
     assert build_trace(fast) == build_trace(slow)
+
+
+def test_align_marks_each_message_for_the_before_after_view() -> None:
+    from ctxsim.pipeline.replay import align
+
+    msgs = [Message.of("user", "go", origin=0),
+            Message.of("assistant", "", tool_calls=[ToolCall("a", "x", "{}"),
+                                                    ToolCall("b", "x", "{}")], origin=1),
+            Message.of("tool", "z" * 25000, tool_call_id="a", origin=2),
+            Message.of("tool", "orphan", tool_call_id="q", origin=3)]
+    call = list(replay(msgs, "chatcli", {"counter": "bytes4"}).calls())[-1]
+    statuses = [row.status for row in align(call)]
+    assert statuses == ["unchanged", "unchanged", "spilled", "injected", "removed"]
