@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ctxsim.pipeline import messages as pm
@@ -76,30 +77,26 @@ def model_call_count(messages: Sequence[pm.Message]) -> int:
     return assistants if ends_with_answer else assistants + 1
 
 
+def parse_timestamp(raw: object) -> datetime | None:
+    """An ISO-8601 timestamp from a transcript; naive ones are taken as UTC."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        parsed = parse_datetime(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, UTC)
+    return parsed
+
+
 def _timestamps(messages: Sequence[pm.Message]) -> tuple[datetime | None, datetime | None]:
-    stamps = []
-    for message in messages:
-        raw = message.meta.get("timestamp")
-        if isinstance(raw, str):
-            try:
-                parsed = parse_datetime(raw.replace("Z", "+00:00"))
-            except ValueError:
-                parsed = None
-            if parsed is not None:
-                stamps.append(parsed)
+    stamps = [t for m in messages if (t := parse_timestamp(m.meta.get("timestamp")))]
     return (min(stamps), max(stamps)) if stamps else (None, None)
 
 
 def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime | None:
-    raw = meta.get(key)
-    if isinstance(raw, str):
-        try:
-            parsed = parse_datetime(raw.replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            return parsed
-    return fallback
+    return parse_timestamp(meta.get(key)) or fallback
 
 
 def save_sessions(
