@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -156,4 +155,4 @@ if __name__ == "__main__":  # pragma: no cover
 
     raise SystemExit(main(sys.argv[1:], sys.stdout, sys.stderr))
 
-__all__ = ["TRANSCRIPT_LOADER", "build_parser", "main", "os"]
+__all__ = ["TRANSCRIPT_LOADER", "build_parser", "main"]

@@ -52,6 +52,8 @@ class CallResult:
     sent_tokens: int
     error: str | None = None
     persistent_tokens: int = 0
+    # Saved before this call's stages ran: dispatch caps and earlier persistent rewrites.
+    carried_over: int = 0
 
     @property
     def savings(self) -> dict[str, int]:
@@ -212,6 +214,7 @@ class Replay:
             raw_history=tuple(raw),
             persistent=kept,
             persistent_tokens=kept_tokens,
+            carried_over=raw_tokens - self.extra_tokens - persistent_tokens,
             sent=history,
             spills=self.spills.records[spill_start:],
             raw_tokens=raw_tokens,

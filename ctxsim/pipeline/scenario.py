@@ -7,7 +7,6 @@ Every problem is reported as a `ScenarioError` naming where it is, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,5 +182,5 @@ def scenario_session(s: Scenario, title: str = "scenario") -> Session:
                    response_schema=s.response_schema)
 
 
-__all__ = ["Scenario", "ScenarioError", "Sequence", "is_scenario", "parse_messages",
-           "parse_scenario", "parse_scenario_data", "scenario_session"]
+__all__ = ["Scenario", "ScenarioError", "is_scenario", "parse_messages", "parse_scenario",
+           "parse_scenario_data", "scenario_session"]

@@ -75,6 +75,7 @@ def call_json(call: CallResult, summary: bool = False) -> dict[str, Any]:
         "raw": call.raw_tokens,
         "sent": call.sent_tokens,
         "saved_by_stage": call.savings,
+        "carried_over": call.carried_over,
     }
     out["error"] = call.error
     return out

@@ -90,4 +90,5 @@ def changed_positions(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
 
 Stage = Any  # callable(history: Sequence[Message], ctx: StageContext) -> StageResult
 
-__all__ = ["Message", "Sequence", "StageContext", "StageResult", "from_units", "lit", "to_units"]
+__all__ = ["Message", "StageContext", "StageResult", "changed_positions", "from_units", "lit",
+           "to_units"]
