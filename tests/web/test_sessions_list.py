@@ -47,7 +47,7 @@ def test_the_home_page_lists_the_current_teams_sessions(personas, sessions):
     assert "Refactor the budget stage" in html
     assert "Fix flaky pairing test" in html
     assert reverse("session-detail", args=[sessions.pk]) in html
-    assert "120000 → 45000" in html
+    assert "120,000 → 45,000" in html
 
 
 def test_an_outsider_sees_nothing_of_another_teams_sessions(personas, sessions):
