@@ -137,6 +137,9 @@ class Replay:
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
         persistent: list[Message] = []
         persistent_tokens = 0
+        # Where the latest assistant message sits in `persistent`: a dispatch stage sees the
+        # history from there on, which is all a result entering the history can depend on.
+        latest_assistant = 0
         raw: list[Message] = []
         raw_tokens = self.extra_tokens
         state = {"call": 0, "run": 0, "turn": 0}
@@ -148,6 +151,7 @@ class Replay:
                 persistent = list(result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
+                latest_assistant = len(persistent)
                 persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
                 if agent_mode and not msg.tool_calls:
@@ -161,7 +165,7 @@ class Replay:
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
                                            self.spills, self.tools, self.response_schema)
-                        r = STAGES[stage].run([*persistent, msg], ctx)
+                        r = STAGES[stage].run([*persistent[latest_assistant:], msg], ctx)
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
                 persistent.append(msg)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import is_
 from typing import Any
 
 from ..messages import Message
@@ -68,24 +67,22 @@ def lit(text: str, like: Units) -> Units:
 def changed_positions(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
     """Positions (within the shorter length) where `after` holds a different object.
 
-    Runs in C (map + list.index), since histories share unchanged message objects and usually
-    differ in a handful of places.
+    Histories share unchanged message objects and usually differ in a handful of places, so
+    blocks are compared as tuples first (identity is checked before equality, in C) and only
+    differing blocks are scanned one by one. Equal but distinct messages may count as
+    unchanged, which is what every caller needs.
     """
     n = min(len(before), len(after))
-    # Tuple equality checks identity first, in C: the common "nothing changed" case is cheap.
-    # (Equal but distinct messages count as unchanged, which is what every caller needs.)
-    if tuple(before[:n]) == tuple(after[:n]):
-        return []
-    same = list(map(is_, before, after))
     out: list[int] = []
-    i = 0
-    try:
-        while True:
-            i = same.index(False, i)
-            out.append(i)
-            i += 1
-    except ValueError:
-        return out
+    for start in range(0, n, _BLOCK):
+        end = min(start + _BLOCK, n)
+        if tuple(before[start:end]) == tuple(after[start:end]):
+            continue
+        out.extend(i for i in range(start, end) if before[i] is not after[i])
+    return out
+
+
+_BLOCK = 64
 
 
 Stage = Any  # callable(history: Sequence[Message], ctx: StageContext) -> StageResult
