@@ -125,7 +125,9 @@ def _index(history: Sequence[Message], memo: dict[str, Any] | None, documented: 
            ) -> _GroupIndex:
     idx: _GroupIndex | None = memo.get("groups") if memo is not None else None
     start = 0
-    if idx is not None and len(history) >= idx.resume:
+    if idx is not None and len(history) < idx.resume:
+        idx = None  # not an extension of the previous history: start over
+    if idx is not None:
         dirty: set[int] = set()
         for i in changed_positions(idx.source[: idx.resume], history):
             old, new = idx.source[i], history[i]

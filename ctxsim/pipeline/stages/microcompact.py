@@ -160,7 +160,9 @@ def _candidates(history: Sequence[Message], ctx: StageContext, minimum: int) -> 
     memo = ctx.memo
     idx: _Candidates | None = memo.get("candidates") if memo is not None else None
     start = 0
-    if idx is not None and len(history) >= len(idx.source):
+    if idx is not None and len(history) < len(idx.source):
+        idx = None  # not an extension of the previous history: start over
+    if idx is not None:
         for i in changed_positions(idx.source, history):
             old, new = idx.source[i], history[i]
             # A rewritten call list or a moved message changes turns or names: start over.
