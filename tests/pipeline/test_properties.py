@@ -135,11 +135,12 @@ def big_message(draw) -> Message:
     return m
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(big_message(), max_size=16),
+@settings(max_examples=80, deadline=None)
+@given(st.lists(big_message(), max_size=20),
        st.sampled_from(["chatcli", "chatcli-docs", "chatcli-aivax"]),
        st.sampled_from([{}, {"loop_mode": "coder"}, {"anchor_text": "REMINDER"},
                         {"env": {"CHATCLI_MICROCOMPACT_HEAD_CHARS": "2900",
+                                 "CHATCLI_MICROCOMPACT_MIN_CONTENT": "100",
                                  "CHATCLI_TOOL_RESULT_BUDGET_CHARS": "30000"}}]))
 def test_the_incremental_memos_never_change_a_result(history, profile, extra) -> None:
     config = {"counter": "bytes4", **extra}
