@@ -105,7 +105,8 @@ def resolve(
 ) -> RunConfig:
     """Profile values, overridden by `config`, over every parameter's default.
 
-    Invariant: unknown keys and bad values raise ParamError with a message per field; a custom
+    Invariant: unknown keys and bad values raise ParamError with a message per field; a known
+    parameter the stages do not read is validated, then listed in `warnings`; a custom
     stage list that breaks the phase order raises ParamError on `stages`.
     """
     prof = get_profile(profile) if isinstance(profile, str) else profile
@@ -116,11 +117,13 @@ def resolve(
     allowed = params_of(entries) | set(prof.params)
     config = dict(config or {})
     errors: dict[str, str] = {}
+    notes: list[str] = []
     for key in config:
         if key not in PARAMS:
             errors[key] = "unknown parameter"
         elif key not in allowed:
-            errors[key] = f"not a parameter of this profile's stages ({prof.name})"
+            # Still validated, but only noted: one scenario can be replayed under any profile.
+            notes.append(f"{key} is ignored: not a parameter of the stages of {prof.name}")
     try:
         cleaned = validate_params({k: v for k, v in config.items() if k not in errors})
     except ParamError as exc:
@@ -135,7 +138,7 @@ def resolve(
     values["_env_effective"] = MappingProxyType({
         _env_key(name): setting.effective for name, setting in env.items()
     })
-    warnings = tuple(s.warning for s in env.values() if s.warning)
+    warnings = tuple(notes) + tuple(s.warning for s in env.values() if s.warning)
     return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)
 
 
