@@ -232,7 +232,7 @@ def compare_chart(sides, selected: int) -> dict[str, Any]:
     return {
         "labels": [c["i"] for c in first.calls],
         "raw": [c["raw"] for c in first.calls],
-        "series": [{"label": s.run.profile, "sent": [c["sent"] for c in s.run.calls],
+        "series": [{"label": s.settings.profile.name, "sent": [c["sent"] for c in s.run.calls],
                     "failed": [c["i"] for c in s.run.calls if c["error"]]} for s in sides],
         "selected": selected,
         "counter": first.counter,

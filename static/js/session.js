@@ -43,10 +43,16 @@
     return url.pathname + url.search;
   }
 
-  function openCall(index) {
-    if (!document.getElementById("call-view")) return;
-    htmx.ajax("GET", callUrl(index), { target: "#call-view", swap: "outerHTML" });
+  // htmx.ajax() names <body> in HX-Target whatever the target is, so say it explicitly: the
+  // server picks the partial to render from that header.
+  function swapInto(selector, url) {
+    var el = document.querySelector(selector);
+    if (!el) return;
+    htmx.ajax("GET", url, { target: selector, swap: "outerHTML",
+                            headers: { "HX-Target": el.tagName.toLowerCase() + selector } });
   }
+
+  function openCall(index) { swapInto("#call-view", callUrl(index)); }
 
   function renderSessionChart() {
     var data = readJSON("chart-data");
@@ -97,9 +103,7 @@
                       pointRadius: style.radius, borderWidth: 2 });
     });
     charts.compare = new Chart(canvas, { type: "line", data: { labels: data.labels, datasets: datasets },
-      options: baseOptions(function (index) {
-        htmx.ajax("GET", callUrl(index), { target: "#compare-calls", swap: "outerHTML" });
-      }) });
+      options: baseOptions(function (index) { swapInto("#compare-calls", callUrl(index)); }) });
     canvas.dataset.ready = "1";
   }
 
@@ -115,7 +119,11 @@
     if (evt.key === "j" || evt.key === "ArrowRight") id = "next-call";
     if (evt.key === "k" || evt.key === "ArrowLeft") id = "prev-call";
     var link = id && document.getElementById(id);
-    if (link) { evt.preventDefault(); link.click(); }
+    if (!link) return;
+    evt.preventDefault();
+    // Request directly rather than link.click(): a link swapped in a moment ago may not be
+    // wired by htmx yet, and clicking it would load the whole page.
+    swapInto(link.getAttribute("hx-target") || "#call-view", link.getAttribute("href"));
   });
 
   document.addEventListener("htmx:after:swap", function () {
