@@ -67,8 +67,10 @@ def test_clicking_the_chart_and_the_keyboard_select_calls(personas, live_server,
     page.goto(f"{live_server.url}/sessions/{generated.pk}/?profile=chatcli&call=2")
     page.evaluate("window.__same_page = true")
     point = page.evaluate(
-        """() => { const c = Chart.getChart('tokens-chart'); const p = c.getDatasetMeta(1).data[9];
-                   const r = c.canvas.getBoundingClientRect(); return {x: r.left + p.x, y: r.top + p.y}; }"""
+        """() => { const c = Chart.getChart('tokens-chart');
+                   const p = c.getDatasetMeta(1).data[9];
+                   const r = c.canvas.getBoundingClientRect();
+                   return {x: r.left + p.x, y: r.top + p.y}; }"""
     )
     page.mouse.click(point["x"], point["y"])
     expect(page.locator("#call-view")).to_have_attribute("data-call", "9")
