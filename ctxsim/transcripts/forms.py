@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
+from ctxsim.importers import FORMATS
 from ctxsim.transcripts.models import ReviewStatus
 
 
 def format_choices() -> list[tuple[str, str]]:
-    # Imported on use: the importers are pure Python and this keeps URL loading independent
-    # of them.
-    from ctxsim.importers import FORMATS
-
     return [("", "Detect automatically"), *((name, name) for name in FORMATS)]
 
 

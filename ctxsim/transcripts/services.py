@@ -28,7 +28,9 @@ from django.db import transaction
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
+from ctxsim.transcripts.imports import import_transcript
 from ctxsim.transcripts.models import ImportJob, Session
 
 logger = logging.getLogger(__name__)
@@ -148,9 +150,6 @@ def import_uploads(
 
 
 def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format: str) -> None:
-    from ctxsim.importers.errors import TranscriptError
-    from ctxsim.transcripts.imports import import_transcript
-
     try:
         upload.open("rb")
         outcome = import_transcript(
@@ -209,7 +208,7 @@ def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") ->
 
 def enqueue(job: ImportJob) -> None:
     """Hand the job to the task backend once the job row is committed (the worker reads it)."""
-    from ctxsim.transcripts.tasks import run_import
+    from ctxsim.transcripts.tasks import run_import  # the task module imports this one
 
     def send() -> None:
         result = run_import.enqueue(job.pk, job.attempts)
@@ -315,9 +314,6 @@ class JobReporter:
 
 def run_import_job(job_id: int, attempt: int | None = None) -> dict:
     """The worker's side of a background import: claim the job, import, record the outcome."""
-    from ctxsim.importers.errors import TranscriptError
-    from ctxsim.transcripts.imports import import_transcript
-
     now = timezone.now()
     claim = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED)
     if attempt is not None:
