@@ -8,7 +8,7 @@ PORT      ?= 8000
 # Candidates for the interpreter, best first; the first one that is Python >= 3.12 wins.
 PYTHON_CANDIDATES ?= python3.13 python3.12 python3 $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python)
 
-.PHONY: install run test test-fast test-browser lint ci bench screenshots loadtest serve-prod clean
+.PHONY: install run test test-fast test-browser lint ci bench screenshots loadtest serve-prod clean chromium
 
 install: $(VENV)/.installed
 
@@ -58,6 +58,10 @@ chromium:
 	  echo "The browser tests need Debian's chromium: run 'sudo apt-get update && sudo apt-get install -y chromium'" >&2; \
 	  echo "(or set CTXSIM_CHROMIUM to a Chromium binary); they are skipped until then." >&2; \
 	fi
+
+# Render the main pages into docs/screenshots/ (committed; the README shows them).
+screenshots: install chromium
+	$(PY) bin/screenshots
 
 clean:
 	rm -rf $(VENV) .pytest_cache

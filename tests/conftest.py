@@ -17,6 +17,11 @@ def password_for(name: str) -> str:
     return f"{name}-pass-123"
 
 
+def use_fast_password_hashing(settings) -> None:
+    """Personas are created in nearly every web test; the default hasher costs ~0.5 s each."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @dataclass
 class Personas:
     team: object

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import password_for
+from tests.conftest import password_for, use_fast_password_hashing
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # inside one unless told that this (single-threaded test) use is safe.
@@ -43,6 +43,11 @@ def pytest_collection_modifyitems(config, items):
                         "(or set CTXSIM_CHROMIUM)"
                     )
                 )
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    use_fast_password_hashing(settings)
 
 
 @pytest.fixture(scope="session")

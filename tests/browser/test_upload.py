@@ -21,8 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def fast_and_isolated(settings, tmp_path):
-    # Personas are created for each test; the default hasher makes that take seconds.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.MEDIA_ROOT = tmp_path / "media"
 
 

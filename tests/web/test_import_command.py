@@ -20,10 +20,6 @@ pytestmark = pytest.mark.django_db
 KEYS = ["session", "title", "format", "messages", "tool_calls", "tool_results"]
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 
 @pytest.fixture
 def generated(tmp_path) -> Path:

@@ -10,11 +10,6 @@ from ctxsim.transcripts.models import ReviewStatus, Session
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The personas are created for every test; the default hasher makes that take seconds.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 
 def make_session(team, title, *, format="claude-code", parent=None, **fields) -> Session:
     defaults = {"model_call_count": 3, "tool_call_count": 2, "tool_result_count": 2}

@@ -22,11 +22,6 @@ from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The personas are created for every test; the default hasher makes that take seconds.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 BAD_FIXTURES = Path(__file__).resolve().parent.parent / "importers" / "fixtures" / "bad"
 
 

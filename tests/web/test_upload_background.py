@@ -25,7 +25,6 @@ IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBa
 
 @pytest.fixture(autouse=True)
 def small_background_threshold(settings, tmp_path):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 1000
     settings.MEDIA_ROOT = tmp_path / "media"
 
