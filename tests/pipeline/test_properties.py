@@ -162,8 +162,9 @@ def test_memos_agree_with_a_full_recompute_on_a_generated_session(profile) -> No
     assert build_trace(fast) == build_trace(slow)
 
 
-def test_align_marks_each_message_for_the_before_after_view() -> None:
-    from ctxsim.pipeline.replay import align
+def test_the_call_view_marks_each_message_for_the_before_after_view() -> None:
+    from ctxsim.pipeline.tokens import get_counter
+    from ctxsim.replays.analysis import call_view
 
     msgs = [Message.of("user", "go", origin=0),
             Message.of("assistant", "", tool_calls=[ToolCall("a", "x", "{}"),
@@ -171,5 +172,8 @@ def test_align_marks_each_message_for_the_before_after_view() -> None:
             Message.of("tool", "z" * 25000, tool_call_id="a", origin=2),
             Message.of("tool", "orphan", tool_call_id="q", origin=3)]
     call = list(replay(msgs, "chatcli", {"counter": "bytes4"}).calls())[-1]
-    statuses = [row.status for row in align(call)]
-    assert statuses == ["unchanged", "unchanged", "spilled", "injected", "removed"]
+    rows = call_view(call, get_counter("bytes4")).rows
+    assert [row.status for row in rows] == [
+        "unchanged", "unchanged", "spilled", "injected", "removed"
+    ]
+    assert [row.stage for row in rows] == ["", "", "budget", "pairing", "pairing"]
