@@ -63,5 +63,9 @@ chromium:
 screenshots: install chromium
 	$(PY) bin/screenshots
 
+# SPEC §9 targets, each against its baseline in the same run (README "Benchmarks").
+bench: install
+	$(PY) -m bench.run
+
 clean:
 	rm -rf $(VENV) .pytest_cache

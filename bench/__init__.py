@@ -1,0 +1,1 @@
+"""`make bench`: SPEC §9's quality targets, each measured against its baseline in the same run."""

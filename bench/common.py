@@ -1,0 +1,60 @@
+"""Helpers shared by the bench targets: the output folder, timing, medians, child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = Path(os.environ.get("CTXSIM_BENCH_OUTPUT", ROOT / "bench-output"))
+
+
+def output_dir() -> Path:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    return OUTPUT
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def child(module: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    """Run `python -m module args...` and return the JSON object its last stdout line holds.
+
+    Targets run in their own interpreters so caches, heaps and peak-memory figures of one never
+    leak into another."""
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), full_env.get("PYTHONPATH", "")) if p
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=full_env,
+        stdout=subprocess.PIPE, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{module} {' '.join(args)} exited with {proc.returncode}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"{module} {' '.join(args)} printed no result")
+    return json.loads(lines[-1])
+
+
+def emit(result: dict) -> None:
+    """A child's result: one JSON line on stdout (progress goes to stderr)."""
+    print(json.dumps(result), flush=True)
+
+
+def note(text: str) -> None:
+    print(f"  .. {text}", file=sys.stderr, flush=True)

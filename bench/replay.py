@@ -1,0 +1,113 @@
+"""Replay targets (SPEC §9): `python -m bench.replay CALLS REPS [--floor]`.
+
+Replays the generated CALLS-call session with the `chatcli` profile and the `cl100k_base`
+counter, every call, token counts included, REPS times, each from a cold token cache. With
+`--floor`, also measures the floor of the same run: one untimed replay collects every distinct
+content the replay counts (the transcript's inputs and every message sent at any call, with
+the previews, summaries and placeholders the stages made: contents, tool-call names and
+arguments, tool-call ids), then a fresh counter (empty cache, same encoding) tokenizes each once.
+Floor and replay repetitions alternate, so both see the same machine state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+
+from bench.common import emit, median, note, timed
+from ctxsim.generator import generate_session
+from ctxsim.pipeline import tokens
+from ctxsim.pipeline.replay import replay
+
+PROFILE = "chatcli"
+COUNTER = "cl100k_base"
+
+
+def counted_parts(message, into: set[bytes]) -> None:
+    """What the token formula measures of one message (SPEC §5)."""
+    into.add(message.content)
+    for call in message.tool_calls:
+        into.add(call.name.encode("utf-8", "surrogatepass"))
+        into.add(call.arguments.encode("utf-8", "surrogatepass"))
+    if message.role == "tool" and message.tool_call_id:
+        into.add(message.tool_call_id.encode("utf-8", "surrogatepass"))
+
+
+def run_replay(messages) -> dict:
+    """One full replay from a cold token cache: every call, raw and sent token counts."""
+    tokens._COUNTERS.pop(COUNTER, None)  # a fresh shared counter: empty content cache
+    calls = 0
+    sent = 0
+    for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
+        calls += 1
+        sent += call.sent_tokens
+    return {"calls": calls, "sent_tokens": sent}
+
+
+def distinct_contents(messages) -> list[bytes]:
+    found: set[bytes] = set()
+    seen_ids: set[int] = set()
+    keep = []  # keeps visited messages alive so their ids stay unique
+    for m in messages:
+        counted_parts(m, found)
+    for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
+        for m in call.sent:
+            if id(m) not in seen_ids:
+                seen_ids.add(id(m))
+                keep.append(m)
+                counted_parts(m, found)
+    found.discard(b"")
+    return sorted(found)
+
+
+def run_floor(contents: list[bytes]) -> int:
+    counter = tokens.TiktokenCounter(COUNTER)  # same encoding, empty cache
+    count = counter.count
+    return sum(count(c) for c in contents)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("calls", type=int)
+    parser.add_argument("reps", type=int)
+    parser.add_argument("--floor", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    gen_time, session = timed(lambda: generate_session(args.calls, args.seed))
+    messages = session.messages
+    size = sum(len(m.content) for m in messages)
+    results = sum(1 for m in messages if m.role == "tool")
+    note(f"generated {args.calls} calls: {len(messages)} messages, {results} tool results, "
+         f"{size / 1e6:.1f} MB in {gen_time:.1f}s")
+    tokens.get_encoding(COUNTER)  # the BPE table is loaded once per process, outside timings
+
+    contents: list[bytes] = []
+    if args.floor:
+        collect_time, contents = timed(lambda: distinct_contents(messages))
+        note(f"collected {len(contents)} distinct contents "
+             f"({sum(map(len, contents)) / 1e6:.1f} MB) in {collect_time:.1f}s")
+    replay_times, floor_times = [], []
+    outcome: dict = {}
+    floor_tokens = 0
+    for rep in range(args.reps):
+        if args.floor:
+            gc.collect()
+            seconds, floor_tokens = timed(lambda: run_floor(contents))
+            floor_times.append(seconds)
+        gc.collect()
+        seconds, outcome = timed(lambda: run_replay(messages))
+        replay_times.append(seconds)
+        note(f"rep {rep + 1}/{args.reps}: replay {seconds:.2f}s"
+             + (f", floor {floor_times[-1]:.2f}s" if args.floor else ""))
+    emit({
+        "calls": args.calls, "messages": len(messages), "tool_results": results,
+        "bytes": size, "replay_times": replay_times, "replay": median(replay_times),
+        "floor_times": floor_times, "floor": median(floor_times) if floor_times else None,
+        "distinct_contents": len(contents), "distinct_bytes": sum(map(len, contents)),
+        "floor_tokens": floor_tokens, **outcome,
+    })
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Re-tune target (SPEC §9): `python -m bench.retune CALLS REPS`.
+
+A fresh SQLite file database in a temporary folder (migrated), one team and user, and the
+generated CALLS-call session stored through `save_sessions`. Django's test client then asks for
+the session page's replay partial as htmx does after a threshold change
+(`HX-Request: true`, `HX-Target: section#replay`). Each repetition picks a value of
+`CHATCLI_TOOL_RESULT_MAX_CHARS` never asked before (a replay-cache miss: the request replays),
+then repeats that same request three times (served from the replay cache). The default profile
+is requested once first, as opening the page would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+
+from bench.common import emit, median, note, timed
+
+HTMX = {"HX-Request": "true", "HX-Target": "section#replay"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("calls", type=int)
+    parser.add_argument("reps", type=int)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+
+    folder = tempfile.mkdtemp(prefix="ctxsim-bench-retune-")
+    try:
+        emit(run(folder, args.calls, args.reps, args.seed))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(folder: str, calls: int, reps: int, seed: int) -> dict:
+    os.environ["DATABASE_URL"] = f"sqlite:///{folder}/db.sqlite3"
+    os.environ["MEDIA_ROOT"] = f"{folder}/media"
+    os.environ["STATIC_ROOT"] = f"{folder}/static"
+    os.makedirs(f"{folder}/static")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "ctxsim.settings"
+    os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+    from django.urls import reverse
+
+    from ctxsim.generator import generate_session
+    from ctxsim.teams.models import Membership, Role, Team
+    from ctxsim.transcripts.store import save_sessions
+
+    call_command("migrate", verbosity=0)
+    team = Team.objects.create(name="Bench", slug="bench")
+    user = get_user_model().objects.create_user("bench", password="bench-pass-123")
+    Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    session = generate_session(calls, seed)
+    row = save_sessions([session], team=team, user=user, source_name="bench.jsonl")[0]
+    note(f"stored a {calls}-call session ({row.message_count} messages)")
+
+    client = Client()
+    client.force_login(user)
+    url = reverse("session-detail", args=[row.pk])
+
+    def get(query: str) -> float:
+        seconds, response = timed(lambda: client.get(f"{url}?{query}", headers=HTMX))
+        if response.status_code != 200 or b'id="replay"' not in response.content:
+            raise SystemExit(f"GET {url}?{query} answered {response.status_code}")
+        return seconds
+
+    warm = get("profile=chatcli")
+    cold_times, cached_times = [], []
+    for rep in range(reps):
+        value = 6001 + 1237 * rep  # a value never asked before: a replay-cache miss
+        query = f"profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS={value}"
+        cold_times.append(get(query))
+        cached = [get(query) for _ in range(3)]
+        cached_times.append(median(cached))
+        note(f"rep {rep + 1}/{reps}: threshold {value}: {cold_times[-1]:.3f}s, "
+             f"cached {cached_times[-1]:.3f}s")
+    return {"calls": calls, "first_open": warm, "cold_times": cold_times,
+            "cached_times": cached_times, "cold": median(cold_times),
+            "cached": median(cached_times)}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""`make bench`: every SPEC §9 target against its baseline measured in the same run.
+
+Prints one line per target, `name: ratio=X (target <= Y) PASS|FAIL`, with absolute figures
+below it for information, and exits 1 when any target fails. Inputs come from the project's
+deterministic generator; the 100 MB Claude Code file is cached under `bench-output/`.
+Each target runs in its own interpreter. Repetitions: the median of at least 3.
+
+    python -m bench.run [--quick]      # --quick: smaller inputs, for trying the harness
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from bench.common import child, median, output_dir
+
+IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
+IMPORT_SEED = 0
+
+
+def line(name: str, ratio: float, target: float) -> bool:
+    ok = ratio <= target
+    print(f"{name}: ratio={ratio:.2f} (target <= {target:g}) {'PASS' if ok else 'FAIL'}",
+          flush=True)
+    return ok
+
+
+def runs(result: dict) -> str:
+    return ", ".join(f"{t:.2f}" for t in result["replay_times"])
+
+
+def info(text: str) -> None:
+    print(f"    {text}", flush=True)
+
+
+def import_file(calls: int) -> Path:
+    from ctxsim.generator import write_claude_code_jsonl
+
+    path = output_dir() / f"claude-code-{calls}-calls-seed{IMPORT_SEED}.jsonl"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        with partial.open("w", encoding="utf-8") as out:
+            write_claude_code_jsonl(out, calls, IMPORT_SEED)
+        partial.rename(path)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small inputs (not the targets)")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", choices=["replay", "linearity", "retune", "import"],
+                        action="append")
+    args = parser.parse_args()
+    reps = max(args.reps, 3)
+    scale = 10 if args.quick else 1
+    only = set(args.only or ["replay", "linearity", "retune", "import"])
+    started = time.perf_counter()
+    results: list[bool] = []
+
+    if only & {"replay", "linearity"}:
+        small = child("bench.replay", str(2000 // scale), str(reps), "--floor")
+        if "replay" in only:
+            results.append(line("replay", small["replay"] / small["floor"], 2))
+            info(f"{small['calls']} calls, {small['tool_results']} tool results, "
+                 f"{small['bytes'] / 1e6:.1f} MB: replay {small['replay']:.2f}s "
+                 f"(runs {runs(small)}); floor "
+                 f"{small['floor']:.2f}s to tokenize {small['distinct_contents']} distinct "
+                 f"contents, {small['distinct_bytes'] / 1e6:.1f} MB, "
+                 f"{small['floor_tokens']:,} tokens")
+        if "linearity" in only:
+            large = child("bench.replay", str(4000 // scale), str(reps))
+            results.append(line("linearity", large["replay"] / small["replay"], 2.3))
+            info(f"{large['calls']} calls ({large['bytes'] / 1e6:.1f} MB): replay "
+                 f"{large['replay']:.2f}s (runs {runs(large)}) "
+                 f"vs {small['calls']} calls: {small['replay']:.2f}s")
+
+    if "retune" in only:
+        retune = child("bench.retune", str(500 // scale), str(reps))
+        results.append(line("retune", retune["cold"] / retune["cached"], 3))
+        info(f"{retune['calls']}-call stored session, htmx replay partial: after a threshold "
+             f"change {retune['cold']:.3f}s, from the replay cache {retune['cached']:.3f}s "
+             f"(first open {retune['first_open']:.3f}s)")
+
+    if "import" in only:
+        path = import_file(IMPORT_CALLS // scale)
+        parse_runs, import_runs = [], []
+        for _ in range(reps):
+            parse_runs.append(child("bench.importing", "parse", str(path)))
+            import_runs.append(child("bench.importing", "import", str(path)))
+        parse_s = median([r["seconds"] for r in parse_runs])
+        import_s = median([r["seconds"] for r in import_runs])
+        size = path.stat().st_size
+        peak = max(r["peak_bytes"] for r in import_runs)
+        results.append(line("import", import_s / parse_s, 3))
+        results.append(line("import-memory", peak / size, 3))
+        stored = child("bench.importing", "store", str(path))
+        info(f"{size / 1e6:.1f} MB Claude Code JSONL, {parse_runs[0]['lines']:,} lines, "
+             f"{import_runs[0]['messages']:,} messages: import {import_s:.2f}s, json.loads "
+             f"of every line {parse_s:.2f}s; peak memory {peak / 1e6:.0f} MB above the "
+             f"interpreter's; database write (SQLite, informational) {stored['seconds']:.2f}s")
+
+    info(f"bench finished in {time.perf_counter() - started:.0f}s")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
