@@ -161,6 +161,60 @@ STORAGES = {
     },
 }
 
+# Media (spilled files) on S3-compatible storage: set the bucket and the default storage becomes
+# django-storages' S3 backend (install the `s3` extra: pip install -e '.[s3]'). Credentials
+# come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or boto3's usual chain when unset.
+_s3_bucket_var = next(
+    (n for n in ("CTXSIM_S3_BUCKET", "AWS_STORAGE_BUCKET_NAME") if env.str(n, default="")), None
+)
+if _s3_bucket_var is not None:
+    import importlib.util
+    import re
+    from urllib.parse import urlsplit
+
+    _bucket = env.str(_s3_bucket_var).strip()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", _bucket):
+        raise ImproperlyConfigured(
+            f"{_s3_bucket_var}={_bucket!r} is not a valid bucket name (3-63 characters: "
+            "lower-case letters, digits, dots and hyphens)"
+        )
+    if env.str("DEFAULT_FILE_STORAGE_BACKEND", default=""):
+        raise ImproperlyConfigured(
+            f"set either {_s3_bucket_var} (S3 storage) or DEFAULT_FILE_STORAGE_BACKEND, not both"
+        )
+    if importlib.util.find_spec("storages") is None or importlib.util.find_spec("boto3") is None:
+        raise ImproperlyConfigured(
+            f"{_s3_bucket_var} is set but django-storages[s3] is not installed "
+            "(pip install -e '.[s3]')"
+        )
+    _s3_options: dict[str, object] = {"bucket_name": _bucket, "default_acl": None,
+                                      "file_overwrite": True, "querystring_auth": True}
+    _endpoint = env.str("AWS_S3_ENDPOINT_URL", default="").strip()
+    if _endpoint:
+        _parts = urlsplit(_endpoint)
+        if _parts.scheme not in ("http", "https") or not _parts.netloc:
+            raise ImproperlyConfigured(
+                f"AWS_S3_ENDPOINT_URL={_endpoint!r} is not an http(s) URL "
+                "(e.g. https://s3.eu-central-1.amazonaws.com or http://127.0.0.1:9000)"
+            )
+        _s3_options["endpoint_url"] = _endpoint
+    for _var, _option in (
+        ("AWS_S3_REGION_NAME", "region_name"),
+        ("AWS_ACCESS_KEY_ID", "access_key"),
+        ("AWS_SECRET_ACCESS_KEY", "secret_key"),
+        ("CTXSIM_S3_PREFIX", "location"),
+    ):
+        if env.str(_var, default="").strip():
+            _s3_options[_option] = env.str(_var).strip()
+    _addressing = env.str("AWS_S3_ADDRESSING_STYLE", default="").strip()
+    if _addressing:
+        if _addressing not in ("path", "virtual", "auto"):
+            raise ImproperlyConfigured(
+                f"AWS_S3_ADDRESSING_STYLE={_addressing!r} must be path, virtual or auto"
+            )
+        _s3_options["addressing_style"] = _addressing
+    STORAGES["default"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": _s3_options}
+
 # Transcripts: size limit of one uploaded file, and the size above which an upload is imported
 # by the background worker instead of during the request.
 CTXSIM_MAX_UPLOAD_BYTES = _int("CTXSIM_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
