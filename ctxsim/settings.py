@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "ctxsim.teams",
     "ctxsim.transcripts",
     "ctxsim.replays",
+    "ctxsim.reviews",
 ]
 
 MIDDLEWARE = [
@@ -222,6 +223,8 @@ CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024
 # A background import still "running" after this long without a heartbeat is marked failed
 # (its worker died); the upload page then offers to re-queue it.
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
+# Team invites: how long an invite link stays valid (it works once).
+CTXSIM_INVITE_DAYS = _int("CTXSIM_INVITE_DAYS", 7, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

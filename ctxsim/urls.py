@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("ctxsim.teams.urls")),
     path("", include("ctxsim.transcripts.urls")),
     path("", include("ctxsim.replays.urls")),
+    path("", include("ctxsim.reviews.urls")),
 ]

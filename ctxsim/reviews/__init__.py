@@ -1,0 +1,1 @@
+"""Team review of sessions (SPEC §8): comments, review status, activity."""
