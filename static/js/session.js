@@ -9,7 +9,7 @@
   }
 
   var COLORS = { raw: "#adb5bd", sent: "#3b5bdb", other: "#e8590c", failed: "#c92a2a",
-                 spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285" };
+                 spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285", comment: "#7048e8" };
   var charts = {};
 
   function pointStyle(data, failed, color) {
@@ -68,7 +68,11 @@
         backgroundColor: sent.background, pointRadius: sent.radius, borderWidth: 2 },
       { label: "spills", type: "scatter", showLine: false, borderColor: COLORS.spill,
         backgroundColor: COLORS.spill, pointStyle: "triangle", pointRadius: 5,
-        data: data.labels.map(function (i, n) { return spillSet.has(i) ? data.sent[n] : null; }) }
+        data: data.labels.map(function (i, n) { return spillSet.has(i) ? data.sent[n] : null; }) },
+      // Calls with review comments (json keys are strings: "3" for call 3).
+      { label: "comments", type: "scatter", showLine: false, borderColor: COLORS.comment,
+        backgroundColor: COLORS.comment, pointStyle: "rectRounded", pointRadius: 6,
+        data: data.labels.map(function (i, n) { return (data.comments || {})[i] ? data.sent[n] : null; }) }
     ];
     if (data.limit !== null && data.limit !== undefined) {
       datasets.push({ label: data.limitLabel + " " + data.limit, data: data.labels.map(function () { return data.limit; }),
@@ -126,7 +130,18 @@
     swapInto(link.getAttribute("hx-target") || "#call-view", link.getAttribute("href"));
   });
 
+  // A permalink (#comment-<id>) opens the call; show the comment even inside a closed <details>.
+  function revealComment() {
+    var match = /^#(comment-\d+)$/.exec(window.location.hash);
+    var el = match && document.getElementById(match[1]);
+    if (!el || el.classList.contains("target")) return;
+    for (var p = el.parentElement; p; p = p.parentElement) if (p.tagName === "DETAILS") p.open = true;
+    el.classList.add("target");
+    el.scrollIntoView({ block: "center" });
+  }
+
   document.addEventListener("htmx:after:swap", function () {
+    revealComment();
     var view = document.getElementById("call-view");
     var canvas = document.getElementById("tokens-chart");
     if (canvas && !canvas.dataset.ready) renderSessionChart();
@@ -135,7 +150,7 @@
     if (compare && !compare.dataset.ready) renderCompareChart();
   });
 
-  function init() { renderSessionChart(); renderCompareChart(); }
+  function init() { renderSessionChart(); renderCompareChart(); revealComment(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
