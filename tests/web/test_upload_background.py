@@ -53,6 +53,12 @@ def test_a_large_file_is_queued_for_the_worker(personas, django_capture_on_commi
     assert "<progress" in body
 
 
+# The real db_worker closes its database connections after each task; inside a test
+# transaction that would break PostgreSQL's connection, so these tests commit for real.
+worker_test = pytest.mark.django_db(transaction=True)
+
+
+@worker_test
 def test_the_worker_imports_the_job_and_the_page_links_the_sessions(
     personas, django_capture_on_commit_callbacks
 ):
@@ -237,6 +243,7 @@ def test_polling_a_job_runs_the_check(personas):
     assert "every 1s" not in body
 
 
+@worker_test
 def test_a_requeued_job_runs_again_and_succeeds(personas, django_capture_on_commit_callbacks):
     job = _running_job(personas.team, seconds_ago=3600)
     services.fail_stuck_jobs()
