@@ -1,0 +1,196 @@
+"""Information lost: later references to results the pipeline dropped (issue 10).
+
+A tool result is *dropped* at a call when what was sent there does not hold it intact: it was
+removed, spilled (only a preview left), truncated, summarised or replaced by a placeholder.
+Two kinds of evidence that the agent needed what went missing, both found in the answer of a
+call where the result was dropped:
+- a **re-read**: the answer calls the same tool with the same arguments again;
+- a **lost reference**: the answer (text or tool-call arguments) mentions an identifier — a
+  path, a function name, an error name, a number of 6+ digits — that the dropped result held
+  and that nothing sent at that call contains (so the agent cannot have read it there).
+Each dropped result counts at most one re-read, and each identifier one lost reference.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.replay import CallResult
+
+_EXT = (r"py|pyi|go|js|mjs|ts|tsx|jsx|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md|rst|json|"
+        r"yaml|yml|toml|ini|cfg|sh|sql|txt|html|css|lock|xml|proto")
+IDENTIFIER = re.compile(
+    r"(?P<path>(?:[\w.-]*/)+[\w.-]*\w(?:\.\w+)?)"  # a/b/c.py, /repo/x, ./run.sh
+    rf"|(?P<file>\b[\w-]+\.(?:{_EXT})\b)"  # main.go
+    r"|(?P<error>\b[A-Z][A-Za-z]*(?:Error|Exception)\b)"  # KeyError, ValueError
+    r"|(?P<number>\b\d{6,}\b)"  # ids, offsets, big counts
+    r"|(?P<func>\b[A-Za-z_][A-Za-z0-9_]*_[A-Za-z0-9_]+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b"
+    r"|\b[A-Za-z_]\w{2,}(?=\())",  # snake_case, camelCase, name(
+    re.ASCII,
+)
+# Too common to say anything about what an agent remembered.
+STOP = frozenset({"http://", "https://", "/", "//", "./", "../", "__init__", "__main__"})
+
+
+def identifiers(text: str) -> set[str]:
+    """Identifier-like tokens of a text: paths, file names, error names, long numbers, and
+    snake_case / camelCase / called names."""
+    out = set()
+    for match in IDENTIFIER.finditer(text):
+        token = match.group(0).rstrip(".")
+        if len(token) >= 4 and token not in STOP and not token.endswith(":"):
+            out.add(token)
+    return out
+
+
+def call_key(name: str, arguments: str) -> tuple[str, str]:
+    """A tool call's identity for re-reads: its name and its arguments as canonical JSON."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError):
+        canonical = arguments.strip()
+    return name, canonical
+
+
+@dataclass(frozen=True)
+class Drop:
+    origin: int  # the transcript index of the dropped result
+    call: int  # the first call where it was not sent intact
+    how: str  # removed | spilled | truncated | replaced
+    tool: str
+
+
+@dataclass(frozen=True)
+class ReRead:
+    call: int  # the call whose answer repeated the tool call
+    answer: int  # transcript index of that answer
+    dropped: Drop
+    arguments: str
+
+
+@dataclass(frozen=True)
+class LostReference:
+    call: int
+    answer: int
+    identifier: str
+    dropped: Drop
+
+
+@dataclass
+class LossReport:
+    drops: list[Drop] = field(default_factory=list)
+    rereads: list[ReRead] = field(default_factory=list)
+    lost: list[LostReference] = field(default_factory=list)
+
+
+def _how(raw: Message, sent: Message | None, spill_paths: Sequence[bytes]) -> str:
+    if sent is None:
+        return "removed"
+    if any(p in sent.content for p in spill_paths):
+        return "spilled"
+    head = raw.content[:64]
+    if head and sent.content.startswith(head):
+        return "truncated"
+    return "replaced"
+
+
+class LossTracker:
+    """Feed every call of a replay in order with `step`; read `report` at the end."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        # tool_call_id -> (name, canonical arguments) of the call that issued it (the latest).
+        self.calls: dict[str, tuple[str, str]] = {}
+        for m in messages:
+            for c in m.tool_calls:
+                self.calls[c.id] = call_key(c.name, c.arguments)
+        self.first_drop: dict[int, Drop] = {}
+        self.reread_done: set[int] = set()
+        self.lost_done: set[str] = set()
+        self._raw: dict[int, Message] = {}  # every tool result seen so far, by origin
+        # identifier -> (results searched, origins of those containing it), grown lazily.
+        self._containing: dict[str, tuple[int, list[int]]] = {}
+        self.spill_dirs: set[bytes] = set()
+        self.report = LossReport()
+
+    def step(self, call: CallResult) -> None:
+        sent_by_origin = {m.origin: m for m in call.sent if m.origin is not None}
+        for s in call.spills:
+            self.spill_dirs.add(s.path.rsplit("/", 1)[0].encode("utf-8", "surrogatepass"))
+        dropped: list[Drop] = []
+        for raw in call.raw_history:
+            if raw.role != "tool" or raw.origin is None:
+                continue
+            self._raw.setdefault(raw.origin, raw)
+            sent = sent_by_origin.get(raw.origin)
+            if sent is not None and (sent is raw or sent == raw):
+                continue
+            drop = self.first_drop.get(raw.origin)
+            if drop is None:
+                name = self.calls.get(raw.tool_call_id, ("", ""))[0]
+                drop = Drop(raw.origin, call.call_index,
+                            _how(raw, sent, tuple(self.spill_dirs)), name)
+                self.first_drop[raw.origin] = drop
+                self.report.drops.append(drop)
+            dropped.append(drop)
+        answer_index = call.response_input_index
+        if not dropped or answer_index is None:
+            return
+        answer = self.messages[answer_index]
+        self._rereads(call, answer_index, answer, dropped)
+        self._lost_references(call, answer_index, answer, dropped)
+
+    def _rereads(self, call: CallResult, answer_index: int, answer: Message,
+                 dropped: list[Drop]) -> None:
+        by_key: dict[tuple[str, str], list[Drop]] = {}
+        for d in dropped:
+            raw = self._raw[d.origin]
+            if raw.tool_call_id in self.calls:
+                by_key.setdefault(self.calls[raw.tool_call_id], []).append(d)
+        for c in answer.tool_calls:
+            for d in by_key.get(call_key(c.name, c.arguments), ()):
+                if d.origin not in self.reread_done:
+                    self.reread_done.add(d.origin)
+                    self.report.rereads.append(ReRead(call.call_index, answer_index, d,
+                                                      c.arguments))
+
+    def _lost_references(self, call: CallResult, answer_index: int, answer: Message,
+                         dropped: list[Drop]) -> None:
+        mentioned = identifiers(answer.text)
+        for c in answer.tool_calls:
+            mentioned |= identifiers(c.arguments)
+        # Search the answer's few identifiers in the dropped results (fast substring search)
+        # rather than extracting every identifier of every result.
+        by_origin = {d.origin: d for d in dropped}
+        for ident in sorted(mentioned - self.lost_done):
+            needle = ident.encode("utf-8")
+            source = next((by_origin[o] for o in self._holding(ident, needle)
+                           if o in by_origin), None)
+            if source is None or _sent_mentions(call.sent, needle):
+                continue
+            self.lost_done.add(ident)
+            self.report.lost.append(LostReference(call.call_index, answer_index, ident, source))
+
+
+    def _holding(self, ident: str, needle: bytes) -> list[int]:
+        """Origins of the tool results seen so far whose content contains `needle`."""
+        searched, found = self._containing.get(ident, (0, []))
+        results = list(self._raw.values())
+        for m in results[searched:]:
+            if needle in m.content:
+                found.append(m.origin)
+        self._containing[ident] = (len(results), found)
+        return found
+
+
+def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:
+    for m in sent:
+        if needle in m.content:
+            return True
+        if any(needle in c.arguments.encode("utf-8", "surrogatepass") for c in m.tool_calls):
+            return True
+    return False

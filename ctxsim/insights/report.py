@@ -1,0 +1,200 @@
+"""One profile's replay seen through a provider's prompt cache: cost, breaks, break-even, loss.
+
+`analyse` consumes a replay's calls once, feeding the cache simulation (`cache`), the break
+explanation (`breaks`) and the information-loss tracker (`loss`) side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.replay import CallResult, Replay
+from ctxsim.pipeline.tokens import message_tokens
+
+from .breaks import BreakCause, common_prefix, explain_break
+from .cache import BreakEven, CacheSimulator, break_even
+from .loss import LossReport, LossTracker
+from .prices import CacheRule
+
+
+@dataclass(frozen=True)
+class CallRow:
+    index: int
+    input_tokens: int = 0
+    cached: int = 0
+    written: int = 0
+    uncached: int = 0
+    cost: float = 0.0
+    no_cache_cost: float = 0.0
+    failed: bool = False
+    expired: bool = False  # the prompt extended the previous one, but its cache had lapsed
+    cause: BreakCause | None = None  # why the prompt stopped extending the previous one
+
+
+@dataclass(frozen=True)
+class BreakEvent:
+    """A compaction that broke the cached prefix, and when its savings pay for it."""
+
+    call: int
+    cause: BreakCause
+    rewritten: int  # cached tokens after the first changed message, sent again
+    saved: int  # tokens the compaction removed from that part
+    payback: BreakEven
+
+    @property
+    def payback_call(self) -> int | None:
+        return None if self.payback.calls is None else self.call + self.payback.calls
+
+
+@dataclass
+class ProfileInsights:
+    rule: CacheRule
+    calls: list[CallRow] = field(default_factory=list)
+    events: list[BreakEvent] = field(default_factory=list)
+    loss: LossReport = field(default_factory=LossReport)
+
+    @property
+    def sent(self) -> list[CallRow]:
+        return [c for c in self.calls if not c.failed]
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(c.input_tokens for c in self.calls)
+
+    @property
+    def cached_tokens(self) -> int:
+        return sum(c.cached for c in self.calls)
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of input tokens read from the cache."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+    @property
+    def cost(self) -> float:
+        return sum(c.cost for c in self.calls)
+
+    @property
+    def no_cache_cost(self) -> float:
+        return sum(c.no_cache_cost for c in self.calls)
+
+    @property
+    def breaks(self) -> list[CallRow]:
+        return [c for c in self.calls if c.cause is not None]
+
+    @property
+    def never_paid_back(self) -> list[BreakEvent]:
+        return [e for e in self.events if not e.payback.pays_back]
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from a transcript timestamp (ISO 8601, naive = UTC, or a
+    number); None when absent or unreadable."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def call_time(call: CallResult, messages: Sequence[Message]) -> float | None:
+    """When the call was made: its answer's timestamp (the trailing call: the last message's).
+    Without timestamps, None: the simulation takes calls as close together."""
+    index = call.response_input_index
+    if index is not None and index < len(messages):
+        return timestamp(messages[index].meta.get("timestamp"))
+    if call.raw_history:
+        return timestamp(call.raw_history[-1].meta.get("timestamp"))
+    return None
+
+
+class _Costs:
+    """Message costs by identity; the engine shares unchanged messages between calls."""
+
+    def __init__(self, counter) -> None:
+        self.counter = counter
+        self._by_id: dict[int, tuple[Message, int]] = {}
+        # Stateless stages build equal messages anew at every call: also cache by value.
+        self._by_value: dict[Message, int] = {}
+
+    def __call__(self, m: Message) -> int:
+        hit = self._by_id.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        value = self._by_value.get(m)
+        if value is None:
+            value = self._by_value[m] = message_tokens(m, self.counter)
+        self._by_id[id(m)] = (m, value)
+        return value
+
+
+def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
+    """Replay every call once and simulate the cache over what was sent.
+
+    Invariant: per call, cached + uncached = input tokens = the engine's sent tokens; a failed
+    call (context overflow) sends nothing and leaves the cache as it was.
+    """
+    out = ProfileInsights(rule)
+    cost = _Costs(replay.counter)
+    sim = CacheSimulator(rule)
+    tracker = LossTracker(replay.messages)
+    prev: tuple[Message, ...] | None = None
+    prev_costs: list[int] = []
+    prev_input = 0
+    pending: list[tuple[int, BreakCause, int, int]] = []
+    for call in replay.calls():
+        tracker.step(call)
+        if call.error:
+            out.calls.append(CallRow(call.call_index, failed=True))
+            continue
+        costs = [cost(m) for m in call.sent]
+        extras = call.sent_tokens - sum(costs)
+        # Tool definitions (and the gateway's instructions) lead the prompt and never change.
+        keys = [("tools+instructions", extras), *call.sent]
+        result = sim.step(keys, [extras, *costs], call_time(call, replay.messages))
+        cause = None
+        expired = False
+        if prev is not None:
+            position = common_prefix(prev, call.sent)
+            if position < len(prev):
+                cause = explain_break(call, prev, position)
+                if cause.is_compaction:
+                    rewritten, saved = _region(prev, prev_costs, position, call.sent, costs)
+                    cached_before = rule.cacheable(prev_input) > 0
+                    pending.append((call.call_index, cause,
+                                    rewritten if cached_before else 0, saved))
+            else:
+                expired = result.cached < rule.cacheable(prev_input)
+        out.calls.append(CallRow(
+            call.call_index, result.input_tokens, result.cached, result.written,
+            result.uncached, result.cost, result.no_cache_cost, expired=expired, cause=cause,
+        ))
+        prev, prev_costs, prev_input = call.sent, costs, result.input_tokens
+    sent_indices = [c.index for c in out.calls if not c.failed]
+    for index, cause, rewritten, saved in pending:
+        remaining = sum(1 for i in sent_indices if i > index)
+        out.events.append(BreakEvent(index, cause, rewritten, saved,
+                                     break_even(rewritten, saved, rule, remaining)))
+    out.loss = tracker.report
+    return out
+
+
+def _region(prev: Sequence[Message], prev_costs: Sequence[int], position: int,
+            sent: Sequence[Message], costs: Sequence[int]) -> tuple[int, int]:
+    """Tokens of the previous prompt from `position` on, and how many fewer the same messages
+    cost now (a removed message saves all of it; an injected one is assumed still there)."""
+    now = {m.origin: c for m, c in zip(sent, costs, strict=True) if m.origin is not None}
+    rewritten = sum(prev_costs[position:])
+    still = sum(now.get(m.origin, 0) if m.origin is not None else c
+                for m, c in zip(prev[position:], prev_costs[position:], strict=True))
+    return rewritten, rewritten - still

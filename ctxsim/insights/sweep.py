@@ -1,0 +1,174 @@
+"""Parameter sweeps: replay a session for every combination of one or two integer parameters
+and find the Pareto front of tokens sent, cache-adjusted cost and information lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.params import ParamError
+from ctxsim.pipeline.profiles import Profile, param_specs, resolve
+from ctxsim.pipeline.replay import Replay
+from ctxsim.pipeline.spill import NullSpillSink
+
+from .prices import CacheRule
+from .report import analyse
+
+ENV_PREFIX = "env."
+MAX_VALUES = 25  # per axis
+MAX_POINTS = 400
+
+
+@dataclass(frozen=True)
+class SweepParam:
+    """An integer parameter a sweep can vary: a config key, or `env.NAME` for ChatCLI."""
+
+    name: str
+    label: str
+    default: int | None
+
+
+def sweepable(stages: Sequence[tuple[str, str]]) -> list[SweepParam]:
+    """The integer parameters of a stage list, in form order (ChatCLI's env knobs included)."""
+    out: list[SweepParam] = []
+    for spec in param_specs(tuple(stages)):
+        if spec.kind == "env":
+            out += [SweepParam(ENV_PREFIX + v.name, f"{v.label} ({v.name})", v.default)
+                    for v in spec.env_vars]
+        elif spec.kind in ("int", "optional-int"):
+            out.append(SweepParam(spec.name, spec.label, spec.default))
+    return out
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[int, ...]
+
+
+class SweepError(ValueError):
+    def __init__(self, errors: Mapping[str, str]):
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+def axis(name: str, start: int, stop: int, step: int) -> Axis:
+    """start, start + step, ... up to stop (inclusive); at most MAX_VALUES values."""
+    if step <= 0:
+        raise SweepError({name: "the step must be a positive whole number"})
+    if stop < start:
+        raise SweepError({name: "the range ends before it starts"})
+    values = tuple(range(start, stop + 1, step))
+    if len(values) > MAX_VALUES:
+        raise SweepError({name: f"{len(values)} values; at most {MAX_VALUES} per parameter"})
+    return Axis(name, values)
+
+
+def grid(axes: Sequence[Axis]) -> list[dict[str, int]]:
+    points = [dict(zip([a.name for a in axes], combo, strict=True))
+              for combo in product(*(a.values for a in axes))]
+    if len(points) > MAX_POINTS:
+        raise SweepError({"axes": f"{len(points)} combinations; at most {MAX_POINTS}"})
+    return points
+
+
+def with_point(config: Mapping[str, Any], point: Mapping[str, int]) -> dict[str, Any]:
+    """The config with the point's values set (env knobs as the text ChatCLI reads)."""
+    out = dict(config)
+    for name, value in point.items():
+        if name.startswith(ENV_PREFIX):
+            out["env"] = {**out.get("env", {}), name[len(ENV_PREFIX):]: str(value)}
+        else:
+            out[name] = value
+    return out
+
+
+@dataclass
+class SweepPoint:
+    values: dict[str, int]
+    sent_tokens: int = 0  # input tokens summed over the calls
+    cost: float = 0.0  # cache-adjusted, dollars
+    no_cache_cost: float = 0.0
+    hit_rate: float = 0.0
+    lost_references: int = 0
+    rereads: int = 0
+    failed_calls: int = 0
+    error: str = ""
+    front: bool = False
+
+    @property
+    def lost(self) -> int:
+        """Both kinds of evidence that something the agent needed had been dropped."""
+        return self.lost_references + self.rereads
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "values": self.values, "sent_tokens": self.sent_tokens, "cost": self.cost,
+            "no_cache_cost": self.no_cache_cost, "hit_rate": self.hit_rate,
+            "lost_references": self.lost_references, "rereads": self.rereads,
+            "failed_calls": self.failed_calls, "error": self.error, "front": self.front,
+        }
+
+
+@dataclass
+class SweepInput:
+    """A session and the settings a sweep varies around."""
+
+    messages: Sequence[Message]
+    profile: str | Profile
+    stages: Sequence[tuple[str, str]] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    tools: Any = None
+    response_schema: Any = None
+
+
+def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule) -> SweepPoint:
+    out = SweepPoint(dict(point))
+    try:
+        rc = resolve(source.profile, with_point(source.config, point), source.stages)
+    except ParamError as exc:
+        out.error = str(exc)
+        return out
+    replay = Replay(source.messages, rc, NullSpillSink(), source.tools, source.response_schema)
+    insights = analyse(replay, rule)
+    out.sent_tokens = insights.input_tokens
+    out.cost = insights.cost
+    out.no_cache_cost = insights.no_cache_cost
+    out.hit_rate = insights.hit_rate
+    out.lost_references = len(insights.loss.lost)
+    out.rereads = len(insights.loss.rereads)
+    out.failed_calls = sum(1 for c in insights.calls if c.failed)
+    return out
+
+
+def run_sweep(source: SweepInput, axes: Sequence[Axis], rule: CacheRule,
+              progress: Callable[[int, int], None] | None = None) -> list[SweepPoint]:
+    """Evaluate every combination in grid order, reporting (done, total) after each, then
+    mark the Pareto front."""
+    points = grid(axes)
+    out = []
+    for n, point in enumerate(points, start=1):
+        out.append(evaluate(source, point, rule))
+        if progress is not None:
+            progress(n, len(points))
+    for i in pareto_front(out):
+        out[i].front = True
+    return out
+
+
+def pareto_front(points: Sequence[SweepPoint]) -> list[int]:
+    """Indices of the points no other point beats: at most as many tokens, as much cost and as
+    much loss, and strictly less of one. Failed points are never on the front."""
+    scored = [(i, (p.sent_tokens, p.cost, p.lost)) for i, p in enumerate(points) if not p.error]
+    front = []
+    for i, a in scored:
+        dominated = any(
+            all(y <= x for x, y in zip(a, b, strict=True)) and b != a for _, b in scored
+        )
+        if not dominated:
+            front.append(i)
+    return front
