@@ -67,5 +67,9 @@ screenshots: install chromium
 bench: install
 	$(PY) -m bench.run
 
+# The production stack on this machine: gunicorn + task worker + PostgreSQL (README "Production").
+serve-prod: install
+	@bin/serve-prod
+
 clean:
 	rm -rf $(VENV) .pytest_cache

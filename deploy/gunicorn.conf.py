@@ -1,0 +1,40 @@
+"""gunicorn settings for ctxsim's production path (`bin/serve-prod`, README "Production").
+
+Everything can be overridden from the environment: HOST/PORT (or GUNICORN_BIND),
+WEB_CONCURRENCY (worker processes, default 2 × cores + 1), GUNICORN_THREADS (threads per
+worker, default 2), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
+takes a while).
+"""
+
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND") or (
+    f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+)
+workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() * 2 + 1)
+# Threads let a worker answer quick requests (lists, static files) while another thread replays;
+# the replay itself is CPU-bound, so more processes, not more threads, add throughput.
+worker_class = "gthread"
+threads = int(os.environ.get("GUNICORN_THREADS") or 2)
+timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 120)
+graceful_timeout = 30
+keepalive = 5
+# Recycle workers now and then so one huge replay's memory is given back.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS") or 2000)
+max_requests_jitter = max_requests // 10
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or "-"
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
+proc_name = "ctxsim"
+# No control socket: its default path is one per user, which two servers (say `make loadtest`
+# beside `make serve-prod`) would fight over.
+control_socket_disable = True
+wsgi_app = "ctxsim.wsgi:application"
+
+
+def post_worker_init(worker):
+    """Load the tokenizer tables once per worker, before its first request rather than in it."""
+    from ctxsim.pipeline.tokens import get_encoding
+
+    get_encoding("cl100k_base")
