@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -56,3 +59,40 @@ class Membership(models.Model):
     @property
     def can_manage(self) -> bool:
         return self.role in MANAGE_ROLES
+
+
+def _invite_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class Invite(models.Model):
+    """A single-use, expiring link that makes whoever opens it a member of the team.
+
+    The token is the whole secret (256 random bits, in the URL). An invite is spent by the first
+    accept; expired or spent invites behave like unknown ones.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    token = models.CharField(max_length=64, unique=True, default=_invite_token, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"invite to {self.team} ({self.role})"
+
+    @property
+    def is_usable(self) -> bool:
+        return self.used_at is None and self.expires_at > timezone.now()
