@@ -1,0 +1,203 @@
+"""The production path (README "Production"): settings with DEBUG off, static files served by
+whitenoise through the WSGI app, the S3 media switch, and the gunicorn configuration.
+
+Settings are read once per process, so each case starts a fresh interpreter with its own
+environment. Nothing here measures time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROD_KEY = "test-production-secret-key-0123456789abcdef0123456789abcdef"
+
+
+def run_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter with DJANGO_SETTINGS_MODULE set and `env` applied
+    (a value of "" unsets nothing: it sets the variable empty, which .env cannot override)."""
+    base = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("AWS_", "CTXSIM_S3_", "DEFAULT_FILE_STORAGE"))
+    }
+    base.update({
+        "DJANGO_SETTINGS_MODULE": "ctxsim.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
+        "MEDIA_ROOT": str(tmp_path / "media"),
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "PYTHONPATH": str(ROOT),
+    })
+    base.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=base,
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+SETUP = """
+import django
+django.setup()
+from django.conf import settings
+"""
+
+
+def test_debug_off_requires_a_secret_key(tmp_path):
+    result = run_python(SETUP, tmp_path, DEBUG="false", SECRET_KEY="")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_debug_off_with_a_key_uses_it_and_secure_cookies(tmp_path):
+    code = SETUP + """
+import json
+print(json.dumps({"debug": settings.DEBUG, "key": settings.SECRET_KEY,
+                  "secure": settings.SESSION_COOKIE_SECURE,
+                  "static": settings.STORAGES["staticfiles"]["BACKEND"]}))
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"debug": False, "key": PROD_KEY, "secure": True,
+                    "static": "whitenoise.storage.CompressedStaticFilesStorage"}
+
+
+def test_collected_static_files_are_served_by_whitenoise_with_debug_off(tmp_path):
+    collect = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "DEBUG": "false", "SECRET_KEY": PROD_KEY,
+             "STATIC_ROOT": str(tmp_path / "static"),
+             "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3"},
+    )
+    assert collect.returncode == 0, collect.stderr
+    assert (tmp_path / "static" / "css" / "ctxsim.css").is_file()
+    assert (tmp_path / "static" / "css" / "ctxsim.css.gz").is_file()  # compressed for whitenoise
+    code = """
+import io, json
+from wsgiref.util import setup_testing_defaults
+from ctxsim.wsgi import application
+
+def get(path, **headers):
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": "GET", "HTTP_HOST": "127.0.0.1"}
+    environ.update(headers)
+    setup_testing_defaults(environ)
+    seen = {}
+    def start_response(status, response_headers, exc_info=None):
+        seen["status"] = status
+        seen["headers"] = dict(response_headers)
+    body = b"".join(application(environ, start_response))
+    return {"status": seen["status"], "headers": seen["headers"], "length": len(body),
+            "body": body[:200].decode("latin-1")}
+
+print(json.dumps({
+    "css": get("/static/css/ctxsim.css"),
+    "gzip": get("/static/css/ctxsim.css", HTTP_ACCEPT_ENCODING="gzip"),
+    "missing": get("/static/css/no-such-file.css"),
+}))
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    css = seen["css"]
+    source = (ROOT / "static" / "css" / "ctxsim.css").read_bytes()
+    assert css["status"].startswith("200")
+    assert css["headers"]["Content-Type"].startswith("text/css")
+    assert css["length"] == len(source)
+    assert "max-age" in css["headers"]["Cache-Control"]  # whitenoise's caching headers
+    assert seen["gzip"]["status"].startswith("200")
+    assert seen["gzip"]["headers"].get("Content-Encoding") == "gzip"
+    # Django itself never serves static files with DEBUG off: a miss is an ordinary 404.
+    assert seen["missing"]["status"].startswith("404")
+
+
+STORAGE_PROBE = SETUP + """
+import json
+from django.core.files.storage import default_storage
+default_storage._setup()
+backend = default_storage._wrapped
+print(json.dumps({
+    "backend": settings.STORAGES["default"]["BACKEND"],
+    "class": type(backend).__module__ + "." + type(backend).__name__,
+    "bucket": getattr(backend, "bucket_name", None),
+    "endpoint": getattr(backend, "endpoint_url", None),
+    "location": getattr(backend, "location", None),
+}))
+"""
+
+
+def probe_storage(tmp_path, **env) -> dict:
+    result = run_python(STORAGE_PROBE, tmp_path, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_media_stays_on_the_file_system_without_a_bucket(tmp_path):
+    seen = probe_storage(tmp_path)
+    assert seen["class"] == "django.core.files.storage.filesystem.FileSystemStorage"
+
+
+@pytest.mark.parametrize("variable", ["CTXSIM_S3_BUCKET", "AWS_STORAGE_BUCKET_NAME"])
+def test_a_bucket_switches_media_to_s3_compatible_storage(tmp_path, variable):
+    pytest.importorskip("storages", reason="the s3 extra (django-storages[s3]) is not installed")
+    seen = probe_storage(
+        tmp_path, **{variable: "ctxsim-media", "AWS_S3_ENDPOINT_URL": "http://127.0.0.1:9000",
+                     "CTXSIM_S3_PREFIX": "team-spills", "AWS_ACCESS_KEY_ID": "key",
+                     "AWS_SECRET_ACCESS_KEY": "secret"},
+    )
+    assert seen == {
+        "backend": "storages.backends.s3.S3Storage",
+        "class": "storages.backends.s3.S3Storage",
+        "bucket": "ctxsim-media",
+        "endpoint": "http://127.0.0.1:9000",
+        "location": "team-spills",
+    }
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"CTXSIM_S3_BUCKET": "Not_A_Bucket"}, "CTXSIM_S3_BUCKET='Not_A_Bucket'"),
+        ({"CTXSIM_S3_BUCKET": "ctxsim-media", "AWS_S3_ENDPOINT_URL": "minio:9000"},
+         "AWS_S3_ENDPOINT_URL='minio:9000'"),
+        ({"CTXSIM_S3_BUCKET": "ctxsim-media", "AWS_S3_ADDRESSING_STYLE": "sideways"},
+         "AWS_S3_ADDRESSING_STYLE='sideways'"),
+        ({"AWS_STORAGE_BUCKET_NAME": "ctxsim-media",
+          "DEFAULT_FILE_STORAGE_BACKEND": "django.core.files.storage.FileSystemStorage"},
+         "DEFAULT_FILE_STORAGE_BACKEND"),
+    ],
+)
+def test_bad_s3_settings_stop_start_up_naming_the_variable(tmp_path, env, named):
+    result = run_python(SETUP, tmp_path, **env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert named in result.stderr
+
+
+def test_gunicorn_runs_several_workers_by_default(monkeypatch):
+    monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    monkeypatch.setenv("PORT", "8123")
+    config = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    assert config["workers"] == 2 * os.cpu_count() + 1 >= 3
+    assert config["bind"] == "127.0.0.1:8123"
+    assert config["wsgi_app"] == "ctxsim.wsgi:application"
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    assert runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))["workers"] == 3
+
+
+def test_serve_prod_runs_migrations_collectstatic_and_both_processes():
+    script = (ROOT / "bin" / "serve-prod").read_text()
+    assert subprocess.run(["bash", "-n", str(ROOT / "bin" / "serve-prod")]).returncode == 0
+    order = [script.index(step) for step in (
+        "manage.py migrate", "manage.py collectstatic", "manage.py db_worker", "gunicorn --config"
+    )]
+    assert order == sorted(order)
+    assert "export DEBUG=false" in script
