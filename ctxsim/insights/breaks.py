@@ -72,11 +72,10 @@ def _stage_changing(call: CallResult, origin: int) -> str:
     return ""
 
 
-def _stage_injecting(call: CallResult, message: Message) -> str:
-    for run in call.stages:
-        if any(m is message for m in run.history):
-            return run.stage
-    return "anchor" if message.role == "system" else ""
+def _injector(message: Message) -> str:
+    # Only two things inject messages: pairing (a synthetic tool result) and the anchor (a
+    # system message appended to every outgoing copy, so it moves as the history grows).
+    return "pairing" if message.role == "tool" else "anchor"
 
 
 def explain_break(call: CallResult, previous: Sequence[Message], position: int) -> BreakCause:
@@ -92,10 +91,12 @@ def explain_break(call: CallResult, previous: Sequence[Message], position: int) 
     if prev.origin is not None and prev.origin not in sent_origins:
         return BreakCause(position, REMOVED, prev.origin,
                           _stage_changing(call, prev.origin) or "earlier call", prev.role)
+    if prev.origin is None:
+        return BreakCause(position, INJECTED, None, _injector(prev), prev.role)
     if cur is None:
         return BreakCause(position, REMOVED, prev.origin, "", prev.role)
     if cur.origin is None:
-        return BreakCause(position, INJECTED, None, _stage_injecting(call, cur), cur.role)
+        return BreakCause(position, INJECTED, None, _injector(cur), cur.role)
     raw = _find(call.raw_history, cur.origin)
     if cur.origin != prev.origin:
         return BreakCause(position, REORDERED, cur.origin, "", cur.role)
