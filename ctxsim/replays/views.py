@@ -16,7 +16,9 @@ from django.views.decorators.http import require_POST
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import page, services
+from ctxsim.replays.message_list import render_messages
 from ctxsim.replays.models import SpilledFile
+from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session
@@ -62,10 +64,38 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
 
+def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
+    """Each commentable message's comment box (threads and, for writers, the form), rendered
+    only for rows that need one; the message list itself is rendered in Python."""
+    boxes = {}
+    for entry in rows:
+        if not entry.get("comment_box"):
+            continue
+        count = entry["comment_count"]
+        inner = render_to_string("reviews/review.html#thread-block", {
+            **review, "session": session, "threads": entry["comment_threads"], "call": call,
+            "message": entry["row"].message.origin,
+        }, request)
+        label = f"{count} comment{'s' if count != 1 else ''}" if count else "comment"
+        boxes[entry["index"]] = (
+            f'<details class="msg-comments"{" open" if count else ""}>'
+            f'<summary>{label}</summary>{inner}</details>'
+        )
+    return boxes
+
+
 def page_context(request, session, membership, settings, errors, run, call, canonical) -> dict:
     detail = services.call_detail(session, settings, run, call, canonical)
     previous, following = page.neighbours(run, call)
+    review = reviews.page_context(session, membership, call)
+    rows = page.call_rows(detail)
+    reviews.annotate_rows(rows, review["review"])
+    messages_html = render_messages(
+        rows, session_id=session.pk, call_index=call, query=settings.query(),
+        extras=_comment_boxes(request, session, call, rows, review),
+    )
     return {
+        **review,
         "session": session,
         "membership": membership,
         "settings": settings,
@@ -78,13 +108,14 @@ def page_context(request, session, membership, settings, errors, run, call, cano
         "profiles": services.profile_choices(session.team),
         "run": run,
         "summary": page.summary(run),
-        "chart": page.chart_data(run, call),
+        "chart": page.chart_data(run, call, review["review"].chart_counts),
         "call": detail.call,
         "call_summary": run.calls[call] if run.calls else None,
         "call_index": call,
         "previous": previous,
         "next": following,
-        "rows": page.call_rows(detail),
+        "rows": rows,
+        "messages_html": messages_html,
         "counts": detail.view.counts,
         "reports": page.report_lines(detail.call),
         "facts": page.session_facts(session),
@@ -201,6 +232,7 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
                                       request.POST.get("description", ""))
     except services.ProfileError as exc:
         return _profile_form_error(request, session, "save", exc.errors)
+    reviews.record(session, request.user, "profile_saved", f"{saved.name} (saved)")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 
@@ -215,6 +247,7 @@ def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
                                         request.POST.get("description", ""))
     except services.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
+    reviews.record(session, request.user, "profile_saved", f"{saved.name} (imported)")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 

@@ -91,7 +91,8 @@ def review_status(request: HttpRequest, session_id: int) -> HttpResponse:
         return _refused(request, session, membership, str(exc))
     if request.htmx:
         session.refresh_from_db()
-        context = {"session": session, "review": services.review_for(session, membership, None),
+        review = services.review_for(session, membership, None)
+        context = {"session": session, "review": review, "activity": review.activity,
                    "oob_activity": True}
         return render(request, f"{TEMPLATE}#status-response", context)
     return redirect(session_url(session.pk, None))

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from ctxsim import importers
 from ctxsim.importers.errors import TranscriptError
+from ctxsim.reviews.services import record_uploads
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import save_sessions
 
@@ -49,6 +50,7 @@ def import_transcript(
         before_save()
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
     rows = save_sessions(parsed.sessions, team=team, user=user, source_name=name)
+    record_uploads(rows, user, name)  # activity list; never fails the import (reviews app)
     return ImportOutcome(sessions=rows, format=parsed.format, warnings=list(parsed.warnings))
 
 
