@@ -93,12 +93,20 @@ def get_encoding(name: str) -> Any:
 
 
 class TiktokenCounter:
-    """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur."""
+    """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur.
+
+    The cache is shared by every replay of the process (a web worker replays many sessions),
+    so it is bounded: past `MAX_CACHED_BYTES` of cached contents it starts over. Counts known
+    from elsewhere (the database keeps them per stored content) can be handed in with `prime`.
+    """
+
+    MAX_CACHED_BYTES = 512 * 1024 * 1024
 
     def __init__(self, name: str):
         self.name = name
         self._encoding = get_encoding(name)
         self._cache: dict[bytes, int] = {}
+        self._cached_bytes = 0
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)
@@ -109,8 +117,26 @@ class TiktokenCounter:
         cached = self._cache.get(content)
         if cached is None:
             text = content.decode("utf-8", "replace")
-            cached = self._cache[content] = len(self._encoding.encode_ordinary(text))
+            cached = len(self._encoding.encode_ordinary(text))
+            self._remember(content, cached)
         return cached
+
+    def cached(self, content: bytes) -> int | None:
+        """The count if it is already known, without tokenizing."""
+        return self._cache.get(content) if content else 0
+
+    def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
+        """Take counts computed earlier (e.g. stored with a session) so they are not redone."""
+        for content, tokens in known:
+            if content and content not in self._cache:
+                self._remember(content, tokens)
+
+    def _remember(self, content: bytes, tokens: int) -> None:
+        if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
+            self._cache.clear()
+            self._cached_bytes = 0
+        self._cache[content] = tokens
+        self._cached_bytes += len(content)
 
 
 class Bytes4Counter:
@@ -120,6 +146,12 @@ class Bytes4Counter:
 
     def count(self, content: bytes) -> int:
         return (len(content) + 3) // 4
+
+    def cached(self, content: bytes) -> int:
+        return self.count(content)
+
+    def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
+        """Nothing to remember: counting is as cheap as looking up."""
 
 
 _COUNTERS: dict[str, TokenCounter] = {}

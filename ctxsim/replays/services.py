@@ -28,7 +28,7 @@ from ctxsim.pipeline.tokens import get_counter
 from ctxsim.replays import analysis
 from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile, storage_name_for
 from ctxsim.transcripts.models import Session
-from ctxsim.transcripts.store import load_session
+from ctxsim.transcripts.store import load_session, prime_token_counts, save_token_counts
 
 # Bump when the engine's output for the same settings changes, so cached replays are redone.
 ENGINE_VERSION = "1"
@@ -260,8 +260,11 @@ def summary_for(session: Session, settings: ReplaySettings, canonical=None) -> R
     if cached is not None:
         return cached
     canonical = canonical or load_session(session)
+    counter = get_counter(rc.values["counter"])
+    prime_token_counts(session, canonical, counter)
     rep = new_replay(canonical, rc, StorageSpillSink())
     calls = [analysis.call_summary(call) for call in rep.calls()]
+    save_token_counts(session, canonical, counter)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)
@@ -295,6 +298,7 @@ def call_detail(session: Session, settings: ReplaySettings, run: ReplayRun, inde
     """Replay up to call `index` and align what was sent with the raw history."""
     rc = settings.run_config()
     canonical = canonical or load_session(session)
+    prime_token_counts(session, canonical, get_counter(rc.values["counter"]))
     rep = new_replay(canonical, rc)
     chosen = None
     for call in rep.calls():

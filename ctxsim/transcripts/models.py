@@ -19,6 +19,9 @@ class Content(models.Model):
     sha256 = models.CharField(max_length=64, unique=True)
     size = models.PositiveBigIntegerField()
     data = models.BinaryField()
+    # Token counts by counter name ({"cl100k_base": n, ...}), filled by the first replay that
+    # counts this content, so a fresh worker process does not tokenize it again.
+    token_counts = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.size} bytes)"

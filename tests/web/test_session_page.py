@@ -281,3 +281,22 @@ def test_compare_shows_both_profiles_side_by_side(personas, long_session):
     assert [s["label"] for s in data["series"]] == ["chatcli", "aivax"]
     partial = client.get(url, headers=htmx("compare-calls"))
     assert partial.content.decode().lstrip().startswith('<div id="compare-calls"')
+
+
+def test_token_counts_are_persisted_with_the_contents_and_prime_a_fresh_counter(
+    personas, long_session
+):
+    from ctxsim.pipeline.tokens import TiktokenCounter
+    from ctxsim.transcripts.models import Content
+    from ctxsim.transcripts.store import load_session, prime_token_counts
+
+    personas.client("viewer").get(page_url(long_session, "profile=chatcli"))
+    canonical = load_session(long_session)
+    stored = {c.sha256: c.token_counts for c in Content.objects.all()}
+    assert stored and all("cl100k_base" in counts for counts in stored.values())
+
+    fresh = TiktokenCounter("cl100k_base")
+    prime_token_counts(long_session, canonical, fresh)
+    big = max(canonical.messages, key=lambda m: len(m.content))
+    known = fresh.cached(big.content)
+    assert known is not None and known == TiktokenCounter("cl100k_base").count(big.content)
