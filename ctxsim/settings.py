@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "ctxsim.teams",
     "ctxsim.transcripts",
     "ctxsim.replays",
+    "ctxsim.analysis",
     "ctxsim.reviews",
 ]
 

@@ -10,5 +10,6 @@ urlpatterns = [
     path("", include("ctxsim.teams.urls")),
     path("", include("ctxsim.transcripts.urls")),
     path("", include("ctxsim.replays.urls")),
+    path("", include("ctxsim.analysis.urls")),
     path("", include("ctxsim.reviews.urls")),
 ]

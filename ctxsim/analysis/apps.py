@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnalysisConfig(AppConfig):
+    name = "ctxsim.analysis"
+    verbose_name = "Cache & information loss"

@@ -1,0 +1,351 @@
+"""The cache & information-loss page and sweeps: from a request's query to pure insights.
+
+Replays come from the lead's services (`settings_from_query`, `new_replay`); the analysis itself
+is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger ones go to the task
+worker and record their progress on the `Sweep` row.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils import timezone
+
+from ctxsim.analysis.models import Sweep
+from ctxsim.insights import sweep as sweeps
+from ctxsim.insights.prices import (
+    DEFAULT_MODEL,
+    LIFETIMES,
+    MODELS,
+    CacheRule,
+    PriceError,
+    cache_rule,
+)
+from ctxsim.insights.report import ProfileInsights, analyse
+from ctxsim.replays import services as replays
+from ctxsim.transcripts.store import load_session
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PROFILES = ("none", "chatcli", "aivax")
+# Sweeps whose work (combinations x model calls) is above this run in the task worker.
+INLINE_SWEEP_WORK = 1200
+
+
+# --- the provider model, lifetime and price chosen on the page ---------------------------------
+
+
+@dataclass
+class CacheChoice:
+    model: str = DEFAULT_MODEL
+    lifetime: str = ""
+    price: float | None = None
+
+    def rule(self) -> CacheRule:
+        return cache_rule(self.model, self.lifetime or None, self.price)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "lifetime": self.lifetime, "price": self.price}
+
+    def query(self) -> list[tuple[str, str]]:
+        out = [("model", self.model), ("lifetime", self.lifetime)]
+        return out + ([("price", f"{self.price:g}")] if self.price is not None else [])
+
+
+def cache_choice(query: Mapping[str, Any]) -> tuple[CacheChoice, dict[str, str]]:
+    """The page's cache settings; bad values fall back to the table's, with a message."""
+    errors: dict[str, str] = {}
+    model = query.get("model") or DEFAULT_MODEL
+    if model not in MODELS:
+        errors["model"] = f"unknown model {model!r}"
+        model = DEFAULT_MODEL
+    lifetimes = LIFETIMES[MODELS[model].provider]
+    lifetime = query.get("lifetime") or next(iter(lifetimes))
+    if lifetime not in lifetimes:
+        errors["lifetime"] = f"{MODELS[model].label} caches for {' or '.join(lifetimes)}"
+        lifetime = next(iter(lifetimes))
+    price = None
+    text = (query.get("price") or "").strip()
+    if text:
+        try:
+            price = float(text)
+            if not price >= 0 or price > 1000:  # also rejects NaN
+                raise ValueError
+        except ValueError:
+            errors["price"] = f"{text!r} is not a price in dollars per million tokens"
+            price = None
+    choice = CacheChoice(model, lifetime, price)
+    try:
+        choice.rule()
+    except PriceError as exc:  # pragma: no cover - every field was checked above
+        errors["model"] = str(exc)
+        choice = CacheChoice()
+    return choice, errors
+
+
+def all_lifetimes() -> list[str]:
+    return list(dict.fromkeys(name for options in LIFETIMES.values() for name in options))
+
+
+def model_options() -> list[dict[str, Any]]:
+    return [{"key": m.key, "label": m.label, "price": m.input_per_mtok, "provider": m.provider,
+             "lifetimes": list(LIFETIMES[m.provider])} for m in MODELS.values()]
+
+
+# --- the cache & information-loss page ---------------------------------------------------------
+
+
+@dataclass
+class Column:
+    """One profile's replay seen through the cache."""
+
+    ref: str
+    label: str
+    settings: replays.ReplaySettings
+    insights: ProfileInsights
+
+    @property
+    def query(self) -> str:
+        return self.settings.query()
+
+    @property
+    def hit_percent(self) -> float:
+        return self.insights.hit_rate * 100
+
+    @property
+    def breaks(self) -> list[dict[str, Any]]:
+        """Every break, with its compaction event (break-even) when it is one."""
+        events = {e.call: e for e in self.insights.events}
+        return [{"row": r, "event": events.get(r.index)} for r in self.insights.breaks]
+
+
+def profile_refs(query: QueryDict) -> tuple[list[str], bool]:
+    """The profiles to show side by side, and whether the page's own settings lead them (the
+    session page links here with its query, so its tuned parameters get a column)."""
+    refs = [r for r in query.getlist("profiles") if r] or list(DEFAULT_PROFILES)
+    return list(dict.fromkeys(refs)), "profile" in query
+
+
+def insight_columns(session, query: QueryDict, rule: CacheRule,
+                    canonical=None) -> tuple[list[Column], dict[str, str]]:
+    """Replay the session under each chosen profile and simulate the cache over each."""
+    canonical = canonical or load_session(session)
+    refs, with_current = profile_refs(query)
+    errors: dict[str, str] = {}
+    wanted: list[tuple[str, replays.ReplaySettings]] = []
+    if with_current:
+        current, problems = replays.settings_from_query(query, session.team)
+        errors.update(problems)
+        if current.config or current.stages is not None or current.profile_ref not in refs:
+            wanted.append((f"current: {current.profile.name}", current))
+    for ref in refs:
+        settings, problems = replays.settings_from_query({"profile": ref}, session.team)
+        if problems:
+            errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
+            continue
+        wanted.append((settings.profile.name, settings))
+    columns = []
+    for label, settings in wanted:
+        rep = replays.new_replay(canonical, settings.run_config())
+        columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
+    return columns, errors
+
+
+def profile_options(team) -> list[tuple[str, str]]:
+    return replays.profile_choices(team)
+
+
+def call_link(session, column: Column, call: int) -> str:
+    """The lead's session page at one call, under this column's settings."""
+    return f"{reverse('session-detail', args=[session.pk])}?{column.settings.query(call)}"
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepForm:
+    settings: replays.ReplaySettings
+    params: list[sweeps.SweepParam]
+    cache: CacheChoice
+    values: dict[str, str]
+
+    @property
+    def axis_fields(self) -> list[dict[str, Any]]:
+        return [{"n": n, "optional": n == "2", **{f: self.values[f"{f}{n}"] for f in AXIS_FIELDS}}
+                for n in ("1", "2")]
+
+
+AXIS_FIELDS = ("param", "start", "stop", "step")
+
+
+def sweep_form(session, query: Mapping[str, Any]) -> tuple[SweepForm, dict[str, str]]:
+    settings, errors = replays.settings_from_query(query, session.team)
+    cache, cache_errors = cache_choice(query)
+    errors.update(cache_errors)
+    params = sweeps.sweepable(settings.effective_stages)
+    values = {f"{f}{n}": query.get(f"{f}{n}", "") for n in (1, 2) for f in AXIS_FIELDS}
+    if not values["param1"] and params:
+        first = params[0]
+        values.update(param1=first.name, **_default_range(first, "1"))
+    return SweepForm(settings, params, cache, values), errors
+
+
+def _default_range(param: sweeps.SweepParam, n: str) -> dict[str, str]:
+    base = param.default or 4
+    step = max(1, base // 2)
+    return {f"start{n}": str(max(1, base - step)), f"stop{n}": str(base + step),
+            f"step{n}": str(step)}
+
+
+def parse_axes(form: SweepForm, query: Mapping[str, Any]) -> tuple[list[sweeps.Axis],
+                                                                   dict[str, str]]:
+    known = {p.name for p in form.params}
+    axes, errors = [], {}
+    for n in (1, 2):
+        name = (query.get(f"param{n}") or "").strip()
+        if not name:
+            if n == 1:
+                errors["param1"] = "choose a parameter to sweep"
+            continue
+        if name not in known:
+            errors[f"param{n}"] = f"{name!r} is not an integer parameter of this profile"
+            continue
+        if any(a.name == name for a in axes):
+            errors[f"param{n}"] = "choose two different parameters"
+            continue
+        numbers = []
+        for field in ("start", "stop", "step"):
+            text = (query.get(f"{field}{n}") or "").strip()
+            try:
+                numbers.append(int(text))
+            except ValueError:
+                errors[f"{field}{n}"] = f"{text!r} is not a whole number"
+        if len(numbers) == 3:
+            try:
+                axes.append(sweeps.axis(name, *numbers))
+            except sweeps.SweepError as exc:
+                errors[f"param{n}"] = next(iter(exc.errors.values()))
+    if axes and not errors:
+        try:
+            sweeps.grid(axes)
+        except sweeps.SweepError as exc:
+            errors.update(exc.errors)
+    return axes, errors
+
+
+def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Sweep:
+    """Store the sweep; run it now when small, else hand it to the worker."""
+    total = 1
+    for a in axes:
+        total *= len(a.values)
+    sweep = Sweep.objects.create(
+        session=session, created_by=user if user.is_authenticated else None,
+        query=form.settings.query(), axes=[{"name": a.name, "values": list(a.values)}
+                                           for a in axes],
+        cache=form.cache.as_dict(), total=total,
+    )
+    limit = getattr(django_settings, "CTXSIM_INLINE_SWEEP_WORK", INLINE_SWEEP_WORK)
+    if total * max(session.model_call_count, 1) <= limit:
+        run_sweep_job(sweep.pk)
+        sweep.refresh_from_db()
+    else:
+        _enqueue(sweep)
+    return sweep
+
+
+def _enqueue(sweep: Sweep) -> None:
+    from ctxsim.analysis.tasks import run_sweep  # the task module imports this one
+
+    def send() -> None:
+        result = run_sweep.enqueue(sweep.pk)
+        Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
+
+    transaction.on_commit(send)
+
+
+def run_sweep_job(sweep_id: int) -> dict:
+    """Run a stored sweep, saving progress after every point (the page polls it)."""
+    sweep = Sweep.objects.select_related("session__team").get(pk=sweep_id)
+    if sweep.status not in (Sweep.Status.QUEUED, Sweep.Status.RUNNING):
+        return {"status": sweep.status}
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.RUNNING, done=0)
+    try:
+        settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
+        cache, _ = cache_choice(sweep.cache | {"price": _price_text(sweep.cache)})
+        canonical = load_session(sweep.session)
+        source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
+                                   settings.config, canonical.tools, canonical.response_schema)
+        axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]
+
+        def progress(done: int, total: int) -> None:
+            Sweep.objects.filter(pk=sweep.pk).update(done=done, total=total)
+
+        points = sweeps.run_sweep(source, axes, cache.rule(), progress)
+    except Exception as exc:
+        logger.exception("sweep %s failed", sweep.pk)
+        Sweep.objects.filter(pk=sweep.pk).update(
+            status=Sweep.Status.FAILED, message=str(exc)[:2000], finished_at=timezone.now())
+        return {"status": "failed"}
+    Sweep.objects.filter(pk=sweep.pk).update(
+        status=Sweep.Status.DONE, points=[p.as_dict() for p in points],
+        done=len(points), finished_at=timezone.now())
+    return {"status": "done", "points": len(points)}
+
+
+def _price_text(cache: Mapping[str, Any]) -> str:
+    price = cache.get("price")
+    return "" if price is None else f"{price}"
+
+
+def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:
+    """The session page's query with a sweep point's values as the current parameters."""
+    settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
+    settings.config = sweeps.with_point(settings.config, values)
+    return settings.query()
+
+
+def sweep_points(session, sweep: Sweep) -> list[dict[str, Any]]:
+    """The points with their labels and apply links, for the table and the chart."""
+    page = reverse("session-detail", args=[session.pk])
+    out = []
+    for n, p in enumerate(sweep.points):
+        label = ", ".join(f"{_short(k)}={v}" for k, v in p["values"].items())
+        out.append({**p, "n": n, "label": label, "lost": p["lost_references"] + p["rereads"],
+                    "apply": f"{page}?{apply_query(sweep, p['values'])}"})
+    return out
+
+
+def _short(name: str) -> str:
+    return name.removeprefix(sweeps.ENV_PREFIX).removeprefix("CHATCLI_")
+
+
+def chart_data(points: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [p for p in points if not p["error"]]
+    return {
+        "points": [{"x": p["sent_tokens"], "y": round(p["cost"], 6), "lost": p["lost"],
+                    "label": p["label"], "apply": p["apply"], "front": p["front"]} for p in ok],
+        "maxLost": max((p["lost"] for p in ok), default=0),
+    }
+
+
+MY_FIELDS = ("profiles", "model", "lifetime", "price")
+
+
+def state_fields(query: QueryDict) -> list[tuple[str, str]]:
+    """The session page's settings carried along (hidden fields), without this page's own."""
+    return [(k, v) for k, values in query.lists() if k not in MY_FIELDS for v in values]
+
+
+def insights_query(cache: CacheChoice, refs: list[str], extra: str = "") -> str:
+    params = [("profiles", r) for r in refs] + cache.query()
+    return urlencode(params) + (f"&{extra}" if extra else "")
+

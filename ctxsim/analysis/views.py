@@ -1,0 +1,93 @@
+"""Cache & information loss, and parameter sweeps, for one session (issue 10).
+
+Views parse the request, call `services`, and render the page or its htmx partial. Every object
+comes through `get_scoped`: outsiders get 404, and starting a sweep needs the write role.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from ctxsim.analysis import services
+from ctxsim.analysis.models import Sweep
+from ctxsim.htmx import target_id
+from ctxsim.insights.prices import PRICES_TAKEN
+from ctxsim.teams.access import get_scoped
+from ctxsim.transcripts.models import Session
+
+
+def _session(request: HttpRequest, session_id: int, action: str = "read"):
+    return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
+
+
+def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Hit rate, cost, breaks, break-even and information lost, one column per profile."""
+    session, _ = _session(request, session_id)
+    cache, errors = services.cache_choice(request.GET)
+    columns, problems = services.insight_columns(session, request.GET, cache.rule())
+    refs, _ = services.profile_refs(request.GET)
+    context = {
+        "session": session,
+        "cache": cache,
+        "rule": cache.rule(),
+        "models": services.model_options(),
+        "profiles": services.profile_options(session.team),
+        "chosen": refs,
+        "columns": columns,
+        "errors": {**errors, **problems},
+        "url": reverse("session-insights", args=[session.pk]),
+        "prices_taken": PRICES_TAKEN,
+        "state_fields": services.state_fields(request.GET),
+        "state_query": urlencode(services.state_fields(request.GET)),
+    }
+    if target_id(request) == "insights":
+        return render(request, "analysis/insights.html#insights", context)
+    return render(request, "analysis/insights.html", context)
+
+
+def sweep_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The sweep form (around the session page's settings) and this session's sweeps."""
+    session, membership = _session(request, session_id)
+    form, errors = services.sweep_form(session, request.GET)
+    return render(request, "analysis/sweeps.html", _sweep_context(session, membership, form,
+                                                                  errors))
+
+
+def _sweep_context(session, membership, form, errors) -> dict:
+    return {
+        "session": session, "membership": membership, "form": form, "errors": errors,
+        "models": services.model_options(), "profiles": services.profile_options(session.team),
+        "sweeps": session.sweeps.all()[:20], "lifetimes": services.all_lifetimes(),
+        "state_fields": parse_qsl(form.settings.query()), "state_query": form.settings.query(),
+    }
+
+
+@require_POST
+def sweep_create(request: HttpRequest, session_id: int) -> HttpResponse:
+    session, membership = _session(request, session_id, "write")
+    form, errors = services.sweep_form(session, request.POST)
+    axes, axis_errors = services.parse_axes(form, request.POST)
+    errors.update(axis_errors)
+    if errors:
+        context = _sweep_context(session, membership, form, errors)
+        return render(request, "analysis/sweeps.html", context, status=400)
+    sweep = services.create_sweep(session, request.user, form, axes)
+    return redirect("sweep-detail", session_id=session.pk, sweep_id=sweep.pk)
+
+
+def sweep_detail(request: HttpRequest, session_id: int, sweep_id: int) -> HttpResponse:
+    """A sweep's progress (polled while it runs), then its chart, front and apply links."""
+    sweep, membership = get_scoped(Sweep.objects.select_related("session__team"), request.user,
+                                   team_field="session__team", pk=sweep_id,
+                                   session_id=session_id)
+    points = services.sweep_points(sweep.session, sweep) if sweep.status == "done" else []
+    context = {"session": sweep.session, "sweep": sweep, "points": points,
+               "chart": services.chart_data(points), "membership": membership}
+    if target_id(request) == "sweep-status":
+        return render(request, "analysis/sweep.html#sweep-status", context)
+    return render(request, "analysis/sweep.html", context)
