@@ -1,0 +1,79 @@
+"""A two-parameter sweep on a 200-call session, end to end: background worker, progress bar,
+the chart with its Pareto front, and applying a point to the session page."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from ctxsim.analysis.models import Sweep
+from ctxsim.generator import generate_session
+from ctxsim.transcripts.store import save_sessions
+from tests.browser.test_upload import worker  # noqa: F401 - the real db worker, in a thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def long_session(personas):
+    return save_sessions([generate_session(200, seed=9)], team=personas.team)[0]
+
+
+def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
+    personas, login, live_server, settings, long_session, worker  # noqa: F811
+):
+    settings.CTXSIM_INLINE_SWEEP_WORK = 10  # 4 points x 200 calls: the background path
+    assert long_session.model_call_count >= 200
+    page = login("reviewer")
+    page.goto(f"{live_server.url}/sessions/{long_session.pk}/")
+    page.click("#insights-link")
+    expect(page.locator('.insight-col[data-profile="none"] .hit-rate')).to_be_visible()
+    page.click("#sweep-link")
+    page.select_option("#sweep-profile-select", "aivax")
+    expect(page.locator("#param1")).to_have_value("toolContextCount")
+    page.fill("#start1", "2")
+    page.fill("#stop1", "4")
+    page.fill("#step1", "2")
+    page.select_option("#param2", "contextMaximumSize")
+    page.fill("#start2", "20000")
+    page.fill("#stop2", "60000")
+    page.fill("#step2", "40000")
+    page.click("#run-sweep")
+
+    sweep = Sweep.objects.get()
+    assert sweep.total == 4 and sweep.status == "queued"
+    bar = page.locator("#sweep-status progress.sweep-progress")
+    expect(bar).to_be_visible()
+    page.evaluate("""() => {
+        window.seenDone = [];
+        new MutationObserver(() => {
+            const bar = document.querySelector("progress.sweep-progress");
+            if (bar) window.seenDone.push(Number(bar.value));
+        }).observe(document.body, {subtree: true, childList: true});
+    }""")
+    page.evaluate("window.__same_page = true")
+    worker.start()
+    expect(page.locator("#sweep-status")).to_have_attribute("data-status", "done",
+                                                            timeout=120_000)
+    assert page.evaluate("window.__same_page") is True  # polled in place, no reload
+    assert bar.count() == 0
+    assert any(0 < value < 4 for value in page.evaluate("window.seenDone"))
+
+    expect(page.locator("#sweep-chart")).to_have_attribute("data-ready", "1")
+    counts = page.evaluate("""() => { const c = Chart.getChart('sweep-chart');
+        return c.data.datasets.map(d => d.data.length); }""")
+    front, others = counts[0], counts[1]
+    assert front >= 1 and front + others == 4
+    assert page.locator(".sweep-points tr.front").count() == front
+
+    target = page.evaluate("""() => { const c = Chart.getChart('sweep-chart');
+        const el = c.getDatasetMeta(0).data[0]; const r = c.canvas.getBoundingClientRect();
+        const p = c.data.datasets[0].data[0];
+        return {x: r.left + el.x, y: r.top + el.y, label: p.label}; }""")
+    wanted = dict(part.split("=") for part in target["label"].split(", "))
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_url(f"**/sessions/{long_session.pk}/?*")
+    assert "profile=aivax" in page.url
+    expect(page.locator("#f-toolContextCount")).to_have_value(wanted["toolContextCount"])
+    expect(page.locator("#f-contextMaximumSize")).to_have_value(wanted["contextMaximumSize"])
+    assert f"toolContextCount={wanted['toolContextCount']}" in page.url
