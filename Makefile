@@ -71,5 +71,10 @@ bench: install
 serve-prod: install
 	@bin/serve-prod
 
+# SPEC §9 load: 50 reviewers for 60 s against gunicorn + task worker + PostgreSQL (database
+# ctxsim_load, recreated each run) on loopback; starts and stops the stack itself.
+loadtest: install
+	$(PY) -m loadtest.run
+
 clean:
 	rm -rf $(VENV) .pytest_cache
