@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 
 import pytest
 from django.urls import reverse
 
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Activity, Comment
-from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.models import ReviewStatus, Session
 from tests.web.test_session_page import spilling_session
 
 pytestmark = pytest.mark.django_db
@@ -229,3 +231,81 @@ def test_the_activity_list_shows_uploads_status_comments_and_profiles_in_order(
         < activity.index("saved a profile")
     full = personas.client("viewer").get(reverse("session-activity", args=[stored.pk]))
     assert full.status_code == 200 and b"tight" in full.content
+
+
+ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres", "pgsql"))
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="concurrent writers need PostgreSQL (SQLite "
+                    "serialises whole-database writes); .ci/run runs tests/web against it")
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_writing_at_once_lose_nothing_and_the_activity_keeps_their_order(personas):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+
+    from ctxsim.teams.models import Membership, Role
+    from ctxsim.transcripts.store import save_sessions
+
+    session = save_sessions([spilling_session()], team=personas.team)[0]
+    second = get_user_model().objects.create_user("reviewer2")
+    Membership.objects.create(team=personas.team, user=second, role=Role.REVIEWER)
+    rounds = 12
+    # Each reviewer alternates between two statuses the other never sets, so every request is a
+    # real change and a lost update would break the before → after chain checked below.
+    plans = {
+        "reviewer": (personas.users["reviewer"], ["in_review", "approved"] * (rounds // 2)),
+        "reviewer2": (second, ["needs_changes", "open"] * (rounds // 2)),
+    }
+    barrier = threading.Barrier(len(plans))
+    failures: list[str] = []
+
+    def work(tag: str) -> None:
+        user, statuses = plans[tag]
+        client = Client()
+        client.force_login(user)
+        try:
+            barrier.wait(timeout=30)
+            for n, status in enumerate(statuses):
+                r1 = client.post(reverse("review-status", args=[session.pk]), {"status": status})
+                r2 = post_comment(client, session, f"{tag} note {n}", call="1")
+                if (r1.status_code, r2.status_code) != (302, 302):
+                    failures.append(f"{tag} {n}: {r1.status_code} {r2.status_code}")
+        except Exception as exc:  # surfaced by the assertion below
+            failures.append(f"{tag}: {exc!r}")
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=work, args=(tag,)) for tag in plans]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert not failures
+
+    comments = list(Comment.objects.filter(session=session).order_by("pk"))
+    assert len(comments) == 2 * rounds
+    for tag in plans:
+        mine = [c.body for c in comments if c.body.startswith(f"{tag} ")]
+        assert mine == [f"{tag} note {n}" for n in range(rounds)]
+
+    activity = services.activity_for(session)
+    assert [a.pk for a in activity] == sorted(a.pk for a in activity)  # time order = pk order
+    assert [a.created_at for a in activity] == sorted(a.created_at for a in activity)
+    changes = [a for a in activity if a.kind == "status"]
+    assert len(changes) == 2 * rounds
+    assert sum(a.kind == "comment" for a in activity) == 2 * rounds
+    labels = dict(ReviewStatus.choices)
+    before = labels["open"]
+    for change in changes:  # each change starts from where the previous one left off
+        start, _, end = change.detail.partition(" → ")
+        assert start == before, change.detail
+        before = end
+    session.refresh_from_db()
+    assert labels[session.review_status] == before
+    assert session.review_status_by == changes[-1].actor
+
+    html = page(personas.client("viewer"), session)
+    listed = html.split('id="activity"')[1]
+    positions = [listed.index(a.detail + "</span>") for a in activity if a.kind == "comment"]
+    assert positions == sorted(positions)
