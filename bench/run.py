@@ -11,11 +11,12 @@ Each target runs in its own interpreter. Repetitions: the median of at least 3.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
 
-from bench.common import child, median, output_dir
+from bench.common import ROOT, child, median, output_dir
 
 IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
 IMPORT_SEED = 0
@@ -39,8 +40,13 @@ def info(text: str) -> None:
 def import_file(calls: int) -> Path:
     from ctxsim.generator import write_claude_code_jsonl
 
-    path = output_dir() / f"claude-code-{calls}-calls-seed{IMPORT_SEED}.jsonl"
+    # The generator's own source is part of the name: a changed generator makes a new file.
+    source = (ROOT / "ctxsim" / "generator.py").read_bytes()
+    version = hashlib.sha256(source).hexdigest()[:10]
+    path = output_dir() / f"claude-code-{calls}-calls-seed{IMPORT_SEED}-{version}.jsonl"
     if not path.exists():
+        for stale in output_dir().glob(f"claude-code-{calls}-calls-seed{IMPORT_SEED}-*.jsonl"):
+            stale.unlink()
         partial = path.with_suffix(".partial")
         with partial.open("w", encoding="utf-8") as out:
             write_claude_code_jsonl(out, calls, IMPORT_SEED)
