@@ -70,6 +70,8 @@ FIXTURE_COUNTS = {
     "claude-code-small.jsonl": ("claude-code", 1, 3, 3),
     "claude-code-subagent.jsonl": ("claude-code", 1, 1, 1),
     "scenario.json": ("scenario", 1, 2, 2),
+    "swe-agent-demo-history-only.traj": ("swe-agent", 1, 3, 3),
+    "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
 
@@ -465,3 +467,43 @@ def test_old_openhands_eval_pairs_without_ids_link_each_observation_to_its_actio
     (session,) = load(io.BytesIO(json.dumps(record).encode() + b"\n")).sessions
     assert [m.role for m in session.messages] == ["user", "assistant", "tool"]
     assert session.messages[2].tool_call_id == session.messages[1].tool_calls[0].id
+
+
+def test_a_swe_agent_demonstration_with_only_history_uses_its_native_calls():
+    (session,) = load(FIXTURES / "swe-agent-demo-history-only.traj").sessions
+    assert [m.role for m in session.messages] == [
+        "system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool",
+    ]
+    assert [call.id for call in session.messages[2].tool_calls] == ["call_find"]
+    assert session.messages[2].tool_calls[0].arguments == '{"file_name":"adder.py"}'
+    assert session.messages[5].tool_call_id == "call_edit" and session.messages[5].text == ""
+
+
+def test_a_text_acting_swe_agent_history_pairs_each_action_with_the_next_observation():
+    (session,) = load(FIXTURES / "swe-agent-demo-text-history-only.traj").sessions
+    assert [(m.role, m.tool_call_id) for m in session.messages[2:]] == [
+        ("assistant", ""), ("tool", "swe-agent-1"), ("assistant", ""), ("tool", "swe-agent-2"),
+        ("assistant", ""),
+    ]
+    assert session.messages[4].tool_calls[0].name == "cat"
+
+
+def test_swe_agent_demo_steps_in_the_history_do_not_shift_the_runs_native_calls():
+    def call(call_id):
+        return [{"id": call_id, "type": "function",
+                 "function": {"name": "bash", "arguments": "{}"}}]
+
+    document = {
+        "trajectory": [{"action": "ls", "observation": "a.py", "response": "look"}],
+        "history": [
+            {"role": "system", "content": "sys", "agent": "main"},
+            {"role": "assistant", "content": "demo", "is_demo": True, "tool_calls": call("demo")},
+            {"role": "tool", "content": "demo out", "is_demo": True, "tool_call_ids": ["demo"]},
+            {"role": "user", "content": "task", "agent": "main"},
+            {"role": "assistant", "content": "look", "tool_calls": call("call_real")},
+            {"role": "tool", "content": "a.py", "tool_call_ids": ["call_real"]},
+        ],
+        "info": {},
+    }
+    (session,) = load(io.BytesIO(json.dumps(document).encode())).sessions
+    assert [c.id for m in session.messages for c in m.tool_calls] == ["call_real"]
