@@ -163,32 +163,43 @@ def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
     return chain
 
 
-def _with_side_branches(chain: list[_Node], tree: list[_Node], nodes: dict[str, _Node]):
-    """The chain plus the lines of its responses that sit on one-line side branches."""
+def _with_side_branches(chain: list[_Node], tree: list[_Node]) -> list[_Node]:
+    """The chain plus the lines of its responses that sit on side branches.
+
+    The other lines of a response (same `message.id`) join it. A result line off the chain
+    joins when it answers a call of the chain's responses that the chain leaves unanswered:
+    from CLI 2.1 each parallel result hangs off its own `tool_use` line, and `progress`
+    lines (hooks, bash output) written between a call and its result can put the result,
+    or the next message, on a fork of their own. Lines are kept in file order.
+    """
     on_chain = {node.uuid for node in chain}
     msg_ids = {node.msg_id for node in chain if node.role == "assistant" and node.msg_id}
+    extra = [
+        node for node in tree
+        if node.uuid not in on_chain and node.role == "assistant" and node.msg_id in msg_ids
+    ]
+    calls = {
+        call.id
+        for node in (*chain, *extra)
+        if node.role == "assistant"
+        for call in node.content.calls  # type: ignore[union-attr]
+    }
     answered = {
         result[0]
         for node in chain
         if node.role == "user"
         for result in node.content.results  # type: ignore[union-attr]
     }
-    extra = []
     for node in tree:
-        if node.uuid in on_chain or node.role is None:
-            continue
-        if node.role == "assistant":
-            if node.msg_id in msg_ids:
-                extra.append(node)
+        if node.uuid in on_chain or node.role != "user":
             continue
         content = node.content
         if not content.results or content.texts:  # type: ignore[union-attr]
             continue
-        parent = nodes.get(node.parent) if node.parent else None
-        if parent is None or parent.role != "assistant" or parent.msg_id not in msg_ids:
+        ids = {result[0] for result in content.results}  # type: ignore[union-attr]
+        if not ids & calls or ids <= answered:
             continue
-        if all(result[0] in answered for result in content.results):  # type: ignore[union-attr]
-            continue
+        answered |= ids
         extra.append(node)
     if not extra:
         return chain
@@ -291,7 +302,7 @@ def parse(source: Source) -> list[Session]:
     task_prompts: dict[str, str] = {}
     main_leaf = _last_message_node(main_tree)
     if main_leaf is not None:
-        selected = _with_side_branches(_chain(main_leaf, nodes), main_tree, nodes)
+        selected = _with_side_branches(_chain(main_leaf, nodes), main_tree)
         messages, stats = _messages(selected, sidechain=False)
         title = _title(selected, info) or title_from(messages, "Claude Code session")
         included = sum(1 for node in selected if node.role is not None)
@@ -313,7 +324,7 @@ def parse(source: Source) -> list[Session]:
         leaf = _last_message_node(tree)
         if leaf is None:
             continue
-        selected = _with_side_branches(_chain(leaf, nodes), tree, nodes)
+        selected = _with_side_branches(_chain(leaf, nodes), tree)
         messages, stats = _messages(selected, sidechain=True)
         agent_id = next((node.agent_id for node in tree if node.agent_id), None)
         meta = _session_meta(session_id, base_meta, stats, info)

@@ -71,6 +71,7 @@ FIXTURE_COUNTS = {
     "claude-code-subagent.jsonl": ("claude-code", 1, 1, 1),
     "scenario.json": ("scenario", 1, 2, 2),
     "swe-agent-demo-history-only.traj": ("swe-agent", 1, 3, 3),
+    "claude-code-progress-forks.jsonl": ("claude-code", 1, 3, 3),
     "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
@@ -507,3 +508,14 @@ def test_swe_agent_demo_steps_in_the_history_do_not_shift_the_runs_native_calls(
     }
     (session,) = load(io.BytesIO(json.dumps(document).encode())).sessions
     assert [c.id for m in session.messages for c in m.tool_calls] == ["call_real"]
+
+
+def test_claude_code_results_forked_off_by_progress_lines_stay_with_their_calls():
+    # A result whose parent is a hook `progress` line, and a next answer that hangs off a
+    # `bash_progress` line instead of the result: both results are still the chain's.
+    (session,) = load(FIXTURES / "claude-code-progress-forks.jsonl").sessions
+    assert [(m.role, m.tool_call_id) for m in session.messages] == [
+        ("user", ""), ("assistant", ""), ("tool", "toolu_test"), ("tool", "toolu_lint"),
+        ("assistant", ""), ("user", ""), ("assistant", ""), ("tool", "toolu_fmt"),
+        ("assistant", ""),
+    ]
