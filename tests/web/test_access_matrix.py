@@ -23,6 +23,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from ctxsim.analysis.models import Sweep
 from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
@@ -99,6 +100,11 @@ RULES: dict[str, dict[str, dict]] = {
     "session-activity": {"GET": READ, "POST": GET_ONLY},
     "comment-permalink": {"GET": roles(302), "POST": GET_ONLY},
     "comment-resolve": {"GET": POST_ONLY, "POST": write(302)},
+    # cache & information loss, sweeps (an empty sweep form is answered 400 with its errors)
+    "session-insights": {"GET": READ, "POST": READ},
+    "session-sweeps": {"GET": READ, "POST": READ},
+    "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
+    "sweep-detail": {"GET": READ, "POST": READ},
 }
 
 # Query strings some views need to reach their permission-checked object.
@@ -148,7 +154,9 @@ def world(personas):
     spare_membership = Membership.objects.create(team=personas.team, user=spare,
                                                  role=Role.VIEWER)
     invite = create_invite(personas.team, owner, Role.VIEWER)
+    sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
     return {
+        "sweep_id": sweep.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,
         "invite_id": invite.pk, "token": invite.token, "slug": personas.team.slug,
