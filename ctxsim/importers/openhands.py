@@ -44,6 +44,8 @@ def detect(probe: Probe) -> bool | str:
         return True
     if isinstance(document, dict) and is_event_list(document.get("history")):
         return True  # resolver output: {issue, history, metrics, ...}
+    if isinstance(document, dict) and is_event_list(document.get("trajectory")):
+        return True  # the server's trajectory export: {"trajectory": [events]}
     return "not a list of events with `action`/`observation`"
 
 
@@ -177,7 +179,8 @@ def parse(source: Source) -> list[Session]:
     document = source.document()
     meta: dict[str, Any] = {}
     if isinstance(document, dict):
-        events = expect_list(document.get("history"), "history")
+        key = "trajectory" if "history" not in document and "trajectory" in document else "history"
+        events = expect_list(document.get(key), key)
         for key in ("issue", "success"):
             if key in document and not isinstance(document[key], (dict, list)):
                 meta[key] = document[key]

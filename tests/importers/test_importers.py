@@ -72,6 +72,7 @@ FIXTURE_COUNTS = {
     "scenario.json": ("scenario", 1, 2, 2),
     "swe-agent-demo-history-only.traj": ("swe-agent", 1, 3, 3),
     "claude-code-progress-forks.jsonl": ("claude-code", 1, 3, 3),
+    "openhands-trajectory-export.json": ("openhands", 1, 1, 1),
     "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
@@ -519,3 +520,11 @@ def test_claude_code_results_forked_off_by_progress_lines_stay_with_their_calls(
         ("assistant", ""), ("user", ""), ("assistant", ""), ("tool", "toolu_fmt"),
         ("assistant", ""),
     ]
+
+
+def test_an_openhands_trajectory_export_wrapped_in_an_object_uses_the_cause_rule():
+    (session,) = load(FIXTURES / "openhands-trajectory-export.json").sessions
+    assert [(m.role, m.tool_call_id) for m in session.messages] == [
+        ("user", ""), ("assistant", ""), ("tool", "toolu_wc"), ("assistant", ""),
+    ]
+    assert session.messages[1].tool_calls[0].name == "run"
