@@ -16,7 +16,7 @@ from .messages import Session
 from .params import ParamError
 from .profiles import DEFAULT_PROFILE
 from .replay import replay
-from .scenario import ScenarioError, is_scenario, load_json_text, parse_scenario_data
+from .scenario import ScenarioError, load_json_text, looks_like_scenario, parse_scenario_data
 from .spill import DirectorySpillSink, MemorySpillSink, SpillSink
 from .trace import build_trace
 
@@ -90,10 +90,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
-    # A scenario is recognised by its keys; one that also has `config` or `profile` is judged
-    # as a scenario even with a bad key, so its author gets the precise error.
-    if is_scenario(data) or (isinstance(data, dict) and "messages" in data
-                             and ("config" in data or "profile" in data)):
+    if looks_like_scenario(data):
         sc = parse_scenario_data(data)
         profile = args.profile or sc.profile or DEFAULT_PROFILE
         config = {**sc.config, **overrides}

@@ -7,6 +7,7 @@ Every problem is reported as a `ScenarioError` naming where it is, e.g.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,20 @@ class Scenario:
     description: str = ""
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def go_string(value: str) -> str:
+    """A decoded JSON string as Go's decoder leaves it: Python keeps a lone surrogate escape
+    (`"\\ud800"`) as a lone surrogate, Go turns it into U+FFFD (valid pairs are combined by
+    both)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
+
+
 def _expect(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> Any:
     ok = isinstance(value, kind)
     if not ok:
@@ -56,14 +71,14 @@ def _content(value: Any, where: str) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value
+        return go_string(value)
     if isinstance(value, list):
         texts = []
         for n, part in enumerate(value):
             _expect(part, dict, f"{where}[{n}]", "a content part object")
             if part.get("type") == "text":
                 texts.append(_expect(part.get("text"), str, f"{where}[{n}].text", "a string"))
-        return "".join(texts)
+        return go_string("".join(texts))
     raise ScenarioError(where, "expected a string, null or an array of content parts")
 
 
@@ -71,9 +86,9 @@ def _arguments(value: Any, where: str) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value
+        return go_string(value)
     if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return go_string(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
     raise ScenarioError(where, "expected a JSON string, an object or null")
 
 
@@ -90,7 +105,8 @@ def _tool_call(raw: Any, where: str) -> ToolCall:
         raise ScenarioError(f"{where}.function.name", "missing")
     name = _expect(fn["name"], str, f"{where}.function.name", "a string")
     args = _arguments(fn.get("arguments"), f"{where}.function.arguments")
-    return ToolCall(id=call_id, name=name, arguments=args, type=call_type)
+    return ToolCall(id=go_string(call_id), name=go_string(name), arguments=args,
+                    type=go_string(call_type))
 
 
 def parse_message(raw: Any, where: str, origin: int | None = None) -> Message:
@@ -117,7 +133,8 @@ def parse_message(raw: Any, where: str, origin: int | None = None) -> Message:
                             ("is_error", bool, "true or false"),
                             ("agent_feedback", bool, "true or false")):
         if raw.get(key) is not None:
-            fields[key] = _expect(raw[key], kind, f"{where}.{key}", what)
+            value = _expect(raw[key], kind, f"{where}.{key}", what)
+            fields[key] = go_string(value) if isinstance(value, str) else value
     return Message.of(role, _content(raw.get("content"), f"{where}.content"), **fields)
 
 
@@ -144,8 +161,8 @@ def parse_scenario_data(data: Any) -> Scenario:
     stages = data.get("stages")
     if stages is not None:
         _expect(stages, list, "stages", "an array of [stage, phase] pairs")
-    config = data.get("config") or {}
-    _expect(config, dict, "config", "an object")
+    config = data.get("config")
+    config = {} if config is None else _expect(config, dict, "config", "an object")
     tools = data.get("tools")
     if tools is not None:
         _expect(tools, list, "tools", "an array")
@@ -177,10 +194,25 @@ def is_scenario(data: Any) -> bool:
     ) <= TOP_KEYS
 
 
+def looks_like_scenario(data: Any) -> bool:
+    """Meant as a scenario, even if broken: a scenario, or an object with `messages` and
+    `config` or `profile`, or an object of scenario keys only that has `config`. Such a file
+    is judged as a scenario, so its author gets the precise error (e.g. `messages: missing`)
+    instead of a list of transcript formats it is not."""
+    if not isinstance(data, dict):
+        return False
+    if is_scenario(data):
+        return True
+    if "messages" in data and ("config" in data or "profile" in data):
+        return True
+    return "config" in data and set(data) <= TOP_KEYS
+
+
 def scenario_session(s: Scenario, title: str = "scenario") -> Session:
     return Session(format="scenario", title=title, messages=s.messages, tools=s.tools,
                    response_schema=s.response_schema)
 
 
-__all__ = ["Scenario", "ScenarioError", "is_scenario", "parse_messages", "parse_scenario",
+__all__ = ["Scenario", "ScenarioError", "go_string", "is_scenario", "looks_like_scenario",
+           "parse_messages", "parse_scenario",
            "parse_scenario_data", "scenario_session"]

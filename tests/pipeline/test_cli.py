@@ -27,6 +27,9 @@ def run(tmp_path: Path, scenario, *args: str) -> tuple[int, str, str]:
     ({"messages": [{"role": "robot"}]}, "messages[0].role: expected one of"),
     ({"config": {"loop_mode": "fast"}, "messages": []}, "config.loop_mode: expected one of"),
     ({"profile": "nope", "messages": []}, "unknown profile 'nope'"),
+    ({"config": [], "messages": []}, "config: expected an object"),
+    ({"config": {"ccr": "off"}}, "messages: missing"),
+    ({"config": {}, "messages": {"role": "user"}}, "messages: expected an array of messages"),
 ])
 def test_bad_scenarios_exit_2_with_one_line_naming_where(tmp_path, scenario, needle) -> None:
     code, out, err = run(tmp_path, scenario)
@@ -77,3 +80,13 @@ def test_config_file_overrides_the_profile(tmp_path: Path) -> None:
     cfg.write_text(json.dumps({"loop_mode": "coder"}))
     code, out, _ = run(tmp_path, {"messages": []}, "--config", str(cfg))
     assert code == 0 and json.loads(out)["effective_config"]["loop_mode"] == "coder"
+
+
+def test_a_lone_surrogate_escape_becomes_one_replacement_character_as_go_decodes_it(
+        tmp_path: Path) -> None:
+    # Go's JSON decoder turns "\\ud800" into U+FFFD (3 valid bytes); Python would keep a lone
+    # surrogate, which is not UTF-8 at all.
+    text = '{"config": {}, "messages": [{"role": "user", "content": "a\\ud800b\\ud83d\\ude00"}]}'
+    code, out, _ = run(tmp_path, text)
+    sent = json.loads(out)["calls"][0]["budget"]["history"][0]
+    assert code == 0 and sent == {"role": "user", "content": "a\ufffdb\U0001f600"}
