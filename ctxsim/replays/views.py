@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from ctxsim.htmx import target_id
@@ -71,15 +72,23 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     for entry in rows:
         if not entry.get("comment_box"):
             continue
-        count = entry["comment_count"]
-        inner = render_to_string("reviews/review.html#thread-block", {
-            **review, "session": session, "threads": entry["comment_threads"], "call": call,
-            "message": entry["row"].message.origin,
-        }, request)
-        label = f"{count} comment{'s' if count != 1 else ''}" if count else "comment"
+        count, origin = entry["comment_count"], entry["row"].message.origin
+        if not count:
+            # A writer's affordance on an uncommented message: a link that loads the form, so
+            # a call of thousands of messages does not render thousands of forms.
+            url = escape(f"{reverse('comment-create', args=[session.pk])}"
+                         f"?call={call}&message={origin}")
+            boxes[entry["index"]] = (
+                f'<div class="msg-comments"><a class="comment-toggle" href="{url}" '
+                f'hx-get="{url}" hx-target="this" hx-swap="outerHTML">comment</a></div>'
+            )
+            continue
+        anchor = {**review, "session": session, "threads": entry["comment_threads"],
+                  "call": call, "message": origin, "count": count}
+        inner = render_to_string("reviews/review.html#thread-block", anchor, request)
+        label = render_to_string("reviews/review.html#count", anchor, request)
         boxes[entry["index"]] = (
-            f'<details class="msg-comments"{" open" if count else ""}>'
-            f'<summary>{label}</summary>{inner}</details>'
+            f'<details class="msg-comments" open><summary>{label}</summary>{inner}</details>'
         )
     return boxes
 

@@ -7,10 +7,10 @@ of band; without JavaScript it redirects to the comment's permalink or the sessi
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Comment
@@ -47,9 +47,22 @@ def session_url(session_id: int, call_index: int | None, fragment: str = "") -> 
     return url + (f"#{fragment}" if fragment else "")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def comment_create(request: HttpRequest, session_id: int) -> HttpResponse:
+    """POST adds a comment. GET shows the anchor's thread block with its form: the call view
+    links uncommented messages here instead of rendering a form for each of thousands."""
     session, membership = _session(request, session_id, "write")
+    if request.method == "GET":
+        try:
+            call, message = _index(request.GET.get("call")), _index(request.GET.get("message"))
+        except services.ReviewError as exc:
+            return HttpResponseBadRequest(str(exc), content_type="text/plain")
+        if request.htmx:
+            return _block(request, session, membership, call, message)
+        threads = services.anchor_threads(session, call, message)
+        return render(request, "reviews/comment_form.html", {
+            "session": session, "threads": threads, "call": call, "message": message,
+            "can_write": True, "back": session_url(session.pk, call)})
     parent = None
     try:
         if request.POST.get("parent"):

@@ -36,7 +36,7 @@ def test_comment_permalink_reply_and_resolve_across_two_users_and_a_viewer(
 
     # The reviewer comments on one message (the spilled tool result, message 3).
     message = page.locator('li.msg[data-origin="3"]')
-    message.locator("details.msg-comments > summary").click()
+    message.locator("a.comment-toggle").click()  # loads the form in place
     message.locator("textarea[name=body]").fill("Why is the build log spilled?\n<b>really</b>")
     page.evaluate("window.__same_page = true")
     message.locator("form.new-comment button[type=submit]").click()

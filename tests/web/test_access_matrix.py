@@ -95,7 +95,8 @@ RULES: dict[str, dict[str, dict]] = {
     "spill-view": {"GET": READ, "POST": READ},
     "spill-download": {"GET": READ, "POST": READ},
     # review
-    "comment-create": {"GET": POST_ONLY, "POST": write(400)},
+    # GET shows an anchor's form (writers only); an empty POST is refused with 400.
+    "comment-create": {"GET": write(200), "POST": write(400)},
     "review-status": {"GET": POST_ONLY, "POST": write(400)},
     "session-activity": {"GET": READ, "POST": GET_ONLY},
     "comment-permalink": {"GET": roles(302), "POST": GET_ONLY},

@@ -309,3 +309,22 @@ def test_two_reviewers_writing_at_once_lose_nothing_and_the_activity_keeps_their
     listed = html.split('id="activity"')[1]
     positions = [listed.index(a.detail + "</span>") for a in activity if a.kind == "comment"]
     assert positions == sorted(positions)
+
+
+def test_uncommented_messages_link_to_a_form_loaded_on_demand(personas, stored):
+    html = page(personas.client("reviewer"), stored, call=1)
+    form_url = f"{reverse('comment-create', args=[stored.pk])}?call=1&amp;message=3"
+    assert f'href="{form_url}"' in html and f'hx-get="{form_url}"' in html
+    assert 'href="/sessions' not in page(personas.client("viewer"), stored, call=1).split(
+        'class="messages"')[1].split("</ol>")[0].replace(
+        f'/sessions/{stored.pk}/spills/', "")  # viewers get no comment links (spill links aside)
+    url = reverse("comment-create", args=[stored.pk]) + "?call=1&message=3"
+    reviewer = personas.client("reviewer")
+    block = reviewer.get(url, headers=HTMX).content.decode()
+    assert block.lstrip().startswith('<div class="thread-block" id="comments-c1-m3"')
+    assert 'name="body"' in block
+    full = reviewer.get(url)
+    assert full.status_code == 200 and b"Comment on message 3 at call 1" in full.content
+    assert personas.client("viewer").get(url).status_code == 403
+    assert reviewer.get(reverse("comment-create", args=[stored.pk]) + "?call=x").status_code \
+        == 400
