@@ -73,6 +73,7 @@ FIXTURE_COUNTS = {
     "swe-agent-demo-history-only.traj": ("swe-agent", 1, 3, 3),
     "claude-code-progress-forks.jsonl": ("claude-code", 1, 3, 3),
     "openhands-trajectory-export.json": ("openhands", 1, 1, 1),
+    "codex-legacy-session-items.json": ("codex-legacy", 1, 2, 2),
     "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
@@ -528,3 +529,15 @@ def test_an_openhands_trajectory_export_wrapped_in_an_object_uses_the_cause_rule
         ("user", ""), ("assistant", ""), ("tool", "toolu_wc"), ("assistant", ""),
     ]
     assert session.messages[1].tool_calls[0].name == "run"
+
+
+def test_an_early_codex_rollout_document_maps_its_session_and_items():
+    (session,) = load(FIXTURES / "codex-legacy-session-items.json").sessions
+    assert session.key == "4e1f0c2a-7b7d-4b52-9a0e-3c1d2e3f4a5b"
+    assert session.messages[0].role == "system"
+    assert session.messages[0].text == "Prefer small, reviewable patches."
+    assert session.title == "Why does `make` fail?"
+    calls = calls_by_id(session)
+    assert calls["call_make"].name == "shell" and calls["call_ls"].name == "local_shell"
+    make = results_by_id(session)["call_make"]
+    assert make.is_error and make.error_code == "ExitCode:2"
