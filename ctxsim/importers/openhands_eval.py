@@ -1,11 +1,14 @@
 """OpenHands evaluation output (`output.jsonl`): one task instance per line, each its own
-session, with `history` holding the instance's events (mapped as in `openhands`)."""
+session, with `history` holding the instance's events (mapped as in `openhands`).
+
+An instance that failed before its first step has `history: null` (or no history); it stays a
+session, holding the task `instruction` when there is one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ctxsim.pipeline.messages import Session
+from ctxsim.pipeline.messages import Message, Session
 
 from .common import expect_list, require_sessions, title_from
 from .errors import TranscriptError, type_name
@@ -31,11 +34,15 @@ def parse(source: Source) -> list[Session]:
             raise TranscriptError(
                 f"each line should be a JSON object, not {type_name(record)}", line=line
             )
-        history = expect_list(record.get("history"), "history", line)
+        history = record.get("history")
+        history = [] if history is None else expect_list(history, "history", line)
         try:
             messages, tools = map_events(history, counter, NAME, "history")
         except TranscriptError as error:
             raise TranscriptError(error.reason, line=line) from None
+        instruction = record.get("instruction")
+        if not messages and isinstance(instruction, str) and instruction:
+            messages = (Message.of("user", instruction, meta={"source": "instruction"}),)
         instance = str(record.get("instance_id", ""))
         meta: dict[str, Any] = {"instance_id": instance, "source_line": line}
         metrics = record.get("metrics")

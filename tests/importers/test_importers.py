@@ -74,6 +74,7 @@ FIXTURE_COUNTS = {
     "claude-code-progress-forks.jsonl": ("claude-code", 1, 3, 3),
     "openhands-trajectory-export.json": ("openhands", 1, 1, 1),
     "codex-legacy-session-items.json": ("codex-legacy", 1, 2, 2),
+    "openhands-eval-failed-instance.jsonl": ("openhands-eval", 2, 1, 1),
     "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
@@ -541,3 +542,10 @@ def test_an_early_codex_rollout_document_maps_its_session_and_items():
     assert calls["call_make"].name == "shell" and calls["call_ls"].name == "local_shell"
     make = results_by_id(session)["call_make"]
     assert make.is_error and make.error_code == "ExitCode:2"
+
+
+def test_an_openhands_eval_instance_without_history_is_still_a_session():
+    failed, ran = load(FIXTURES / "openhands-eval-failed-instance.jsonl").sessions
+    assert failed.key == "calc__calc-7" and failed.meta["error"].startswith("Agent failed")
+    assert [(m.role, m.text) for m in failed.messages] == [("user", "Make `add` handle None.")]
+    assert ran.tool_call_count == 1 and ran.tool_result_count == 1
