@@ -147,6 +147,15 @@ def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> 
         node.meta_flags = {**(node.meta_flags or {}), "api_error": True}
 
 
+def _parent(node: _Node, nodes: dict[str, _Node]) -> _Node | None:
+    """The record `node` continues, on its own side: a subagent's first line may name the
+    main-chain line that started it, but the main chain is not part of the subagent."""
+    parent = nodes.get(node.parent) if node.parent else None
+    if parent is not None and parent.sidechain != node.sidechain:
+        return None
+    return parent
+
+
 def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
     """From `leaf` up to its root, in file order; crosses compaction boundaries."""
     chain: list[_Node] = []
@@ -155,7 +164,7 @@ def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
     while node is not None and node.uuid not in seen:
         seen.add(node.uuid)
         chain.append(node)
-        parent = nodes.get(node.parent) if node.parent else None
+        parent = _parent(node, nodes)
         if parent is None and node.logical_parent:
             parent = nodes.get(node.logical_parent)
         node = parent
@@ -267,7 +276,7 @@ def _root(node: _Node, nodes: dict[str, _Node], roots: dict[str, str]) -> str:
         if known is not None:
             break
         path.append(current.uuid)
-        parent = nodes.get(current.parent) if current.parent else None
+        parent = _parent(current, nodes)
         if parent is None or parent.uuid in path:
             known = current.uuid
             break

@@ -75,6 +75,7 @@ FIXTURE_COUNTS = {
     "openhands-trajectory-export.json": ("openhands", 1, 1, 1),
     "codex-legacy-session-items.json": ("codex-legacy", 1, 2, 2),
     "openhands-eval-failed-instance.jsonl": ("openhands-eval", 2, 1, 1),
+    "claude-code-sidechains-off-main.jsonl": ("claude-code", 3, 4, 4),
     "swe-agent-demo-text-history-only.traj": ("swe-agent", 1, 2, 2),
 }
 
@@ -549,3 +550,17 @@ def test_an_openhands_eval_instance_without_history_is_still_a_session():
     assert failed.key == "calc__calc-7" and failed.meta["error"].startswith("Agent failed")
     assert [(m.role, m.text) for m in failed.messages] == [("user", "Make `add` handle None.")]
     assert ran.tool_call_count == 1 and ran.tool_result_count == 1
+
+
+def test_claude_code_subagents_whose_first_line_names_a_main_line_stay_apart():
+    # Two inline subagents whose first lines point at the main chain's Task line instead of
+    # null: each is its own session, and neither repeats the main chain's calls.
+    main, links, images = load(FIXTURES / "claude-code-sidechains-off-main.jsonl").sessions
+    assert [call.id for m in main.messages for call in m.tool_calls] == [
+        "toolu_links", "toolu_imgs",
+    ]
+    assert [call.id for m in links.messages for call in m.tool_calls] == ["toolu_a_grep"]
+    assert [call.id for m in images.messages for call in m.tool_calls] == ["toolu_b_grep"]
+    assert links.meta["parent_tool_use_id"] == "toolu_links"
+    assert images.meta["parent_tool_use_id"] == "toolu_imgs"
+    assert links.messages[0].role == "user" and links.parent_key == main.key
