@@ -31,7 +31,6 @@ from ctxsim.insights.prices import (
 )
 from ctxsim.insights.report import ProfileInsights, analyse
 from ctxsim.replays import services as replays
-from ctxsim.transcripts.store import load_session
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +136,7 @@ def profile_refs(query: QueryDict) -> tuple[list[str], bool]:
 def insight_columns(session, query: QueryDict, rule: CacheRule,
                     canonical=None) -> tuple[list[Column], dict[str, str]]:
     """Replay the session under each chosen profile and simulate the cache over each."""
-    canonical = canonical or load_session(session)
+    canonical = canonical or replays.canonical_session(session)
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
     wanted: list[tuple[str, replays.ReplaySettings]] = []
@@ -281,7 +280,7 @@ def run_sweep_job(sweep_id: int) -> dict:
     try:
         settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
         cache, _ = cache_choice(sweep.cache | {"price": _price_text(sweep.cache)})
-        canonical = load_session(sweep.session)
+        canonical = replays.canonical_session(sweep.session)
         source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
                                    settings.config, canonical.tools, canonical.response_schema)
         axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,6 +239,35 @@ def _normal(value: Any) -> Any:
 
 # --- replaying --------------------------------------------------------------------------------
 
+# Stored sessions never change after import, so each web process keeps the last few it loaded
+# (and whether their stored token counts were handed to each counter): stepping through calls
+# then costs the replay alone, not a reload of every message.
+CANONICAL_CACHE_SIZE = 6
+_canonical: OrderedDict[tuple, tuple[Any, set[str]]] = OrderedDict()
+_canonical_lock = threading.Lock()
+
+
+def canonical_session(session: Session, counter_name: str | None = None):
+    """The session's canonical messages (cached per process); with `counter_name`, that
+    counter is primed with the token counts stored for them."""
+    key = (session.pk, session.created_at, session.message_count, session.total_bytes)
+    with _canonical_lock:
+        entry = _canonical.get(key)
+        if entry is not None:
+            _canonical.move_to_end(key)
+    if entry is None:
+        entry = (load_session(session), set())
+        with _canonical_lock:
+            _canonical[key] = entry
+            while len(_canonical) > CANONICAL_CACHE_SIZE:
+                _canonical.popitem(last=False)
+    canonical, primed = entry
+    if counter_name is not None and counter_name not in primed:
+        prime_token_counts(session, canonical, get_counter(counter_name))
+        primed.add(counter_name)
+    return canonical
+
+
 
 def cache_key(rc: RunConfig) -> str:
     values = {k: v for k, v in rc.values.items() if not k.startswith("_")}
@@ -252,16 +283,15 @@ def new_replay(canonical, rc: RunConfig, sink: SpillSink | None = None) -> Repla
                   canonical.response_schema)
 
 
-def summary_for(session: Session, settings: ReplaySettings, canonical=None) -> ReplayRun:
+def summary_for(session: Session, settings: ReplaySettings) -> ReplayRun:
     """The cached replay summary for these settings; replays and stores it on a miss."""
     rc = settings.run_config()
     key = cache_key(rc)
     cached = ReplayRun.objects.filter(session=session, key=key).first()
     if cached is not None:
         return cached
-    canonical = canonical or load_session(session)
+    canonical = canonical_session(session, rc.values["counter"])
     counter = get_counter(rc.values["counter"])
-    prime_token_counts(session, canonical, counter)
     rep = new_replay(canonical, rc, StorageSpillSink())
     calls = [analysis.call_summary(call) for call in rep.calls()]
     save_token_counts(session, canonical, counter)
@@ -293,12 +323,12 @@ class CallDetail:
     spills: dict[str, SpilledFile]
 
 
-def call_detail(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
-                canonical=None) -> CallDetail:
+def call_detail(
+    session: Session, settings: ReplaySettings, run: ReplayRun, index: int
+) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
     rc = settings.run_config()
-    canonical = canonical or load_session(session)
-    prime_token_counts(session, canonical, get_counter(rc.values["counter"]))
+    canonical = canonical_session(session, rc.values["counter"])
     rep = new_replay(canonical, rc)
     chosen = None
     for call in rep.calls():
@@ -335,8 +365,8 @@ def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = Fa
     from ctxsim.pipeline.spill import MemorySpillSink
     from ctxsim.pipeline.trace import build_trace
 
-    canonical = load_session(session)
-    rep = new_replay(canonical, settings.run_config(), MemorySpillSink())
+    rc = settings.run_config()
+    rep = new_replay(canonical_session(session, rc.values["counter"]), rc, MemorySpillSink())
     return json.dumps(build_trace(rep, summary=summary), ensure_ascii=False) + "\n"
 
 
@@ -385,7 +415,7 @@ class Side:
     run: ReplayRun
 
 
-def compare_sides(session: Session, a: str | None, b: str | None, canonical=None):
+def compare_sides(session: Session, a: str | None, b: str | None):
     """The two replays of a comparison (defaults: chatcli against none)."""
     errors: dict[str, str] = {}
     sides = []
@@ -394,7 +424,7 @@ def compare_sides(session: Session, a: str | None, b: str | None, canonical=None
         if problems:
             errors[key] = problems.get("profile", "bad profile")
         sides.append(Side(settings.profile_ref, settings,
-                          summary_for(session, settings, canonical)))
+                          summary_for(session, settings)))
     return sides, errors
 
 

@@ -22,7 +22,6 @@ from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
-from ctxsim.transcripts.store import load_session
 
 TEMPLATE = "replays/session.html"
 
@@ -40,12 +39,11 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         html = render_to_string(f"{TEMPLATE}#form-errors", {"errors": errors}, request)
         return HttpResponse(html, headers={"HX-Retarget": "#form-errors",
                                            "HX-Reswap": "outerHTML"})
-    canonical = load_session(session)
-    run = services.summary_for(session, settings, canonical)
+    run = services.summary_for(session, settings)
     call = page.selected_call(run, request.GET.get("call"))
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         return redirect(url + settings.query(call))
-    context = page_context(request, session, membership, settings, errors, run, call, canonical)
+    context = page_context(request, session, membership, settings, errors, run, call)
     context["url"] = url
     target = target_id(request)
     if target == "call-view":
@@ -93,8 +91,8 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     return boxes
 
 
-def page_context(request, session, membership, settings, errors, run, call, canonical) -> dict:
-    detail = services.call_detail(session, settings, run, call, canonical)
+def page_context(request, session, membership, settings, errors, run, call) -> dict:
+    detail = services.call_detail(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
     rows = page.call_rows(detail)
@@ -190,12 +188,9 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    canonical = load_session(session)
-    sides, errors = services.compare_sides(
-        session, request.GET.get("a"), request.GET.get("b"), canonical
-    )
+    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"))
     call = page.selected_call(sides[0].run, request.GET.get("call"))
-    columns = [page.compare_column(session, side, call, canonical) for side in sides]
+    columns = [page.compare_column(session, side, call) for side in sides]
     context = {
         "session": session,
         "sides": sides,

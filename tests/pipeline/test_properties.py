@@ -177,3 +177,15 @@ def test_the_call_view_marks_each_message_for_the_before_after_view() -> None:
         "unchanged", "unchanged", "spilled", "injected", "removed"
     ]
     assert [row.stage for row in rows] == ["", "", "budget", "pairing", "pairing"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=60), st.binary(max_size=60))
+def test_the_call_view_diff_splits_both_contents_around_their_common_head_and_tail(old, new):
+    from ctxsim.replays.analysis import content_diff
+
+    d = content_diff(old, new)
+    assert d.prefix + d.removed + d.suffix == old
+    assert d.prefix + d.added + d.suffix == new
+    # The head is as long as it can be; the tail takes what is left in common after it.
+    assert not (d.removed and d.added and d.removed[0] == d.added[0])
