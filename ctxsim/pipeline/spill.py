@@ -141,9 +141,14 @@ class SpillService:
         self.sink = sink if sink is not None else MemorySpillSink()
         self.counter = 0
         self.records: list[SpillRecord] = []
+        self._ready: set[str] = set()
 
     def ensure_dir(self, directory: str) -> None:
-        self.sink.ensure_dir(directory)
+        # Once a directory exists it stays: checking every path component again for each of
+        # thousands of spills was a third of a long replay's budget stage.
+        if directory not in self._ready:
+            self.sink.ensure_dir(directory)
+            self._ready.add(directory)
 
     def next_number(self) -> int:
         self.counter += 1
