@@ -323,20 +323,49 @@ class CallDetail:
     spills: dict[str, SpilledFile]
 
 
+@dataclass
+class _LiveReplay:
+    """A replay paused after yielding call `last.call_index`, ready to go on."""
+
+    replay: Replay
+    calls: Any  # the replay's generator
+    last: CallResult
+
+
+# Reviewers step through calls one after the other: each process keeps a few replays paused
+# where the last request left them, so the next call costs one step, not a replay from the
+# start. A request takes the paused replay out of the cache while it uses it, so two threads
+# never advance the same generator.
+LIVE_REPLAYS = 4
+_live: OrderedDict[tuple, _LiveReplay] = OrderedDict()
+_live_lock = threading.Lock()
+
+
+def _replay_to(session: Session, rc: RunConfig, index: int) -> tuple[CallResult, Replay]:
+    key = (session.pk, session.created_at, cache_key(rc))
+    with _live_lock:
+        live = _live.pop(key, None)
+    if live is None or live.last.call_index > index:
+        rep = new_replay(canonical_session(session, rc.values["counter"]), rc)
+        live = _LiveReplay(rep, rep.calls(), None)  # type: ignore[arg-type]
+    while live.last is None or live.last.call_index < index:
+        nxt = next(live.calls, None)
+        if nxt is None:
+            raise IndexError(index)
+        live.last = nxt
+    with _live_lock:
+        _live[key] = live
+        while len(_live) > LIVE_REPLAYS:
+            _live.popitem(last=False)
+    return live.last, live.replay
+
+
 def call_detail(
     session: Session, settings: ReplaySettings, run: ReplayRun, index: int
 ) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
     rc = settings.run_config()
-    canonical = canonical_session(session, rc.values["counter"])
-    rep = new_replay(canonical, rc)
-    chosen = None
-    for call in rep.calls():
-        if call.call_index == index:
-            chosen = call
-            break
-    if chosen is None:
-        raise IndexError(index)
+    chosen, rep = _replay_to(session, rc, index)
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
     view = analysis.call_view(chosen, get_counter(rc.values["counter"]), capped)
     spills = {s.name: s for s in run.spills.filter(created_in_call=index)}
