@@ -191,6 +191,9 @@ def test_a_small_sweep_runs_inline_and_its_points_apply_as_page_parameters(perso
     assert 'id="f-toolContextCount" value="1"' in page
 
 
+# db_worker closes its database connection after a task, which would break PostgreSQL's test
+# transaction: this test commits for real.
+@pytest.mark.django_db(transaction=True)
 def test_a_large_sweep_goes_to_the_worker_and_reports_progress(
     personas, generated, settings, django_capture_on_commit_callbacks
 ):
