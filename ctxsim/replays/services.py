@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.http import Http404
 
 from ctxsim.pipeline.params import PARAMS, ParamError
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES, Profile, RunConfig, resolve
@@ -400,8 +401,12 @@ def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = Fa
 
 
 def spill_bytes(spill: SpilledFile) -> bytes:
-    with default_storage.open(spill.storage_name, "rb") as handle:
-        return handle.read()
+    """The spilled file's bytes; Http404 when storage lost them (e.g. a bucket was cleaned)."""
+    try:
+        with default_storage.open(spill.storage_name, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise Http404("This spilled file is no longer in storage.") from None
 
 
 def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import page, services
@@ -30,6 +30,7 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
     return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
+@require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
     settings, errors = services.settings_from_query(request.GET, session.team)
@@ -129,6 +130,7 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
     }
 
 
+@require_safe
 def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole body of one message of one call ("show all" in the call view)."""
     session, _ = _session(request, session_id)
@@ -144,6 +146,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
                   {"text": row.message.text, "call_index": call, "index": int(position)})
 
 
+@require_safe
 def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
     session, _ = _session(request, session_id)
@@ -166,6 +169,7 @@ def _spill(request: HttpRequest, session_id: int, spill_id: int):
     )
 
 
+@require_safe
 def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
     """A spilled file with line numbers and an optional line range, like an agent's ranged
     read (`?start=&end=`, 1-based, inclusive)."""
@@ -176,6 +180,7 @@ def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResp
                   {"spill": spill, "session": spill.run.session, **view})
 
 
+@require_safe
 def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
     spill, _ = _spill(request, session_id, spill_id)
     response = HttpResponse(services.spill_bytes(spill), content_type="text/plain; charset=utf-8")
@@ -185,6 +190,7 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
     return response
 
 
+@require_safe
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
@@ -207,6 +213,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "replays/compare.html", context)
 
 
+@require_safe
 def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
     session, _ = _session(request, session_id)

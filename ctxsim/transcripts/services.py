@@ -25,13 +25,14 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from ctxsim.importers.errors import TranscriptError
+from ctxsim.replays.models import SpilledFile, storage_name_for
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.imports import import_transcript
-from ctxsim.transcripts.models import ImportJob, Session
+from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 
 logger = logging.getLogger(__name__)
 
@@ -422,3 +423,31 @@ def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[
         .exclude(pk__in=just_queued)
         .select_related("user")[:30]
     )
+
+
+def delete_session(session: Session) -> None:
+    """Delete a session with everything hanging off it (sidechains, replays, review), then the
+    stored contents and spill files no other session uses: both are shared by hash, so only
+    orphans go."""
+    sessions, frontier = [session], [session.pk]
+    while frontier:
+        children = list(Session.objects.filter(parent_id__in=frontier))
+        sessions += children
+        frontier = [child.pk for child in children]
+    content_ids = set(
+        Message.objects.filter(session__in=sessions).values_list("content_id", flat=True)
+    )
+    spill_hashes = set(
+        SpilledFile.objects.filter(run__session__in=sessions).values_list("sha256", flat=True)
+    )
+    with transaction.atomic():
+        session.delete()
+        still_used = Message.objects.filter(content=OuterRef("pk"))
+        Content.objects.filter(pk__in=content_ids).exclude(Exists(still_used)).delete()
+        orphans = spill_hashes - set(
+            SpilledFile.objects.filter(sha256__in=spill_hashes).values_list("sha256", flat=True)
+        )
+        # Storage is not transactional: remove files only once the rows are really gone.
+        transaction.on_commit(
+            lambda: [default_storage.delete(storage_name_for(sha)) for sha in orphans]
+        )

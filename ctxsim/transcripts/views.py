@@ -16,7 +16,7 @@ from ctxsim.teams.current import current_membership
 from ctxsim.teams.models import Membership
 from ctxsim.transcripts import services
 from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
-from ctxsim.transcripts.models import ImportJob
+from ctxsim.transcripts.models import ImportJob, Session
 
 
 def _membership(request: HttpRequest, action: str = "read") -> Membership:
@@ -87,3 +87,13 @@ def requeue_job(request: HttpRequest, job_id: int) -> HttpResponse:
     else:
         messages.success(request, f"{job.file_name}: queued again.")
     return redirect("upload")
+
+
+@require_POST
+def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Owners delete a session (with its sidechains, replays, spills and review)."""
+    session, _ = get_scoped(Session.objects.all(), request.user, "manage", pk=session_id)
+    title = session.title
+    services.delete_session(session)
+    messages.success(request, f"Deleted “{title}”.")
+    return redirect("home")

@@ -84,16 +84,18 @@ RULES: dict[str, dict[str, dict]] = {
     "upload": {"GET": roles(200, outsider=200), "POST": roles(200, 200, 403, outsider=200)},
     "import-job": {"GET": READ, "POST": GET_ONLY},
     "import-job-requeue": {"GET": POST_ONLY, "POST": write(302)},
-    # the session page and what hangs off it (GET views that ignore the method answer POST too)
-    "session-detail": {"GET": READ, "POST": READ},
-    "session-message": {"GET": READ, "POST": READ},
-    "session-trace": {"GET": READ, "POST": READ},
-    "session-compare": {"GET": READ, "POST": READ},
-    "profile-export": {"GET": READ, "POST": READ},
+    # owners delete sessions
+    "session-delete": {"GET": POST_ONLY, "POST": manage(302)},
+    # the session page and what hangs off it: reading only
+    "session-detail": {"GET": READ, "POST": GET_ONLY},
+    "session-message": {"GET": READ, "POST": GET_ONLY},
+    "session-trace": {"GET": READ, "POST": GET_ONLY},
+    "session-compare": {"GET": READ, "POST": GET_ONLY},
+    "profile-export": {"GET": READ, "POST": GET_ONLY},
     "profile-save": {"GET": POST_ONLY, "POST": write(200)},
     "profile-import": {"GET": POST_ONLY, "POST": write(200)},
-    "spill-view": {"GET": READ, "POST": READ},
-    "spill-download": {"GET": READ, "POST": READ},
+    "spill-view": {"GET": READ, "POST": GET_ONLY},
+    "spill-download": {"GET": READ, "POST": GET_ONLY},
     # review
     # GET shows an anchor's form (writers only); an empty POST is refused with 400.
     "comment-create": {"GET": write(200), "POST": write(400)},

@@ -300,3 +300,41 @@ def test_token_counts_are_persisted_with_the_contents_and_prime_a_fresh_counter(
     big = max(canonical.messages, key=lambda m: len(m.content))
     known = fresh.cached(big.content)
     assert known is not None and known == TiktokenCounter("cl100k_base").count(big.content)
+
+
+def test_an_owner_deletes_a_session_and_its_orphaned_contents_and_spills(
+    personas, stored, django_capture_on_commit_callbacks
+):
+    from django.core.files.storage import default_storage
+
+    from ctxsim.transcripts.models import Content, Session
+
+    personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
+    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
+    assert default_storage.exists(spill.storage_name)
+    shared = save_sessions([spilling_session()], team=personas.team)[0]  # same contents
+    with django_capture_on_commit_callbacks(execute=True):
+        response = personas.client("owner").post(reverse("session-delete", args=[stored.pk]))
+    assert response.status_code == 302
+    assert not Session.objects.filter(pk=stored.pk).exists()
+    # The other session still holds the same contents, so they stay.
+    assert Content.objects.count() == shared.message_count
+    assert not default_storage.exists(spill.storage_name)
+
+
+def test_reviewers_cannot_delete_sessions(personas, stored):
+    from ctxsim.transcripts.models import Session
+
+    response = personas.client("reviewer").post(reverse("session-delete", args=[stored.pk]))
+    assert response.status_code == 403
+    assert Session.objects.filter(pk=stored.pk).exists()
+
+
+def test_a_spill_lost_from_storage_is_a_404_not_an_error(personas, stored):
+    from django.core.files.storage import default_storage
+
+    personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
+    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
+    default_storage.delete(spill.storage_name)
+    response = personas.client("owner").get(reverse("spill-view", args=[stored.pk, spill.pk]))
+    assert response.status_code == 404
