@@ -124,6 +124,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Rendered call views are shared between requests (and, with a shared backend, between
+# worker processes): `locmemcache://` by default, `filecache:///path` or `rediscache://…` in
+# production (bin/serve-prod uses a file cache).
+try:
+    CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://ctxsim")}
+except (ImproperlyConfigured, ValueError, KeyError) as exc:
+    raise ImproperlyConfigured(f"CACHE_URL is not a valid cache URL: {exc}") from None
+CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
+
 TASKS = {
     "default": {
         "BACKEND": env.str("TASK_BACKEND", default="django_tasks_db.DatabaseBackend"),

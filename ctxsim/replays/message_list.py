@@ -47,20 +47,20 @@ def _diff(d: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def render_messages(
+def render_rows(
     entries: Sequence[Mapping[str, Any]],
     *,
     session_id: int,
     call_index: int,
     query: str,
-    extras: Mapping[int, str] | None = None,
-) -> SafeString:
-    """The `<ol class="messages">` of one call. `extras` maps a row index to HTML (already
-    safe) appended at the end of that row, e.g. its comment box."""
+) -> list[tuple[int, int | None, str]]:
+    """One call's rows as (row index, message origin, HTML of the `<li>` left open): the part
+    of the call view that depends only on the replay, so it can be cached and shared, with
+    per-viewer pieces (comment boxes) added by `join_rows`."""
     body_url = reverse("session-message", args=[session_id])
     # One reverse() for every spill link: spill ids are plain integers.
     spill_url = reverse("spill-view", args=[session_id, 0])[: -len("0/")]
-    out = ['<ol class="messages">']
+    out = []
     for e in entries:
         row, index = e["row"], e["index"]
         m = row.message
@@ -103,9 +103,14 @@ def render_messages(
                          f'<small class="muted">{escape(call.id)}</small></div>')
         if m.tool_call_id:
             parts.append(f'<small class="muted">answers {escape(m.tool_call_id)}</small>')
-        if extras and index in extras:
-            parts.append(extras[index])
-        parts.append("</li>")
-        out.append("".join(parts))
-    out.append("</ol>")
-    return mark_safe("".join(out))  # noqa: S308 - every interpolated value is escaped above
+        out.append((index, m.origin, "".join(parts)))
+    return out
+
+
+def join_rows(rows: Sequence[tuple[int, int | None, str]],
+              extras: Mapping[int, str] | None = None) -> SafeString:
+    """The `<ol class="messages">` of one call. `extras` maps a row index to HTML (already
+    safe) placed at the end of that row, e.g. its comment box."""
+    extras = extras or {}
+    html = "".join(f"{opened}{extras.get(index, '')}</li>" for index, _origin, opened in rows)
+    return mark_safe(f'<ol class="messages">{html}</ol>')  # noqa: S308 - escaped above

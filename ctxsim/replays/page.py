@@ -6,12 +6,16 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+from django.core.cache import cache
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import PHASES, STAGES, params_of
 from ctxsim.replays import analysis, services
+from ctxsim.replays.message_list import render_rows
 from ctxsim.replays.models import ReplayRun
 from ctxsim.transcripts.models import Session
 
@@ -246,3 +250,54 @@ def compare_column(session: Session, side, call: int) -> dict[str, Any]:
     return {"side": side, "summary": summary(side.run), "rows": call_rows(detail),
             "counts": detail.view.counts, "call": detail.call,
             "reports": report_lines(detail.call)}
+
+
+# --- the call view, cached across requests and processes ------------------------------------
+
+
+@dataclass
+class CallPack:
+    """What the call view shows that depends only on the replay (not on who looks): figures,
+    stage reports and the rendered rows. Plain data, so Django's cache can share it between
+    worker processes; comment boxes are added per viewer."""
+
+    index: int
+    raw_tokens: int
+    sent_tokens: int
+    sent_count: int
+    error: str | None
+    counts: dict[str, int]
+    reports: list[dict[str, Any]]
+    rows: list[tuple[int, int | None, str]]
+
+
+CALL_PACK_VERSION = 1
+CALL_PACK_SECONDS = 24 * 3600
+
+
+def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
+              index: int) -> CallPack:
+    """The call view of call `index` (from the cache when any process made it before)."""
+    query = settings.query()
+    key = "ctxsim:call:" + hashlib.sha256(
+        f"{CALL_PACK_VERSION}|{session.pk}|{session.created_at.isoformat()}|{run.key}|{index}|"
+        f"{query}".encode()
+    ).hexdigest()
+    pack = cache.get(key)
+    if pack is None:
+        detail = services.call_detail(session, settings, run, index)
+        reports = [{k: v for k, v in r.items() if k != "report"}
+                   for r in report_lines(detail.call)]
+        pack = CallPack(
+            index=index,
+            raw_tokens=detail.call.raw_tokens,
+            sent_tokens=detail.call.sent_tokens,
+            sent_count=len(detail.call.sent),
+            error=detail.call.error,
+            counts=detail.view.counts,
+            reports=reports,
+            rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
+                             query=query),
+        )
+        cache.set(key, pack, timeout=CALL_PACK_SECONDS)
+    return pack

@@ -284,8 +284,12 @@ def new_replay(canonical, rc: RunConfig, sink: SpillSink | None = None) -> Repla
                   canonical.response_schema)
 
 
-def summary_for(session: Session, settings: ReplaySettings) -> ReplayRun:
-    """The cached replay summary for these settings; replays and stores it on a miss."""
+def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None) -> ReplayRun:
+    """The cached replay summary for these settings; replays and stores it on a miss.
+
+    On a miss the replay passes every call anyway, so it keeps the call a page is about to
+    show (`keep`, or the one that sent the most, the page's default) for `call_detail`.
+    """
     rc = settings.run_config()
     key = cache_key(rc)
     cached = ReplayRun.objects.filter(session=session, key=key).first()
@@ -294,7 +298,16 @@ def summary_for(session: Session, settings: ReplaySettings) -> ReplayRun:
     canonical = canonical_session(session, rc.values["counter"])
     counter = get_counter(rc.values["counter"])
     rep = new_replay(canonical, rc, StorageSpillSink())
-    calls = [analysis.call_summary(call) for call in rep.calls()]
+    calls, kept, peak = [], None, None
+    for call in rep.calls():
+        calls.append(analysis.call_summary(call))
+        if call.call_index == keep:
+            kept = call
+        if peak is None or call.sent_tokens >= peak.sent_tokens:
+            peak = call
+    for call in (kept, peak):
+        if call is not None:
+            _remember_call(session, key, call, rep)
     save_token_counts(session, canonical, counter)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
@@ -342,8 +355,23 @@ _live: OrderedDict[tuple, _LiveReplay] = OrderedDict()
 _live_lock = threading.Lock()
 
 
+# Calls a summary replay kept for the request that made it (see `summary_for`).
+_kept: OrderedDict[tuple, tuple[CallResult, Replay]] = OrderedDict()
+
+
+def _remember_call(session: Session, run_key: str, call: CallResult, rep: Replay) -> None:
+    with _live_lock:
+        _kept[(session.pk, session.created_at, run_key, call.call_index)] = (call, rep)
+        while len(_kept) > 2 * LIVE_REPLAYS:
+            _kept.popitem(last=False)
+
+
 def _replay_to(session: Session, rc: RunConfig, index: int) -> tuple[CallResult, Replay]:
     key = (session.pk, session.created_at, cache_key(rc))
+    with _live_lock:
+        kept = _kept.get((*key, index))
+    if kept is not None:
+        return kept
     with _live_lock:
         live = _live.pop(key, None)
     if live is None or live.last.call_index > index:

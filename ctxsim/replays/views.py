@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import page, services
-from ctxsim.replays.message_list import render_messages
+from ctxsim.replays.message_list import join_rows
 from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -40,8 +40,9 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         html = render_to_string(f"{TEMPLATE}#form-errors", {"errors": errors}, request)
         return HttpResponse(html, headers={"HX-Retarget": "#form-errors",
                                            "HX-Reswap": "outerHTML"})
-    run = services.summary_for(session, settings)
-    call = page.selected_call(run, request.GET.get("call"))
+    requested = request.GET.get("call", "")
+    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
+    call = page.selected_call(run, requested)
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         return redirect(url + settings.query(call))
     context = page_context(request, session, membership, settings, errors, run, call)
@@ -67,40 +68,38 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
 def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     """Each commentable message's comment box (threads and, for writers, the form), rendered
     only for rows that need one; the message list itself is rendered in Python."""
+    state = review["review"]
     boxes = {}
-    for entry in rows:
-        if not entry.get("comment_box"):
+    for index, origin, _html in rows:
+        count = state.message_counts.get(origin, 0) if origin is not None else 0
+        if origin is None or not (count or state.can_write):
             continue
-        count, origin = entry["comment_count"], entry["row"].message.origin
         if not count:
             # A writer's affordance on an uncommented message: a link that loads the form, so
             # a call of thousands of messages does not render thousands of forms.
             url = escape(f"{reverse('comment-create', args=[session.pk])}"
                          f"?call={call}&message={origin}")
-            boxes[entry["index"]] = (
+            boxes[index] = (
                 f'<div class="msg-comments"><a class="comment-toggle" href="{url}" '
                 f'hx-get="{url}" hx-target="this" hx-swap="outerHTML">comment</a></div>'
             )
             continue
-        anchor = {**review, "session": session, "threads": entry["comment_threads"],
+        anchor = {**review, "session": session, "threads": state.message_threads.get(origin, []),
                   "call": call, "message": origin, "count": count}
         inner = render_to_string("reviews/review.html#thread-block", anchor, request)
         label = render_to_string("reviews/review.html#count", anchor, request)
-        boxes[entry["index"]] = (
+        boxes[index] = (
             f'<details class="msg-comments" open><summary>{label}</summary>{inner}</details>'
         )
     return boxes
 
 
 def page_context(request, session, membership, settings, errors, run, call) -> dict:
-    detail = services.call_detail(session, settings, run, call)
+    pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
-    rows = page.call_rows(detail)
-    reviews.annotate_rows(rows, review["review"])
-    messages_html = render_messages(
-        rows, session_id=session.pk, call_index=call, query=settings.query(),
-        extras=_comment_boxes(request, session, call, rows, review),
+    messages_html = join_rows(
+        pack.rows, _comment_boxes(request, session, call, pack.rows, review)
     )
     return {
         **review,
@@ -117,15 +116,14 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "run": run,
         "summary": page.summary(run),
         "chart": page.chart_data(run, call, review["review"].chart_counts),
-        "call": detail.call,
+        "call": pack,
         "call_summary": run.calls[call] if run.calls else None,
         "call_index": call,
         "previous": previous,
         "next": following,
-        "rows": rows,
         "messages_html": messages_html,
-        "counts": detail.view.counts,
-        "reports": page.report_lines(detail.call),
+        "counts": pack.counts,
+        "reports": pack.reports,
         "facts": page.session_facts(session),
     }
 
@@ -135,8 +133,9 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole body of one message of one call ("show all" in the call view)."""
     session, _ = _session(request, session_id)
     settings, _errors = services.settings_from_query(request.GET, session.team)
-    run = services.summary_for(session, settings)
-    call = page.selected_call(run, request.GET.get("call"))
+    requested = request.GET.get("call", "")
+    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
+    call = page.selected_call(run, requested)
     detail = services.call_detail(session, settings, run, call)
     position = request.GET.get("row", "")
     if not position.isdigit() or int(position) >= len(detail.view.rows):
