@@ -1,8 +1,8 @@
 """gunicorn settings for ctxsim's production path (`bin/serve-prod`, README "Production").
 
 Everything can be overridden from the environment: HOST/PORT (or GUNICORN_BIND),
-WEB_CONCURRENCY (worker processes, default 2 × cores + 1), GUNICORN_THREADS (threads per
-worker, default 2), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
+WEB_CONCURRENCY (worker processes, default cores + 1), GUNICORN_THREADS (threads per
+worker, default 4), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
 takes a while).
 """
 
@@ -12,11 +12,14 @@ import os
 bind = os.environ.get("GUNICORN_BIND") or (
     f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 )
-workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() * 2 + 1)
+# Replays are CPU-bound Python: more processes than cores only split the per-process caches
+# (loaded sessions, token counts, paused replays) without adding throughput; threads cover the
+# requests that wait on the database.
+workers = int(os.environ.get("WEB_CONCURRENCY") or max(multiprocessing.cpu_count() + 1, 2))
 # Threads let a worker answer quick requests (lists, static files) while another thread replays;
 # the replay itself is CPU-bound, so more processes, not more threads, add throughput.
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS") or 2)
+threads = int(os.environ.get("GUNICORN_THREADS") or 4)
 timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 120)
 graceful_timeout = 30
 keepalive = 5
