@@ -21,9 +21,9 @@ from ctxsim.pipeline.cli import main
 
 from . import naive_chatcli
 
-IDS = ["a", "b", "c", "x/y", ""]
+IDS = ["a", "b", "c", "x/y", "", "L" * 250]
 NAMES = ["read_file", "@read", "web_fetch", "run_command"]
-SIZES = [0, 5, 2999, 3000, 3500, 5201, 20001, 24000, 30001]
+SIZES = [0, 5, 2999, 3000, 3500, 5200, 5201, 7000, 20001, 24000, 30001]
 ENVS = [
     {},
     {"CHATCLI_TOOL_RESULT_BUDGET_CHARS": "30000"},
@@ -33,6 +33,9 @@ ENVS = [
     {"CHATCLI_MICROCOMPACT_TRUNCATE_TURNS": "1", "CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS": "2",
      "CHATCLI_MICROCOMPACT_MIN_CONTENT": "0"},
     {"CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS": "1", "CHATCLI_MICROCOMPACT_TRUNCATE_TURNS": "3"},
+    {"CHATCLI_TOOL_RESULT_BUDGET_CHARS": "6000"},
+    {"CHATCLI_TOOL_RESULT_BUDGET_CHARS": "10400"},
+    {"CHATCLI_TOOL_RESULT_MAX_CHARS": "1", "CHATCLI_TOOL_RESULT_BUDGET_CHARS": "1"},
 ]
 
 
@@ -118,15 +121,23 @@ def contents(draw) -> str:
 @st.composite
 def scenarios(draw) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for _ in range(draw(st.integers(min_value=0, max_value=14))):
-        kind = draw(st.sampled_from(["assistant", "assistant", "text", "tool", "tool", "tool",
-                                     "user", "feedback", "system"]))
-        if kind == "assistant":
-            ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=3))
+    for _ in range(draw(st.integers(min_value=0, max_value=8))):
+        kind = draw(st.sampled_from(["block", "block", "block", "text", "tool", "user",
+                                     "feedback", "system"]))
+        if kind == "block":
+            # An assistant with calls, then mostly its own results (in any order, some
+            # missing), sometimes an interposed message or a stray result.
+            ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=4))
             messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": i, "type": "function",
                  "function": {"name": draw(st.sampled_from(NAMES)), "arguments": "{}"}}
                 for i in ids]})
+            answered = draw(st.permutations(ids))[: draw(st.integers(0, len(ids) + 1))]
+            for i in answered:
+                if draw(st.integers(0, 9)) == 0:
+                    messages.append({"role": "user", "content": "interjection"})
+                messages.append({"role": "tool", "tool_call_id": i,
+                                 "content": draw(contents()), "is_error": draw(st.booleans())})
         elif kind == "text":
             messages.append({"role": "assistant", "content": "answer"})
         elif kind == "tool":
@@ -140,7 +151,8 @@ def scenarios(draw) -> dict[str, Any]:
     config: dict[str, Any] = {
         "loop_mode": draw(st.sampled_from(["agent", "coder"])),
         "ccr": draw(st.sampled_from(["on", "off"])),
-        "spill_dir": "/tmp/chatcli-agent-1/tool-results",
+        "spill_dir": draw(st.sampled_from(["/tmp/chatcli-agent-1/tool-results",
+                                           "/dev/null/tool-results"])),
         "env": draw(st.sampled_from(ENVS)),
     }
     if draw(st.booleans()):
