@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -92,6 +93,26 @@ def get_encoding(name: str) -> Any:
     return tiktoken.Encoding(**spec)
 
 
+_ASCII_DIGIT = re.compile(rb"[0-9]")
+_DIGIT_BY_NON_ASCII = re.compile(rb"[\x80-\xff][0-9]|[0-9][\x80-\xff]")
+
+
+def digit_shape(content: bytes) -> bytes | None:
+    """`content` with every ASCII digit made `0`, when that provably keeps its token count.
+
+    In cl100k_base and o200k_base a run of digits is always split into pieces of its own (the
+    pre-tokenizer's `\p{N}{1,3}`; no other alternative takes a digit), and every string of one
+    to three ASCII digits is a single token (checked in tests for all 1,110). So the values of
+    the digits never change the count, only the lengths of their runs. A spill preview is
+    re-made at every call with a new file counter in its path: with this key it is tokenized
+    once, not once per call. Returns None when there is no digit, or when a digit touches a
+    non-ASCII character (which could be another numeral of the same piece).
+    """
+    if not _ASCII_DIGIT.search(content) or _DIGIT_BY_NON_ASCII.search(content):
+        return None
+    return _ASCII_DIGIT.sub(b"0", content)
+
+
 class TiktokenCounter:
     """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur.
 
@@ -106,6 +127,7 @@ class TiktokenCounter:
         self.name = name
         self._encoding = get_encoding(name)
         self._cache: dict[bytes, int] = {}
+        self._by_shape: dict[bytes, int] = {}
         self._cached_bytes = 0
 
     def encode(self, text: str) -> list[int]:
@@ -116,8 +138,15 @@ class TiktokenCounter:
             return 0
         cached = self._cache.get(content)
         if cached is None:
-            text = content.decode("utf-8", "replace")
-            cached = len(self._encoding.encode_ordinary(text))
+            shape = digit_shape(content)
+            if shape is not None:
+                cached = self._by_shape.get(shape)
+            if cached is None:
+                text = content.decode("utf-8", "replace")
+                cached = len(self._encoding.encode_ordinary(text))
+                if shape is not None:
+                    self._by_shape[shape] = cached
+                    self._cached_bytes += len(shape)
             self._remember(content, cached)
         return cached
 
@@ -134,6 +163,7 @@ class TiktokenCounter:
     def _remember(self, content: bytes, tokens: int) -> None:
         if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
             self._cache.clear()
+            self._by_shape.clear()
             self._cached_bytes = 0
         self._cache[content] = tokens
         self._cached_bytes += len(content)
