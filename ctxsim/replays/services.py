@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings as django_settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
@@ -240,10 +241,10 @@ def _normal(value: Any) -> Any:
 
 # --- replaying --------------------------------------------------------------------------------
 
-# Stored sessions never change after import, so each web process keeps the last few it loaded
-# (and whether their stored token counts were handed to each counter): stepping through calls
-# then costs the replay alone, not a reload of every message.
-CANONICAL_CACHE_SIZE = 6
+# Stored sessions never change after import, so each web process keeps the ones it loaded
+# last (and whether their stored token counts were handed to each counter), up to a total
+# size: stepping through calls then costs the replay alone, not a reload of every message.
+CANONICAL_CACHE_BYTES = django_settings.CTXSIM_SESSION_CACHE_MB * 1024 * 1024
 _canonical: OrderedDict[tuple, tuple[Any, set[str]]] = OrderedDict()
 _canonical_lock = threading.Lock()
 
@@ -260,7 +261,8 @@ def canonical_session(session: Session, counter_name: str | None = None):
         entry = (load_session(session), set())
         with _canonical_lock:
             _canonical[key] = entry
-            while len(_canonical) > CANONICAL_CACHE_SIZE:
+            # Keys end with the session's size in bytes; the newest entry always stays.
+            while len(_canonical) > 1 and sum(k[-1] for k in _canonical) > CANONICAL_CACHE_BYTES:
                 _canonical.popitem(last=False)
     canonical, primed = entry
     if counter_name is not None and counter_name not in primed:
@@ -350,7 +352,7 @@ class _LiveReplay:
 # where the last request left them, so the next call costs one step, not a replay from the
 # start. A request takes the paused replay out of the cache while it uses it, so two threads
 # never advance the same generator.
-LIVE_REPLAYS = 4
+LIVE_REPLAYS = 8
 _live: OrderedDict[tuple, _LiveReplay] = OrderedDict()
 _live_lock = threading.Lock()
 
