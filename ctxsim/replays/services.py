@@ -39,12 +39,21 @@ ENGINE_VERSION = "1"
 
 
 class StorageSpillSink(SpillSink):
-    """Spill bytes go to Django's default storage, once per distinct content (by SHA-256)."""
+    """Spill bytes go to Django's default storage, once per distinct content (by SHA-256).
+
+    ChatCLI re-spills the same result at every call, so a replay remembers what it stored
+    rather than asking the storage again each time."""
+
+    def __init__(self) -> None:
+        self._stored: set[str] = set()
 
     def _store(self, directory: str, name: str, data: bytes) -> None:
         target = storage_name_for(hashlib.sha256(data).hexdigest())
+        if target in self._stored:
+            return
         if not default_storage.exists(target):
             default_storage.save(target, ContentFile(data))
+        self._stored.add(target)
 
 
 @dataclass
