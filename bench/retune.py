@@ -7,6 +7,12 @@ the session page's replay partial as htmx does after a threshold change
 `CHATCLI_TOOL_RESULT_MAX_CHARS` never asked before (a replay-cache miss: the request replays),
 then repeats that same request three times (served from the replay cache). The default profile
 is requested once first, as opening the page would.
+
+"Served from the replay cache" means the replay's results come from the replay cache (the
+stored summary) and nothing else: before each of those requests the process forgets the
+rendered call views and the replays it keeps in memory (`forget_replayed_calls`, the Django
+cache), as a request landing on another worker process would. The loaded session and its token
+counts stay, for both kinds of request: they are the replay's inputs, not its results.
 """
 
 from __future__ import annotations
@@ -48,11 +54,13 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
 
     django.setup()
     from django.contrib.auth import get_user_model
+    from django.core.cache import cache
     from django.core.management import call_command
     from django.test import Client
     from django.urls import reverse
 
     from ctxsim.generator import generate_session
+    from ctxsim.replays.services import forget_replayed_calls
     from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.store import save_sessions
 
@@ -68,7 +76,10 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
     client.force_login(user)
     url = reverse("session-detail", args=[row.pk])
 
-    def get(query: str) -> float:
+    def get(query: str, forget: bool = False) -> float:
+        if forget:
+            forget_replayed_calls()
+            cache.clear()
         seconds, response = timed(lambda: client.get(f"{url}?{query}", headers=HTMX))
         if response.status_code != 200 or b'id="replay"' not in response.content:
             raise SystemExit(f"GET {url}?{query} answered {response.status_code}")
@@ -80,7 +91,7 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
         value = 6001 + 1237 * rep  # a value never asked before: a replay-cache miss
         query = f"profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS={value}"
         cold_times.append(get(query))
-        cached = [get(query) for _ in range(3)]
+        cached = [get(query, forget=True) for _ in range(3)]
         cached_times.append(median(cached))
         note(f"rep {rep + 1}/{reps}: threshold {value}: {cold_times[-1]:.3f}s, "
              f"cached {cached_times[-1]:.3f}s")

@@ -370,6 +370,14 @@ _live_lock = threading.Lock()
 _kept: OrderedDict[tuple, tuple[CallResult, Replay]] = OrderedDict()
 
 
+def forget_replayed_calls() -> None:
+    """Drop the replays this process keeps paused or kept (not the loaded sessions, nor the
+    token counts): as if another worker process served the next request."""
+    with _live_lock:
+        _live.clear()
+        _kept.clear()
+
+
 def _remember_call(session: Session, run_key: str, call: CallResult, rep: Replay) -> None:
     with _live_lock:
         _kept[(session.pk, session.created_at, run_key, call.call_index)] = (call, rep)
