@@ -29,8 +29,10 @@ def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
     page.click("#insights-link")
     expect(page.locator('.insight-col[data-profile="none"] .hit-rate')).to_be_visible()
     page.click("#sweep-link")
-    page.select_option("#sweep-profile-select", "aivax")
-    expect(page.locator("#param1")).to_have_value("toolContextCount")
+    # Choosing the profile reloads the page (it replays); give a loaded CI machine time.
+    with page.expect_navigation(timeout=60_000):
+        page.select_option("#sweep-profile-select", "aivax")
+    expect(page.locator("#param1")).to_have_value("toolContextCount", timeout=30_000)
     page.fill("#start1", "2")
     page.fill("#stop1", "4")
     page.fill("#step1", "2")
