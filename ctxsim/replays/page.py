@@ -21,6 +21,8 @@ from ctxsim.transcripts.models import Session
 
 # Message bodies longer than this are collapsed in the call view ("show all" loads the rest).
 COLLAPSE_BYTES = 1200
+# Unchanged messages are the bulk of a late call and the least interesting part of it.
+COLLAPSE_UNCHANGED_BYTES = 300
 # Units a parameter of this kind is edited in.
 STAGE_FAMILY_LABEL = {"chatcli": "ChatCLI", "aivax": "AIVAX gateway", "anthropic": "Anthropic"}
 
@@ -143,7 +145,8 @@ def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
     """Call-view rows with their display text, collapsed past COLLAPSE_BYTES."""
     rows = []
     for position, row in enumerate(detail.view.rows):
-        text, hidden = analysis.display(row.message.content, COLLAPSE_BYTES)
+        limit = COLLAPSE_UNCHANGED_BYTES if row.status == "unchanged" else COLLAPSE_BYTES
+        text, hidden = analysis.display(row.message.content, limit)
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
                  "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens}
         if row.diff is not None:
@@ -271,7 +274,7 @@ class CallPack:
     rows: list[tuple[int, int | None, str]]
 
 
-CALL_PACK_VERSION = 1
+CALL_PACK_VERSION = 2
 CALL_PACK_SECONDS = 24 * 3600
 
 
