@@ -13,6 +13,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -306,6 +307,33 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
     cached = ReplayRun.objects.filter(session=session, key=key).first()
     if cached is not None:
         return cached
+    # Reviewers of one session often try the same value at once: within a process the first
+    # request replays and the others wait for its result instead of replaying too.
+    with _replaying(session.pk, key):
+        cached = ReplayRun.objects.filter(session=session, key=key).first()
+        if cached is not None:
+            return cached
+        return _replay_and_store(session, settings, rc, key, keep)
+
+
+_replay_locks: dict[tuple, threading.Lock] = {}
+_replay_locks_guard = threading.Lock()
+
+
+@contextmanager
+def _replaying(session_id: int, key: str):
+    with _replay_locks_guard:
+        lock = _replay_locks.setdefault((session_id, key), threading.Lock())
+    with lock:
+        yield
+    with _replay_locks_guard:
+        # A late waiter may still hold this lock object; at worst two replays run, as before.
+        if not lock.locked():
+            _replay_locks.pop((session_id, key), None)
+
+
+def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig, key: str,
+                      keep: int | None) -> ReplayRun:
     canonical = canonical_session(session, rc.values["counter"])
     counter = get_counter(rc.values["counter"])
     rep = new_replay(canonical, rc, StorageSpillSink())
