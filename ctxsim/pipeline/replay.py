@@ -54,6 +54,8 @@ class CallResult:
     persistent_tokens: int = 0
     # Saved before this call's stages ran: dispatch caps and earlier persistent rewrites.
     carried_over: int = 0
+    # The part of `carried_over` that dispatch stages (ChatCLI's per-tool cap) saved.
+    dispatch_saved: int = 0
 
     @property
     def savings(self) -> dict[str, int]:
@@ -110,6 +112,7 @@ class Replay:
         self.spills = SpillService(self.sink)
         self.counter = get_counter(self.config.values["counter"])
         self._costs = _CostCache(self.counter)
+        self.dispatch_saved = 0
         gateway_si = self.config.values.get("systemInstructions") or "" if any(
             s == "context_limit" for s, _ in self.config.stages) else ""
         # Memos let stages skip work redone at every call; `use_memos=False` turns them off
@@ -161,6 +164,7 @@ class Replay:
                     state["turn"] += 1
                 state["call"] += 1
             else:
+                entering = msg
                 if msg.role == "tool":
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
@@ -170,6 +174,8 @@ class Replay:
                         self.dispatch.append({"input_index": idx, **r.report})
                 persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
+                if msg is not entering:
+                    self.dispatch_saved += self._costs.cost(entering) - self._costs.cost(msg)
             raw.append(src if src.origin is not None else replace(src, origin=idx))
             raw_tokens += self._costs.cost(raw[-1])
         trailing = not self.messages or not (
@@ -219,6 +225,7 @@ class Replay:
             persistent=kept,
             persistent_tokens=kept_tokens,
             carried_over=raw_tokens - self.extra_tokens - persistent_tokens,
+            dispatch_saved=self.dispatch_saved,
             sent=history,
             spills=self.spills.records[spill_start:],
             raw_tokens=raw_tokens,

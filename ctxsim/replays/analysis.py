@@ -47,14 +47,15 @@ def call_summary(call: CallResult) -> dict[str, Any]:
     }
 
 
-# What was saved before this call's stages ran: the per-tool cap at dispatch and persistent
-# stages' work at earlier calls, minus what the anchor adds. Listed so savings add up to
-# raw - sent at every call.
+# What earlier calls' persistent stages saved (and, negatively, what the anchor adds): listed
+# so that, with this call's stages and the dispatch-time cap, savings add up to raw - sent.
 CARRIED = "carried"
 
 
 def _savings(call: CallResult) -> dict[str, int]:
     saved = dict(call.savings)
+    if call.dispatch_saved:
+        saved["tool_cap"] = saved.get("tool_cap", 0) + call.dispatch_saved
     carried = (call.raw_tokens - call.sent_tokens) - sum(saved.values())
     if carried:
         saved[CARRIED] = carried

@@ -137,7 +137,7 @@ def summary(run: ReplayRun) -> dict[str, Any]:
 
 def _saving_label(stage: str) -> str:
     if stage == analysis.CARRIED:
-        return "Carried from earlier calls (dispatch cap, persistent stages)"
+        return "Persistent stages at earlier calls"
     return STAGES[stage].label if stage in STAGES else stage
 
 

@@ -36,7 +36,7 @@ from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session, prime_token_counts, save_token_counts
 
 # Bump when the engine's output for the same settings changes, so cached replays are redone.
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 
 class StorageSpillSink(SpillSink):

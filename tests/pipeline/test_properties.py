@@ -189,3 +189,15 @@ def test_the_call_view_diff_splits_both_contents_around_their_common_head_and_ta
     assert d.prefix + d.added + d.suffix == new
     # The head is as long as it can be; the tail takes what is left in common after it.
     assert not (d.removed and d.added and d.removed[0] == d.added[0])
+
+
+def test_savings_per_stage_add_up_to_raw_minus_sent_with_the_dispatch_cap_on_its_own() -> None:
+    from ctxsim.generator import generate_session
+    from ctxsim.replays.analysis import call_summary
+
+    session = generate_session(30, seed=4, oversize_every=3)
+    calls = [call_summary(c) for c in replay(session.messages, "chatcli",
+                                             {"counter": "bytes4"}).calls()]
+    for c in calls:
+        assert sum(c["saved"].values()) == c["raw"] - c["sent"]
+    assert calls[-1]["saved"]["tool_cap"] > 0  # 25-90 KB results capped to ~6 KB at dispatch
