@@ -58,6 +58,9 @@ def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
     expect(page.locator("#sweep-status")).to_have_attribute("data-status", "done",
                                                             timeout=120_000)
     assert page.evaluate("window.__same_page") is True  # polled in place, no reload
+    # The in-memory test database locks whole tables: stop the worker's polling before the
+    # page replays (and writes) again, or one of the two is refused with "table is locked".
+    worker.stop()
     assert bar.count() == 0
     assert any(0 < value < 4 for value in page.evaluate("window.seenDone"))
 
