@@ -132,6 +132,8 @@ class TiktokenCounter:
         self._encoding = get_encoding(name)
         self._cache: dict[bytes, int] = {}
         self._by_shape: dict[bytes, int] = {}
+        self._by_digest: dict[bytes, int] = {}
+        self._fresh: dict[bytes, int] = {}
         self._cached_bytes = 0
 
     def encode(self, text: str) -> list[int]:
@@ -146,13 +148,27 @@ class TiktokenCounter:
             if shape is not None:
                 cached = self._by_shape.get(shape)
             if cached is None:
-                text = content.decode("utf-8", "replace")
-                cached = len(self._encoding.encode_ordinary(text))
+                digest = hashlib.sha256(content if shape is None else shape).digest()
+                cached = self._by_digest.get(digest)
+                if cached is None:
+                    text = content.decode("utf-8", "replace")
+                    cached = len(self._encoding.encode_ordinary(text))
+                    self._by_digest[digest] = self._fresh[digest] = cached
                 if shape is not None:
                     self._by_shape[shape] = cached
                     self._cached_bytes += len(shape)
             self._remember(content, cached)
         return cached
+
+    def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
+        """Counts by SHA-256 of a content (or of its digit shape), e.g. counted by another
+        process for the previews and stubs a replay makes: they are not tokenized again."""
+        self._by_digest.update(known)
+
+    def take_fresh(self) -> dict[bytes, int]:
+        """The counts tokenized since the last call, by digest, for others to prime with."""
+        fresh, self._fresh = self._fresh, {}
+        return fresh
 
     def cached(self, content: bytes) -> int | None:
         """The count if it is already known, without tokenizing."""
@@ -168,6 +184,8 @@ class TiktokenCounter:
         if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
             self._cache.clear()
             self._by_shape.clear()
+            self._by_digest.clear()
+            self._fresh.clear()
             self._cached_bytes = 0
         self._cache[content] = tokens
         self._cached_bytes += len(content)
@@ -186,6 +204,12 @@ class Bytes4Counter:
 
     def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Nothing to remember: counting is as cheap as looking up."""
+
+    def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
+        """Nothing to remember."""
+
+    def take_fresh(self) -> dict[bytes, int]:
+        return {}
 
 
 _COUNTERS: dict[str, TokenCounter] = {}

@@ -93,3 +93,23 @@ class SpilledFile(models.Model):
 
 def storage_name_for(sha256: str) -> str:
     return f"spills/{sha256[:2]}/{sha256}"
+
+
+class DerivedTokenCount(models.Model):
+    """Token counts of contents a replay made (previews, stubs, summaries, placeholders), by
+    SHA-256 of the content or of its digit shape (`ctxsim.pipeline.tokens.digit_shape`).
+
+    Every web process has its own token cache; these rows let a process that opens a session
+    for the first time take the counts another process already paid for."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    counter = models.CharField(max_length=20)
+    digest = models.CharField(max_length=64)
+    tokens = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "counter", "digest"], name="one_count_per_derived_content"
+            )
+        ]

@@ -31,7 +31,13 @@ from ctxsim.pipeline.replay import CallResult, Replay
 from ctxsim.pipeline.spill import NullSpillSink, SpillSink
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.replays import analysis
-from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile, storage_name_for
+from ctxsim.replays.models import (
+    DerivedTokenCount,
+    ReplayRun,
+    SavedProfile,
+    SpilledFile,
+    storage_name_for,
+)
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session, prime_token_counts, save_token_counts
 
@@ -276,9 +282,27 @@ def canonical_session(session: Session, counter_name: str | None = None):
                 _canonical.popitem(last=False)
     canonical, primed = entry
     if counter_name is not None and counter_name not in primed:
-        prime_token_counts(session, canonical, get_counter(counter_name))
+        counter = get_counter(counter_name)
+        prime_token_counts(session, canonical, counter)
+        counter.prime_digests(
+            (bytes.fromhex(digest), tokens)
+            for digest, tokens in DerivedTokenCount.objects.filter(
+                session=session, counter=counter_name
+            ).values_list("digest", "tokens")
+        )
         primed.add(counter_name)
     return canonical
+
+
+def _save_derived_counts(session: Session, counter) -> None:
+    """Store what this replay had to tokenize, for the other processes (see the model)."""
+    fresh = counter.take_fresh()
+    if fresh:
+        DerivedTokenCount.objects.bulk_create(
+            [DerivedTokenCount(session=session, counter=counter.name, digest=d.hex(), tokens=t)
+             for d, t in fresh.items()],
+            batch_size=1000, ignore_conflicts=True,
+        )
 
 
 
@@ -348,6 +372,7 @@ def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig,
         if call is not None:
             _remember_call(session, key, call, rep)
     save_token_counts(session, canonical, counter)
+    _save_derived_counts(session, counter)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)

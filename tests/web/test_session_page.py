@@ -338,3 +338,32 @@ def test_a_spill_lost_from_storage_is_a_404_not_an_error(personas, stored):
     default_storage.delete(spill.storage_name)
     response = personas.client("owner").get(reverse("spill-view", args=[stored.pk, spill.pk]))
     assert response.status_code == 404
+
+
+def test_token_counts_of_what_a_replay_made_are_shared_with_other_processes(
+    personas, stored, monkeypatch
+):
+    from django.core.cache import cache
+
+    from ctxsim.pipeline import tokens
+    from ctxsim.replays import services
+    from ctxsim.replays.models import DerivedTokenCount
+
+    personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
+    assert DerivedTokenCount.objects.filter(session=stored).exists()
+
+    # Another process: a fresh counter, nothing loaded, nothing rendered.
+    monkeypatch.setattr(tokens, "_COUNTERS", {})
+    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
+    services.forget_replayed_calls()
+    cache.clear()
+    counter = tokens.get_counter("cl100k_base")
+
+    class Refuse:
+        def encode_ordinary(self, text):
+            raise AssertionError(f"tokenized again: {text[:60]!r}")
+
+    monkeypatch.setattr(counter, "_encoding", Refuse())
+    run = services.summary_for(stored, services.ReplaySettings())
+    detail = services.call_detail(stored, services.ReplaySettings(), run, 1)
+    assert detail.view.counts["spilled"] == 1
