@@ -349,6 +349,8 @@ def test_token_counts_of_what_a_replay_made_are_shared_with_other_processes(
     from ctxsim.replays import services
     from ctxsim.replays.models import DerivedTokenCount
 
+    # This process starts fresh (other tests may have counted the same contents already).
+    monkeypatch.setattr(tokens, "_COUNTERS", {})
     personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
     assert DerivedTokenCount.objects.filter(session=stored).exists()
 
