@@ -22,6 +22,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import statistics
@@ -286,6 +287,10 @@ def main() -> int:
            "GUNICORN_ACCESS_LOG": os.devnull, "LOG_LEVEL": "ERROR"}
     env.pop("CTXSIM_S3_BUCKET", None)
     env.pop("AWS_STORAGE_BUCKET_NAME", None)
+    # Like the database, the shared cache of rendered call views starts empty every run.
+    cache_dir = ROOT / "bench-output" / "loadtest-cache"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    env["CACHE_URL"] = f"filecache://{cache_dir}"
     log(f"seeding {args.users} reviewers and {args.sessions} sessions of {args.calls} calls")
     seed = subprocess.run([PY, "-m", "loadtest.seed", str(args.users), str(args.sessions),
                            str(args.calls)], cwd=ROOT, env=env, check=True,
