@@ -2,7 +2,7 @@
 
 Everything can be overridden from the environment: HOST/PORT (or GUNICORN_BIND),
 WEB_CONCURRENCY (worker processes, default cores + 1), GUNICORN_THREADS (threads per
-worker, default 4), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
+worker, default 2), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
 takes a while).
 """
 
@@ -19,7 +19,7 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or max(multiprocessing.cpu_count
 # Threads let a worker answer quick requests (lists, static files) while another thread replays;
 # the replay itself is CPU-bound, so more processes, not more threads, add throughput.
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS") or 4)
+threads = int(os.environ.get("GUNICORN_THREADS") or 2)
 timeout = int(os.environ.get("GUNICORN_TIMEOUT") or 120)
 graceful_timeout = 30
 keepalive = 5
