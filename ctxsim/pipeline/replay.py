@@ -82,15 +82,18 @@ class _CostCache:
         cost = self.cost
         return sum(cost(m) for m in history)
 
-    def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int) -> int:
+    def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
+              changed: Sequence[int] | None = None) -> int:
         """Tokens of `after`, given those of `before`: most stages return the same tuple or
-        rewrite a few messages in place, so only the replaced messages are measured."""
+        rewrite a few messages in place, so only the replaced messages are measured (at the
+        positions the stage reports, else found by comparing the two histories)."""
         if after is before:
             return tokens
         if len(after) != len(before):
             return self.total(after)
         cost = self.cost
-        for i in changed_positions(before, after):
+        positions = changed if changed is not None else changed_positions(before, after)
+        for i in positions:
             tokens += cost(after[i]) - cost(before[i])
         return tokens
 
@@ -211,7 +214,7 @@ class Replay:
                     continue
                 ctx.memo = None if self.memos is None else self.memos.setdefault(stage, {})
                 r = STAGES[stage].run(history, ctx)
-                after = self._costs.after(history, r.history, tokens)
+                after = self._costs.after(history, r.history, tokens, r.changed)
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
                 history, tokens = r.history, after
         error = next((s.report["error"] for s in runs if s.report.get("error")), None)

@@ -201,3 +201,19 @@ def test_savings_per_stage_add_up_to_raw_minus_sent_with_the_dispatch_cap_on_its
     for c in calls:
         assert sum(c["saved"].values()) == c["raw"] - c["sent"]
     assert calls[-1]["saved"]["tool_cap"] > 0  # 25-90 KB results capped to ~6 KB at dispatch
+
+
+@pytest.mark.parametrize("profile", ["chatcli", "chatcli-docs", "chatcli-aivax"])
+def test_incremental_token_totals_equal_a_full_count_of_what_was_sent(profile) -> None:
+    from ctxsim.generator import generate_session
+    from ctxsim.pipeline.tokens import get_counter, history_tokens
+
+    session = generate_session(40, seed=6, oversize_every=3)
+    config = {"counter": "bytes4", "env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "4000",
+                                           "CHATCLI_TOOL_RESULT_BUDGET_CHARS": "30000"}}
+    counter = get_counter("bytes4")
+    for call in replay(session.messages, profile, config).calls():
+        assert call.sent_tokens == history_tokens(call.sent, counter), call.call_index
+        for run in call.stages:
+            assert run.tokens_after == history_tokens(run.history, counter), (call.call_index,
+                                                                               run.stage)

@@ -19,6 +19,9 @@ from ..tokens import TokenCounter
 class StageResult:
     history: tuple[Message, ...]
     report: dict[str, Any]
+    # When the stage knows them: the positions where `history` holds a message other than the
+    # input's (same length). Lets the replay re-measure just those, not scan the history.
+    changed: tuple[int, ...] | None = None
 
 
 @dataclass

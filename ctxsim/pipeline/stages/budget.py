@@ -246,8 +246,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             report["bytes_saved_to_disk"] += n - lengths[i]
     report["total_final_chars"] = total - reduced
     if not units:
-        return StageResult(tuple(history), report)
+        return StageResult(tuple(history), report, changed=())
     out = list(history)
     for i, new in units.items():
         out[i] = history[i].with_content(from_units(new))
-    return StageResult(tuple(out), report)
+    return StageResult(tuple(out), report, changed=tuple(units))

@@ -211,6 +211,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     report = {"skipped_early": False, "truncated": 0, "summarized": 0, "chars_saved": 0}
     idx = _candidates(history, ctx, minimum)
     result = tuple(history)
+    rewritten: list[int] = []
     # The early exit is ChatCLI's code, not its documentation (SPEC §2.2 rows 1, 3).
     if not history or (not documented and ctx.loop_turn < trunc_age):
         report["skipped_early"] = True
@@ -238,6 +239,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
                 if out is None:
                     out = list(history)
                 out[i] = m.with_content(new)
+                rewritten.append(i)
                 if not _big_enough(out[i], minimum, documented):
                     del idx.live[i]
         if out is not None:
@@ -245,4 +247,4 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     idx.source = result
     if ctx.memo is not None:
         ctx.memo["candidates"] = idx
-    return StageResult(result, report)
+    return StageResult(result, report, changed=tuple(rewritten))
