@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from ctxsim.generator import generate_session
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.transcripts.store import save_sessions
+from tests.shared import SHARED_DIR, requires_shared
 from tests.web.test_session_page import UNTRUSTED, spilling_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -136,3 +137,24 @@ def test_untrusted_transcript_content_never_runs_script(personas, live_server, l
     assert dialogs == []
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert page.locator("#call-view img").count() == 0
+
+
+@requires_shared
+def test_a_real_imported_session_updates_in_place_when_the_per_result_limit_changes(
+    personas, live_server, login
+):
+    from ctxsim.transcripts.imports import import_transcript
+
+    path = SHARED_DIR / "transcripts" / "claude-code-jsonl" / "agentcmd__full-session-four.jsonl"
+    row = import_transcript(path, team=personas.team).sessions[0]
+    page = login("reviewer")
+    page.goto(f"{live_server.url}/sessions/{row.pk}/?profile=chatcli")
+    page.evaluate("window.__same_page = true")
+    before = peak(page)
+    field = page.locator("#env-CHATCLI_TOOL_RESULT_MAX_CHARS")
+    field.fill("1000")
+    field.dispatch_event("change")
+    expect(page.locator("#eff-CHATCLI_TOOL_RESULT_MAX_CHARS")).to_contain_text("effective 1000")
+    expect(page.locator(".figures div").first.locator("strong")).not_to_have_text(str(before))
+    assert page.evaluate("window.__same_page") is True
+    assert page.locator("#call-view .badge.status-spilled").count() > 0
