@@ -121,6 +121,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     )
     DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    # Tests on SQLite use a file, not the in-memory default: the browser tier runs the live
+    # server, the task worker and the test in separate threads, and an in-memory database
+    # refuses a concurrent write ("table is locked") where a file waits for its turn.
+    DATABASES["default"].setdefault("TEST", {}).setdefault(
+        "NAME", str(BASE_DIR / "test-db.sqlite3")
+    )
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
