@@ -398,7 +398,6 @@ def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig,
 class CallDetail:
     call: CallResult
     view: analysis.CallView
-    spills: dict[str, SpilledFile]
 
 
 @dataclass
@@ -473,7 +472,7 @@ def call_detail(
     for row in view.rows:
         if row.spill is not None:
             row.spill = spills.get(row.spill.name)
-    return CallDetail(chosen, view, spills)
+    return CallDetail(chosen, view)
 
 
 def compute_default_stats(session: Session) -> None:

@@ -218,18 +218,6 @@ def activity_for(session: Session, limit: int = ACTIVITY_SHOWN) -> list[Activity
     return list(reversed(latest))
 
 
-def annotate_rows(rows: list[dict[str, Any]], review: Review) -> None:
-    """Give each call-view row its message's threads and comment count (by `origin`)."""
-    for entry in rows:
-        origin = entry["row"].message.origin
-        entry["commentable"] = origin is not None
-        entry["comment_threads"] = review.message_threads.get(origin, [])
-        entry["comment_count"] = review.message_counts.get(origin, 0)
-        # The box shows existing comments to everyone, and the form to those who may write.
-        entry["comment_box"] = origin is not None and bool(entry["comment_count"]
-                                                           or review.can_write)
-
-
 def page_context(session: Session, membership, call_index: int | None) -> dict[str, Any]:
     """What the session page needs from reviews (the view merges it into its context)."""
     review = review_for(session, membership, call_index)
