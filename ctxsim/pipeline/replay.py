@@ -15,7 +15,7 @@ from .messages import Message
 from .profiles import RunConfig, resolve
 from .registry import PHASES, STAGES
 from .spill import SpillRecord, SpillService, SpillSink
-from .stages import StageContext, changed_positions
+from .stages import Delta, StageContext, changed_positions
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
 
 
@@ -83,19 +83,66 @@ class _CostCache:
         return sum(cost(m) for m in history)
 
     def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
-              changed: Sequence[int] | None = None) -> int:
-        """Tokens of `after`, given those of `before`: most stages return the same tuple or
-        rewrite a few messages in place, so only the replaced messages are measured (at the
-        positions the stage reports, else found by comparing the two histories)."""
-        if after is before:
-            return tokens
-        if len(after) != len(before):
+              changed: Sequence[int] | None) -> int:
+        """Tokens of `after`, given those of `before` and the positions where it holds other
+        messages (None: its length changed), so only the replaced messages are measured."""
+        if changed is None:
             return self.total(after)
         cost = self.cost
-        positions = changed if changed is not None else changed_positions(before, after)
-        for i in positions:
+        for i in changed:
             tokens += cost(after[i]) - cost(before[i])
         return tokens
+
+
+def _rewritten(before: tuple[Message, ...], after: tuple[Message, ...],
+               reported: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """Where a stage put other messages than it was given; None when it changed the length."""
+    if after is before:
+        return ()
+    if len(after) != len(before):
+        return None
+    return reported if reported is not None else tuple(changed_positions(before, after))
+
+
+class _Deltas:
+    """What changed between calls, stage by stage, so each stage's memo gets a `Delta`.
+
+    A stage's input at call k differs from its input at call k-1 only where the persistent
+    stages rewrote the history at k-1 (those rewrites are kept), where any stage before it
+    rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
+    the anchor). A stage that changes a length makes the positions unknown (no `Delta`)."""
+
+    def __init__(self) -> None:
+        self.base_len = 0  # length of the persistent history at the previous call
+        self.carried: set[int] | None = set()  # persistent rewrites at the previous call
+        self.previous: dict[int, tuple[tuple, tuple, set[int] | None]] = {}
+        self._now: set[int] | None = set()
+        self._next_carried: set[int] | None = set()
+
+    def start(self) -> None:
+        self._now = set()
+        self._next_carried = set()
+
+    def delta(self, slot: int) -> Delta | None:
+        prev = self.previous.get(slot)
+        if prev is None or self.carried is None or self._now is None or prev[2] is None:
+            return None
+        before_in, before_out, earlier = prev
+        appended = range(self.base_len, max(len(before_in), len(before_out)))
+        return Delta(before_in, before_out,
+                     frozenset(self.carried | earlier | self._now).union(appended))
+
+    def ran(self, slot: int, phase: str, history: tuple[Message, ...],
+            out: tuple[Message, ...], changed: tuple[int, ...] | None) -> None:
+        now = None if self._now is None or changed is None else self._now.union(changed)
+        self.previous[slot] = (history, out, now)
+        self._now = now
+        if phase == "persistent":
+            self._next_carried = now
+
+    def finish(self, persistent_len: int) -> None:
+        self.base_len = persistent_len
+        self.carried = self._next_carried
 
 
 @dataclass
@@ -115,6 +162,7 @@ class Replay:
         self.spills = SpillService(self.sink)
         self.counter = get_counter(self.config.values["counter"])
         self._costs = _CostCache(self.counter)
+        self._deltas = _Deltas()
         self.dispatch_saved = 0
         gateway_si = self.config.values.get("systemInstructions") or "" if any(
             s == "context_limit" for s, _ in self.config.stages) else ""
@@ -201,6 +249,8 @@ class Replay:
         tokens = persistent_tokens
         runs: list[StageRun] = []
         kept, kept_tokens = history, tokens
+        deltas = self._deltas
+        deltas.start()
         for phase in PHASES[1:]:
             if phase == "outgoing":
                 # The client keeps what the persistent phase produced; the anchor goes only on
@@ -209,14 +259,19 @@ class Replay:
                 if self.anchor is not None:
                     history = (*history, self.anchor)
                     tokens += self._costs.cost(self.anchor)
-            for stage, p in self.config.stages:
+            for slot, (stage, p) in enumerate(self.config.stages):
                 if p != phase:
                     continue
-                ctx.memo = None if self.memos is None else self.memos.setdefault(stage, {})
+                if self.memos is not None:
+                    ctx.memo = self.memos.setdefault(stage, {})
+                    ctx.delta = deltas.delta(slot)
                 r = STAGES[stage].run(history, ctx)
-                after = self._costs.after(history, r.history, tokens, r.changed)
+                changed = _rewritten(history, r.history, r.changed)
+                after = self._costs.after(history, r.history, tokens, changed)
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
+                deltas.ran(slot, phase, history, r.history, changed)
                 history, tokens = r.history, after
+        deltas.finish(len(kept))
         error = next((s.report["error"] for s in runs if s.report.get("error")), None)
         return CallResult(
             call_index=state["call"],

@@ -161,7 +161,7 @@ def scenarios(draw) -> dict[str, Any]:
 
 
 # CTXSIM_DIFF_EXAMPLES raises the count for a longer hunt.
-@settings(max_examples=int(os.environ.get("CTXSIM_DIFF_EXAMPLES", "60")), deadline=None,
+@settings(max_examples=int(os.environ.get("CTXSIM_DIFF_EXAMPLES", "60")),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_the_engine_agrees_with_a_naive_replay_of_the_behaviour_file(scenario, tmp_path) -> None:

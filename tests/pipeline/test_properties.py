@@ -135,7 +135,7 @@ def big_message(draw) -> Message:
     return m
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(st.lists(big_message(), max_size=20),
        st.sampled_from(["chatcli", "chatcli-docs", "chatcli-aivax"]),
        st.sampled_from([{}, {"loop_mode": "coder"}, {"anchor_text": "REMINDER"},
@@ -149,6 +149,53 @@ def test_the_incremental_memos_never_change_a_result(history, profile, extra) ->
     slow.use_memos = False
     slow.memos = None
     assert build_trace(fast) == build_trace(slow)
+
+
+@settings(max_examples=60)
+@given(st.lists(big_message(), max_size=20),
+       st.sampled_from(["chatcli", "chatcli-docs", "chatcli-aivax"]),
+       st.sampled_from([{}, {"anchor_text": "REMINDER"},
+                        {"env": {"CHATCLI_MICROCOMPACT_MIN_CONTENT": "100",
+                                 "CHATCLI_TOOL_RESULT_BUDGET_CHARS": "30000"}}]))
+def test_the_replays_deltas_name_every_position_a_stage_input_changed_at(
+        history, profile, extra) -> None:
+    """A `Delta` answers `changed_since` only when it covers every change: checked against a
+    full scan of the same two histories, for every stage at every call."""
+    replay_checking_deltas(history, profile, {"counter": "bytes4", **extra})
+
+
+def replay_checking_deltas(history, profile, config) -> list[bool]:
+    """Replays with every `changed_since` answer compared with a full scan; returns, per
+    answer, whether a `Delta` gave it."""
+    from ctxsim.pipeline import stages
+    from ctxsim.pipeline.stages import budget, changed_positions, microcompact
+
+    answered = []
+
+    def checked(before, after, c, below=None):
+        got = stages.changed_since(before, after, c, below)
+        n = len(before) if below is None else below
+        assert got == changed_positions(before[:n], after)
+        answered.append(c.delta is not None)
+        return got
+
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (budget, microcompact, pairing):
+            patch.setattr(module, "changed_since", checked)
+        for _ in replay(history, profile, config).calls():
+            pass
+    return answered
+
+
+def test_on_a_well_formed_session_the_stage_memos_read_deltas_not_full_scans() -> None:
+    from ctxsim.generator import generate_session
+
+    session = generate_session(60, seed=5, oversize_every=4)
+    answered = replay_checking_deltas(session.messages, "chatcli", {"counter": "bytes4"})
+    # Three memo lookups per call (microcompact, pairing, budget) after each stage's first
+    # call, which has nothing to compare with; every one answered by a Delta.
+    assert len(answered) >= 3 * 59
+    assert all(answered)
 
 
 @pytest.mark.parametrize("profile", ["chatcli", "chatcli-docs", "chatcli-aivax"])
@@ -179,7 +226,7 @@ def test_the_call_view_marks_each_message_for_the_before_after_view() -> None:
     assert [row.stage for row in rows] == ["", "", "budget", "pairing", "pairing"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=60), st.binary(max_size=60))
 def test_the_call_view_diff_splits_both_contents_around_their_common_head_and_tail(old, new):
     from ctxsim.replays.analysis import content_diff

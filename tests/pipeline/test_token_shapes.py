@@ -24,7 +24,7 @@ def test_every_string_of_one_to_three_digits_is_one_token(name):
 ALPHABET = "0123456789_./-:[]() \n\tabcXYZ—½²٣é"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.text(alphabet=ALPHABET, max_size=60), st.sampled_from(ENCODINGS))
 def test_a_shared_shape_never_changes_the_count(text, name):
     content = text.encode("utf-8")

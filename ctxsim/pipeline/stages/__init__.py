@@ -24,6 +24,18 @@ class StageResult:
     changed: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True)
+class Delta:
+    """A stage's input compared with what the stage saw (`input`) and made (`output`) at the
+    previous call: outside `positions`, and below the shorter length, the messages are the
+    same objects. The replay knows this from what each stage reported, so a stage memo can
+    look at a handful of positions instead of scanning a history that only grew."""
+
+    input: tuple[Message, ...]
+    output: tuple[Message, ...]
+    positions: frozenset[int]
+
+
 @dataclass
 class StageContext:
     """What a stage may read besides the history: its parameters and the call's position."""
@@ -39,6 +51,9 @@ class StageContext:
     # A per-replay, per-stage cache a stage may use to skip work it did at the previous call.
     # It must never change a result: with `memo=None` a stage computes everything afresh.
     memo: dict[str, Any] | None = None
+    # Set by the replay: where this input can differ from the stage's input or output at the
+    # previous call. Read it through `changed_since`, never directly.
+    delta: Delta | None = None
 
     @property
     def documented(self) -> bool:
@@ -88,7 +103,18 @@ def changed_positions(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
 _BLOCK = 64
 
 
+def changed_since(before: Sequence[Any], after: Sequence[Any], ctx: StageContext,
+                  below: int | None = None) -> list[int]:
+    """`changed_positions(before[:below], after)`, in ascending order, answered from the
+    replay's `Delta` when `before` is what this stage saw or made at the previous call."""
+    n = min(len(before), len(after), len(before) if below is None else below)
+    delta = ctx.delta
+    if delta is not None and (before is delta.input or before is delta.output):
+        return sorted(i for i in delta.positions if i < n and before[i] is not after[i])
+    return changed_positions(before[:n], after)
+
+
 Stage = Any  # callable(history: Sequence[Message], ctx: StageContext) -> StageResult
 
-__all__ = ["Message", "StageContext", "StageResult", "changed_positions", "from_units", "lit",
-           "to_units"]
+__all__ = ["Delta", "Message", "StageContext", "StageResult", "changed_positions",
+           "changed_since", "from_units", "lit", "to_units"]

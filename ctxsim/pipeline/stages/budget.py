@@ -13,7 +13,7 @@ from typing import Any
 
 from ..messages import Message
 from ..spill import SpillError, clean_join
-from . import StageContext, StageResult, Units, changed_positions, from_units, lit, to_units
+from . import StageContext, StageResult, Units, changed_since, from_units, lit, to_units
 
 PREVIEW_HEAD = 4000
 PREVIEW_TAIL = 1000
@@ -90,8 +90,11 @@ def truncate_with_disk_persist(
 class _GroupIndex:
     """The groups of a history with each group's size and largest result, kept between calls:
     the next call's history shares its prefix, so only changed and appended messages are
-    measured again."""
+    measured again. `total` and `busy` (the groups over a limit) follow every update, so a
+    call costs what changed, not the length of the history."""
 
+    per_result: int
+    budget: int
     source: tuple[Message, ...] = ()
     resume: int = 0  # where a re-walk starts: the last group's assistant (or the end)
     starts: list[int] = field(default_factory=list)
@@ -100,18 +103,51 @@ class _GroupIndex:
     maxes: list[int] = field(default_factory=list)
     lens: dict[int, int] = field(default_factory=dict)  # tool index -> length, grouped only
     owner: dict[int, int] = field(default_factory=dict)  # tool index -> group number
+    total: int = 0
+    busy: set[int] = field(default_factory=set)
+
+    def open(self, start: int) -> int:
+        self.starts.append(start)
+        self.members.append([])
+        self.sums.append(0)
+        self.maxes.append(0)
+        return len(self.starts) - 1
+
+    def add(self, k: int, i: int, n: int) -> None:
+        self.members[k].append(i)
+        self.lens[i] = n
+        self.owner[i] = k
+        self.sums[k] += n
+        self.total += n
+        if n > self.maxes[k]:
+            self.maxes[k] = n
+        self._flag(k)
+
+    def resize(self, i: int, n: int) -> int:
+        """A grouped result now measures `n`; returns its group (re-`measure` it after)."""
+        self.total += n - self.lens[i]
+        self.lens[i] = n
+        return self.owner[i]
 
     def measure(self, k: int) -> None:
         sizes = [self.lens[i] for i in self.members[k]]
         self.sums[k] = sum(sizes)
         self.maxes[k] = max(sizes, default=0)
+        self._flag(k)
+
+    def _flag(self, k: int) -> None:
+        if self.maxes[k] > self.per_result or self.sums[k] > self.budget:
+            self.busy.add(k)
+        else:
+            self.busy.discard(k)
 
     def truncate(self, pos: int) -> None:
         """Forget groups starting at or after `pos` (they are walked again)."""
         while self.starts and self.starts[-1] >= pos:
             self.starts.pop()
+            self.busy.discard(len(self.starts))
             for i in self.members.pop():
-                del self.lens[i]
+                self.total -= self.lens.pop(i)
                 del self.owner[i]
             self.sums.pop()
             self.maxes.pop()
@@ -121,51 +157,41 @@ def _same_kind(a: Message, b: Message) -> bool:
     return a.role == b.role and bool(a.tool_calls) == bool(b.tool_calls)
 
 
-def _index(history: Sequence[Message], memo: dict[str, Any] | None, documented: bool
+def _index(history: Sequence[Message], ctx: StageContext, per_result: int, budget: int
            ) -> _GroupIndex:
+    documented = ctx.documented
+    memo = ctx.memo
     idx: _GroupIndex | None = memo.get("groups") if memo is not None else None
     start = 0
-    if idx is not None and len(history) < idx.resume:
+    if idx is not None and (len(history) < idx.resume
+                            or (idx.per_result, idx.budget) != (per_result, budget)):
         idx = None  # not an extension of the previous history: start over
     if idx is not None:
         dirty: set[int] = set()
-        for i in changed_positions(idx.source[: idx.resume], history):
+        for i in changed_since(idx.source, history, ctx, below=idx.resume):
             old, new = idx.source[i], history[i]
             if not _same_kind(old, new):
                 idx = None
                 break
             if i in idx.owner:
-                idx.lens[i] = _length(new, documented)
-                dirty.add(idx.owner[i])
+                dirty.add(idx.resize(i, _length(new, documented)))
         if idx is not None:
             for k in dirty:
                 idx.measure(k)
             start = idx.resume
             idx.truncate(start)
     if idx is None:
-        idx, start = _GroupIndex(), 0
+        idx, start = _GroupIndex(per_result, budget), 0
     # Walk from `start` (a group's assistant, or a point with no group open) to the end.
     current: int | None = None
     for i in range(start, len(history)):
         m = history[i]
         role = m.role
         if role == "assistant":
-            current = None
-            if m.tool_calls:
-                current = len(idx.starts)
-                idx.starts.append(i)
-                idx.members.append([])
-                idx.sums.append(0)
-                idx.maxes.append(0)
+            current = idx.open(i) if m.tool_calls else None
         elif role == "tool":
             if current is not None:
-                n = _length(m, documented)
-                idx.members[current].append(i)
-                idx.lens[i] = n
-                idx.owner[i] = current
-                idx.sums[current] += n
-                if n > idx.maxes[current]:
-                    idx.maxes[current] = n
+                idx.add(current, i, _length(m, documented))
         elif role in ("user", "system"):
             current = None
     idx.source = tuple(history)
@@ -200,11 +226,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     }
     if not history:
         return StageResult(tuple(history), report)
-    idx = _index(history, ctx.memo, documented)
+    idx = _index(history, ctx, per_result, budget)
     report["total_tool_results"] = len(idx.lens)
-    report["total_original_chars"] = total = sum(idx.sums)
-    busy = [k for k in range(len(idx.starts))
-            if idx.maxes[k] > per_result or idx.sums[k] > budget]
+    report["total_original_chars"] = total = idx.total
+    busy = sorted(idx.busy)
     units: dict[int, Units] = {}
     lengths: dict[int, int] = {}
     reduced = 0

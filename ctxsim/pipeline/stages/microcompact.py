@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..messages import Message
-from . import StageContext, StageResult, Units, changed_positions, from_units, lit, to_units
+from . import StageContext, StageResult, Units, changed_since, from_units, lit, to_units
 
 CCR_MARKER = re.compile(rb"<<ccr:([0-9a-f]{16})>>")
 SUMMARY_WINDOW = 200
@@ -163,7 +163,7 @@ def _candidates(history: Sequence[Message], ctx: StageContext, minimum: int) -> 
     if idx is not None and len(history) < len(idx.source):
         idx = None  # not an extension of the previous history: start over
     if idx is not None:
-        for i in changed_positions(idx.source, history):
+        for i in changed_since(idx.source, history, ctx):
             old, new = idx.source[i], history[i]
             # A rewritten call list or a moved message changes turns or names: start over.
             if old.role != new.role or new.role == "assistant" or exempt:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult, changed_positions
+from . import StageContext, StageResult, changed_since
 
 SYNTHETIC_CONTENT = (
     "[Tool result missing — the tool execution was interrupted or failed silently. "
@@ -44,23 +44,25 @@ def _same_shape(a: Message, b: Message) -> bool:
             and [c.id for c in a.tool_calls] == [c.id for c in b.tool_calls])
 
 
-def _resume_point(history: Sequence[Message], memo: dict[str, Any] | None) -> int:
+def _resume_point(history: Sequence[Message], ctx: StageContext | None) -> int:
     """Where the prepass may start: the last block start of a previous history that passed,
     if `history` begins with the same shapes (microcompact only rewrites contents)."""
+    memo = ctx.memo if ctx is not None else None
     if not memo or "valid" not in memo:
         return 0
     prev, start = memo["valid"]
     if len(history) < len(prev):
         return 0
-    for i in changed_positions(prev, history):
+    for i in changed_since(prev, history, ctx):
         if not _same_shape(prev[i], history[i]):
             return 0
     return start
 
 
-def needs_repair(history: Sequence[Message], memo: dict[str, Any] | None = None) -> bool:
-    """ChatCLI's validation prepass: False iff every call block is complete and adjacent."""
-    i, n = _resume_point(history, memo), len(history)
+def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) -> bool:
+    """ChatCLI's validation prepass: False iff every call block is complete and adjacent.
+    With a `ctx` memo, it resumes from the last block of the previous history that passed."""
+    i, n = _resume_point(history, ctx), len(history)
     block = i
     while i < n:
         m = history[i]
@@ -83,8 +85,8 @@ def needs_repair(history: Sequence[Message], memo: dict[str, Any] | None = None)
         if len(seen) != len(ids):
             return True
         i = j
-    if memo is not None:
-        memo["valid"] = (tuple(history), block)
+    if ctx is not None and ctx.memo is not None:
+        ctx.memo["valid"] = (tuple(history), block)
     return False
 
 
@@ -97,10 +99,10 @@ def _finish(history: Sequence[Message], out: list[Message], report: dict[str, An
     return StageResult(tuple(out), report)
 
 
-def repair_implemented(history: Sequence[Message], memo: dict[str, Any] | None = None
+def repair_implemented(history: Sequence[Message], ctx: StageContext | None = None
                        ) -> StageResult:
     report = _empty_report()
-    if not history or not needs_repair(history, memo):
+    if not history or not needs_repair(history, ctx):
         return StageResult(tuple(history), report)
     out: list[Message] = []
     claimed: set[int] = set()
@@ -206,4 +208,4 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     if ctx.documented:
         return repair_documented(history)
-    return repair_implemented(history, ctx.memo)
+    return repair_implemented(history, ctx)
