@@ -2,6 +2,9 @@
 
 owner, reviewer and viewer belong to team "alpha"; outsider owns another team "beta";
 anonymous is the logged-out client. Passwords are the persona's name + "-pass-123".
+
+Hypothesis runs without its timing rules (per-example deadline, too-slow health check): no
+test may pass or fail by the speed of the machine; speed is `make bench`'s job.
 """
 
 from __future__ import annotations
@@ -9,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ctxsim", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ctxsim")
 
 PERSONAS = ("owner", "reviewer", "viewer", "outsider", "anonymous")
 

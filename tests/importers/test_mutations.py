@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxsim.importers import TranscriptError, load
@@ -38,7 +38,7 @@ def mutated_files(draw) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(mutated_files())
 def test_a_mutated_file_imports_or_fails_with_a_one_line_transcript_error(data):
     assert_imports_or_explains(data)
@@ -93,7 +93,7 @@ def files_with_wrong_shapes(draw) -> bytes:
     return json.dumps(document).encode()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(files_with_wrong_shapes())
 def test_right_json_with_wrong_shapes_imports_or_names_the_problem(data):
     assert_imports_or_explains(data)
