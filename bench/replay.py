@@ -1,12 +1,13 @@
-"""Replay targets (SPEC §9): `python -m bench.replay CALLS REPS [--floor]`.
+"""Replay targets (SPEC §9): `python -m bench.replay CALLS[,CALLS...] REPS [--floor]`.
 
-Replays the generated CALLS-call session with the `chatcli` profile and the `cl100k_base`
+Replays each generated CALLS-call session with the `chatcli` profile and the `cl100k_base`
 counter, every call, token counts included, REPS times, each from a cold token cache. With
-`--floor`, also measures the floor of the same run: one untimed replay collects every distinct
-content the replay counts (the transcript's inputs and every message sent at any call, with
-the previews, summaries and placeholders the stages made: contents, tool-call names and
+`--floor`, also measures the floor of the first session: one untimed replay collects every
+distinct content the replay counts (the transcript's inputs and every message sent at any call,
+with the previews, summaries and placeholders the stages made: contents, tool-call names and
 arguments, tool-call ids), then a fresh counter (empty cache, same encoding) tokenizes each once.
-Floor and replay repetitions alternate, so both see the same machine state.
+Within a repetition the floor and every size run one after the other, so all of them see the
+same machine state (the linearity ratio compares two sizes measured side by side).
 """
 
 from __future__ import annotations
@@ -68,44 +69,53 @@ def run_floor(contents: list[bytes]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("calls", type=int)
+    parser.add_argument("calls", help="comma-separated session sizes, e.g. 2000,4000")
     parser.add_argument("reps", type=int)
-    parser.add_argument("--floor", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="measure the first size's floor")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    sizes = [int(n) for n in args.calls.split(",")]
 
-    gen_time, session = timed(lambda: generate_session(args.calls, args.seed))
-    messages = session.messages
-    size = sum(len(m.content) for m in messages)
-    results = sum(1 for m in messages if m.role == "tool")
-    note(f"generated {args.calls} calls: {len(messages)} messages, {results} tool results, "
-         f"{size / 1e6:.1f} MB in {gen_time:.1f}s")
+    sessions = {}
+    for n in sizes:
+        gen_time, session = timed(lambda n=n: generate_session(n, args.seed))
+        messages = sessions[n] = session.messages
+        note(f"generated {n} calls: {len(messages)} messages, "
+             f"{sum(1 for m in messages if m.role == 'tool')} tool results, "
+             f"{sum(len(m.content) for m in messages) / 1e6:.1f} MB in {gen_time:.1f}s")
     tokens.get_encoding(COUNTER)  # the BPE table is loaded once per process, outside timings
 
     contents: list[bytes] = []
     if args.floor:
-        collect_time, contents = timed(lambda: distinct_contents(messages))
+        collect_time, contents = timed(lambda: distinct_contents(sessions[sizes[0]]))
         note(f"collected {len(contents)} distinct contents "
              f"({sum(map(len, contents)) / 1e6:.1f} MB) in {collect_time:.1f}s")
-    replay_times, floor_times = [], []
-    outcome: dict = {}
+    replay_times: dict[int, list[float]] = {n: [] for n in sizes}
+    floor_times: list[float] = []
+    outcome: dict[int, dict] = {}
     floor_tokens = 0
     for rep in range(args.reps):
         if args.floor:
             gc.collect()
             seconds, floor_tokens = timed(lambda: run_floor(contents))
             floor_times.append(seconds)
-        gc.collect()
-        seconds, outcome = timed(lambda: run_replay(messages))
-        replay_times.append(seconds)
-        note(f"rep {rep + 1}/{args.reps}: replay {seconds:.2f}s"
+        for n in sizes:
+            gc.collect()
+            seconds, outcome[n] = timed(lambda n=n: run_replay(sessions[n]))
+            replay_times[n].append(seconds)
+        note(f"rep {rep + 1}/{args.reps}: "
+             + ", ".join(f"{n} calls {replay_times[n][-1]:.2f}s" for n in sizes)
              + (f", floor {floor_times[-1]:.2f}s" if args.floor else ""))
     emit({
-        "calls": args.calls, "messages": len(messages), "tool_results": results,
-        "bytes": size, "replay_times": replay_times, "replay": median(replay_times),
+        "sizes": [{
+            "calls": n, "messages": len(sessions[n]),
+            "tool_results": sum(1 for m in sessions[n] if m.role == "tool"),
+            "bytes": sum(len(m.content) for m in sessions[n]),
+            "replay_times": replay_times[n], "replay": median(replay_times[n]), **outcome[n],
+        } for n in sizes],
         "floor_times": floor_times, "floor": median(floor_times) if floor_times else None,
         "distinct_contents": len(contents), "distinct_bytes": sum(map(len, contents)),
-        "floor_tokens": floor_tokens, **outcome,
+        "floor_tokens": floor_tokens,
     })
 
 

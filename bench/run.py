@@ -68,21 +68,23 @@ def main() -> int:
     results: list[bool] = []
 
     if only & {"replay", "linearity"}:
-        small = child("bench.replay", str(2000 // scale), str(reps), "--floor")
+        sizes = [2000 // scale] + ([4000 // scale] if "linearity" in only else [])
+        measured = child("bench.replay", ",".join(map(str, sizes)), str(reps), "--floor")
+        small = measured["sizes"][0]
         if "replay" in only:
-            results.append(line("replay", small["replay"] / small["floor"], 2))
+            results.append(line("replay", small["replay"] / measured["floor"], 2))
             info(f"{small['calls']} calls, {small['tool_results']} tool results, "
                  f"{small['bytes'] / 1e6:.1f} MB: replay {small['replay']:.2f}s "
                  f"(runs {runs(small)}); floor "
-                 f"{small['floor']:.2f}s to tokenize {small['distinct_contents']} distinct "
-                 f"contents, {small['distinct_bytes'] / 1e6:.1f} MB, "
-                 f"{small['floor_tokens']:,} tokens")
+                 f"{measured['floor']:.2f}s to tokenize {measured['distinct_contents']} "
+                 f"distinct contents, {measured['distinct_bytes'] / 1e6:.1f} MB, "
+                 f"{measured['floor_tokens']:,} tokens")
         if "linearity" in only:
-            large = child("bench.replay", str(4000 // scale), str(reps))
+            large = measured["sizes"][1]
             results.append(line("linearity", large["replay"] / small["replay"], 2.3))
             info(f"{large['calls']} calls ({large['bytes'] / 1e6:.1f} MB): replay "
                  f"{large['replay']:.2f}s (runs {runs(large)}) "
-                 f"vs {small['calls']} calls: {small['replay']:.2f}s")
+                 f"vs {small['calls']} calls: {small['replay']:.2f}s, measured side by side")
 
     if "retune" in only:
         retune = child("bench.retune", str(500 // scale), str(reps))
