@@ -56,6 +56,9 @@ class CallResult:
     carried_over: int = 0
     # The part of `carried_over` that dispatch stages (ChatCLI's per-tool cap) saved.
     dispatch_saved: int = 0
+    # The history this call's stages started from: what earlier calls kept, plus the new
+    # messages (dispatch caps applied). Shares its messages with the other histories.
+    input_history: tuple[Message, ...] = ()
 
     @property
     def savings(self) -> dict[str, int]:
@@ -245,7 +248,7 @@ class Replay:
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema)
         spill_start = len(self.spills.records)
-        history = tuple(persistent)
+        history = start = tuple(persistent)
         tokens = persistent_tokens
         runs: list[StageRun] = []
         kept, kept_tokens = history, tokens
@@ -289,6 +292,7 @@ class Replay:
             raw_tokens=raw_tokens,
             sent_tokens=tokens + self.extra_tokens,
             error=error,
+            input_history=start,
         )
 
 

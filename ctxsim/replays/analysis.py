@@ -218,6 +218,9 @@ class MessageRow:
     tool_name: str = ""
     spill: Any = None  # the spill record whose path the preview names
     diff: ContentDiff | None = None
+    # Rewritten before this call (an earlier call's persistent stage, or the dispatch cap) and
+    # sent as this call's stages found it.
+    carried: bool = False
 
     @property
     def origin(self) -> int | None:
@@ -304,6 +307,7 @@ def call_view(
     removed) and every sent message without an origin is marked injected.
     """
     raw_by_origin = _by_origin(call.raw_history)
+    started = _by_origin(call.input_history)
     sent_origins = {m.origin for m in call.sent if m.origin is not None}
     capped = set(capped_at_dispatch)
     names = {c.id: c.name for m in call.raw_history for c in m.tool_calls}
@@ -351,6 +355,8 @@ def call_view(
                         row.status, row.spill = "spilled", record
                         break
                 row.diff = content_diff(raw.content, m.content)
+                before = started.get(m.origin)
+                row.carried = before is not None and not _changed(before, m)
         rows.append(row)
     for origin in removed[r:]:
         rows.append(_removed_row(raw_by_origin[origin], removed_by, counter, names))

@@ -27,8 +27,10 @@ def _badge(status: str, stage: str) -> str:
     return f'<span class="badge status-{status}">{escape(label)}</span>'
 
 
-def _diff(d: Mapping[str, Any]) -> str:
-    parts = ['<div class="diff">']
+def diff_html(d: Mapping[str, Any], element_id: str = "") -> str:
+    """A diff entry (see `page.diff_entry`) as HTML; every text part escaped."""
+    id_attr = f' id="{element_id}"' if element_id else ""
+    parts = [f'<div class="diff"{id_attr}>']
     if d["prefix_hidden"]:
         parts.append(f'<span class="skip">… {d["prefix_hidden"]} bytes unchanged …</span>')
     parts.append(f'<span class="same">{escape(d["prefix"])}</span>')
@@ -86,9 +88,15 @@ def render_rows(
             parts.append(f'<p class="spill-link">Spilled to <a href="{url}">'
                          f"{escape(row.spill.path)}</a> ({row.spill.size} bytes)</p>")
         if "diff" in e:
-            parts.append(_diff(e["diff"]))
+            parts.append(diff_html(e["diff"]))
         else:
             body_id = f"body-{call_index}-{index}"
+            if e["carried"]:
+                url = escape(f"{body_url}?{query}&call={call_index}&row={index}&diff=1")
+                parts.append(f'<p class="carried muted">Rewritten before this call, sent as '
+                             f'it was. <a class="show-diff" href="{url}" hx-get="{url}" '
+                             f'hx-target="#{body_id}" hx-swap="outerHTML">show the change</a>'
+                             f'</p>')
             hidden = (f'<span class="skip">… {e["hidden"]} more bytes</span>'
                       if e["hidden"] else "")
             parts.append(f'<pre class="body" id="{body_id}">{escape(e["text"])}{hidden}</pre>')

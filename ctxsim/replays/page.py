@@ -142,26 +142,36 @@ def _saving_label(stage: str) -> str:
 
 
 def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
-    """Call-view rows with their display text, collapsed past COLLAPSE_BYTES."""
+    """Call-view rows with their display text, collapsed past COLLAPSE_BYTES.
+
+    A message rewritten before this call and sent as this call's stages found it (a
+    microcompact stub kept in the history, a result capped as it entered) shows what is sent,
+    with its diff one click away: late calls carry hundreds of them, and their diffs made most
+    of the call view's weight."""
     rows = []
     for position, row in enumerate(detail.view.rows):
-        limit = COLLAPSE_UNCHANGED_BYTES if row.status == "unchanged" else COLLAPSE_BYTES
+        carried = row.diff is not None and row.carried
+        limit = COLLAPSE_BYTES if row.status != "unchanged" and not carried else (
+            COLLAPSE_UNCHANGED_BYTES)
         text, hidden = analysis.display(row.message.content, limit)
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
-                 "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens}
-        if row.diff is not None:
-            d = row.diff
-            entry["diff"] = {
-                "prefix": analysis.display(d.prefix[-300:])[0], "prefix_hidden":
-                    max(len(d.prefix) - 300, 0),
-                "removed": analysis.display(d.removed, 400)[0], "removed_bytes": len(d.removed),
-                "added": analysis.display(d.added, 1500)[0], "added_hidden":
-                    max(len(d.added) - 1500, 0),
-                "suffix": analysis.display(d.suffix[:300])[0], "suffix_hidden":
-                    max(len(d.suffix) - 300, 0),
-            }
+                 "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens,
+                 "carried": carried}
+        if row.diff is not None and not carried:
+            entry["diff"] = diff_entry(row.diff)
         rows.append(entry)
     return rows
+
+
+def diff_entry(d: analysis.ContentDiff) -> dict[str, Any]:
+    """A diff cut for display: the changed middle with a little context on each side."""
+    return {
+        "prefix": analysis.display(d.prefix[-300:])[0],
+        "prefix_hidden": max(len(d.prefix) - 300, 0),
+        "removed": analysis.display(d.removed, 400)[0], "removed_bytes": len(d.removed),
+        "added": analysis.display(d.added, 1500)[0], "added_hidden": max(len(d.added) - 1500, 0),
+        "suffix": analysis.display(d.suffix[:300])[0], "suffix_hidden": max(len(d.suffix) - 300, 0),
+    }
 
 
 def report_lines(call) -> list[dict[str, Any]]:
@@ -274,7 +284,7 @@ class CallPack:
     rows: list[tuple[int, int | None, str]]
 
 
-CALL_PACK_VERSION = 2
+CALL_PACK_VERSION = 3
 CALL_PACK_SECONDS = 24 * 3600
 
 

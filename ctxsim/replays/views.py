@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import page, services
-from ctxsim.replays.message_list import join_rows
+from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -70,6 +70,7 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     only for rows that need one; the message list itself is rendered in Python."""
     state = review["review"]
     boxes = {}
+    form_url = escape(f"{reverse('comment-create', args=[session.pk])}?call={call}&message=")
     for index, origin, _html in rows:
         count = state.message_counts.get(origin, 0) if origin is not None else 0
         if origin is None or not (count or state.can_write):
@@ -77,8 +78,7 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
         if not count:
             # A writer's affordance on an uncommented message: a link that loads the form, so
             # a call of thousands of messages does not render thousands of forms.
-            url = escape(f"{reverse('comment-create', args=[session.pk])}"
-                         f"?call={call}&message={origin}")
+            url = f"{form_url}{origin}"
             boxes[index] = (
                 f'<div class="msg-comments"><a class="comment-toggle" href="{url}" '
                 f'hx-get="{url}" hx-target="this" hx-swap="outerHTML">comment</a></div>'
@@ -130,7 +130,8 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
 
 @require_safe
 def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
-    """The whole body of one message of one call ("show all" in the call view)."""
+    """The whole body of one message of one call ("show all" in the call view), or with
+    `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
     settings, _errors = services.settings_from_query(request.GET, session.team)
     requested = request.GET.get("call", "")
@@ -141,6 +142,10 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     if not position.isdigit() or int(position) >= len(detail.view.rows):
         raise Http404("No such message in this call.")
     row = detail.view.rows[int(position)]
+    if request.GET.get("diff") == "1" and row.diff is not None:
+        # The change of a message rewritten at an earlier call (its row shows the sent text).
+        html = diff_html(page.diff_entry(row.diff), f"body-{call}-{position}")
+        return HttpResponse(html)
     return render(request, "replays/message_body.html",
                   {"text": row.message.text, "call_index": call, "index": int(position)})
 
