@@ -265,32 +265,39 @@ _canonical: OrderedDict[tuple, tuple[Any, set[str]]] = OrderedDict()
 _canonical_lock = threading.Lock()
 
 
-def canonical_session(session: Session, counter_name: str | None = None):
+def canonical_session(session: Session, counter_name: str | None = None, *,
+                      other_counts: bool = False):
     """The session's canonical messages (cached per process); with `counter_name`, that
-    counter is primed with the token counts stored for them."""
+    counter is primed with the token counts stored for them, and with `other_counts` also
+    with the derived counts other processes stored since this one last looked (a replay about
+    to run takes them instead of tokenizing the same previews again)."""
     key = (session.pk, session.created_at, session.message_count, session.total_bytes)
     with _canonical_lock:
         entry = _canonical.get(key)
         if entry is not None:
             _canonical.move_to_end(key)
     if entry is None:
-        entry = (load_session(session), set())
+        entry = (load_session(session), {})
         with _canonical_lock:
             _canonical[key] = entry
             # Keys end with the session's size in bytes; the newest entry always stays.
             while len(_canonical) > 1 and sum(k[-1] for k in _canonical) > CANONICAL_CACHE_BYTES:
                 _canonical.popitem(last=False)
-    canonical, primed = entry
-    if counter_name is not None and counter_name not in primed:
+    canonical, seen = entry  # seen: counter name -> the last DerivedTokenCount id taken
+    if counter_name is not None and (counter_name not in seen or other_counts):
         counter = get_counter(counter_name)
-        prime_token_counts(session, canonical, counter)
-        counter.prime_digests(
-            (bytes.fromhex(digest), tokens)
-            for digest, tokens in DerivedTokenCount.objects.filter(
-                session=session, counter=counter_name
-            ).values_list("digest", "tokens")
-        )
-        primed.add(counter_name)
+        if counter_name not in seen:
+            prime_token_counts(session, canonical, counter)
+        rows = DerivedTokenCount.objects.filter(
+            session=session, counter=counter_name, pk__gt=seen.get(counter_name, 0)
+        ).order_by("pk").values_list("pk", "digest", "tokens")
+        last = seen.get(counter_name, 0)
+        pairs = []
+        for pk, digest, tokens in rows:
+            pairs.append((bytes.fromhex(digest), tokens))
+            last = pk
+        counter.prime_digests(pairs)
+        seen[counter_name] = last
     return canonical
 
 
@@ -328,16 +335,43 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
     """
     rc = settings.run_config()
     key = cache_key(rc)
-    cached = ReplayRun.objects.filter(session=session, key=key).first()
+    cached = _stored_run(session, key)
     if cached is not None:
         return cached
     # Reviewers of one session often try the same value at once: within a process the first
     # request replays and the others wait for its result instead of replaying too.
     with _replaying(session.pk, key):
-        cached = ReplayRun.objects.filter(session=session, key=key).first()
+        cached = _stored_run(session, key)
         if cached is not None:
             return cached
-        return _replay_and_store(session, settings, rc, key, keep)
+        run = _replay_and_store(session, settings, rc, key, keep)
+        _remember_run(session, run)
+        return run
+
+
+# Stored summaries never change once written, and every step of a call view needs its
+# session's: each process keeps the latest few instead of reading and decoding them again.
+RECENT_RUNS = 64
+_runs: OrderedDict[tuple, ReplayRun] = OrderedDict()
+
+
+def _stored_run(session: Session, key: str) -> ReplayRun | None:
+    with _live_lock:
+        run = _runs.get((session.pk, session.created_at, key))
+        if run is not None:
+            _runs.move_to_end((session.pk, session.created_at, key))
+            return run
+    run = ReplayRun.objects.filter(session=session, key=key).first()
+    if run is not None:
+        _remember_run(session, run)
+    return run
+
+
+def _remember_run(session: Session, run: ReplayRun) -> None:
+    with _live_lock:
+        _runs[(session.pk, session.created_at, run.key)] = run
+        while len(_runs) > RECENT_RUNS:
+            _runs.popitem(last=False)
 
 
 _replay_locks: dict[tuple, threading.Lock] = {}
@@ -358,7 +392,7 @@ def _replaying(session_id: int, key: str):
 
 def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig, key: str,
                       keep: int | None) -> ReplayRun:
-    canonical = canonical_session(session, rc.values["counter"])
+    canonical = canonical_session(session, rc.values["counter"], other_counts=True)
     counter = get_counter(rc.values["counter"])
     rep = new_replay(canonical, rc, StorageSpillSink())
     calls, kept, peak = [], None, None
@@ -409,11 +443,12 @@ class _LiveReplay:
     last: CallResult
 
 
-# Reviewers step through calls one after the other: each process keeps a few replays paused
-# where the last request left them, so the next call costs one step, not a replay from the
-# start. A request takes the paused replay out of the cache while it uses it, so two threads
-# never advance the same generator.
-LIVE_REPLAYS = 8
+# Reviewers step through calls one after the other: each process keeps replays paused where
+# the last request left them, so the next call costs one step, not a replay from the start
+# (enough for the reviewers one process serves at once; each holds its spilled contents). A
+# request takes the paused replay out of the cache while it uses it, so two threads never
+# advance the same generator.
+LIVE_REPLAYS = 32
 _live: OrderedDict[tuple, _LiveReplay] = OrderedDict()
 _live_lock = threading.Lock()
 
@@ -423,11 +458,13 @@ _kept: OrderedDict[tuple, tuple[CallResult, Replay]] = OrderedDict()
 
 
 def forget_replayed_calls() -> None:
-    """Drop the replays this process keeps paused or kept (not the loaded sessions, nor the
-    token counts): as if another worker process served the next request."""
+    """Drop the replays this process keeps paused or kept, and its recent stored summaries
+    (not the loaded sessions, nor the token counts): as if another worker process served the
+    next request."""
     with _live_lock:
         _live.clear()
         _kept.clear()
+        _runs.clear()
 
 
 def _remember_call(session: Session, run_key: str, call: CallResult, rep: Replay) -> None:
@@ -446,7 +483,7 @@ def _replay_to(session: Session, rc: RunConfig, index: int) -> tuple[CallResult,
     with _live_lock:
         live = _live.pop(key, None)
     if live is None or live.last.call_index > index:
-        rep = new_replay(canonical_session(session, rc.values["counter"]), rc)
+        rep = new_replay(canonical_session(session, rc.values["counter"], other_counts=True), rc)
         live = _LiveReplay(rep, rep.calls(), None)  # type: ignore[arg-type]
     while live.last is None or live.last.call_index < index:
         nxt = next(live.calls, None)

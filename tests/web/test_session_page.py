@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.http import QueryDict
 from django.urls import reverse
 
 from ctxsim.generator import generate_session
@@ -369,3 +370,64 @@ def test_token_counts_of_what_a_replay_made_are_shared_with_other_processes(
     run = services.summary_for(stored, services.ReplaySettings())
     detail = services.call_detail(stored, services.ReplaySettings(), run, 1)
     assert detail.view.counts["spilled"] == 1
+
+
+def test_a_result_rewritten_at_an_earlier_call_shows_what_is_sent_and_its_diff_on_demand(
+    personas, long_session
+):
+    import re
+
+    client = personas.client("viewer")
+    html = client.get(page_url(long_session, "profile=chatcli&call=20"),
+                      headers=htmx("call-view")).content.decode()
+    # Microcompact stubs made at earlier calls are carried: no inline diff, a link to it.
+    carried = re.findall(r'<p class="carried muted">.*?href="([^"]+)"', html)
+    assert carried
+    # What changed at this call itself (the budget's spills) keeps its inline diff.
+    assert '<div class="diff">' in html
+    url = carried[0].replace("&amp;", "&")
+    row = re.search(r"row=(\d+)", url).group(1)
+    diff = client.get(url).content.decode()
+    assert diff.startswith(f'<div class="diff" id="body-20-{row}">')
+    assert "<del" in diff and "<ins>" in diff
+    # What the diff adds is in the message as sent (its whole body, "show all").
+    added = re.search(r"<ins>(.*?)</ins>", diff, re.S).group(1)
+    sent = client.get(url.replace("&diff=1", "")).content.decode()
+    assert added and added in sent
+
+
+def test_a_replay_takes_the_counts_another_process_stored_after_this_one_loaded_the_session(
+    personas, long_session, monkeypatch
+):
+    from django.core.cache import cache
+
+    from ctxsim.pipeline import tokens
+    from ctxsim.replays import services
+
+    # Other preview sizes: contents no replay of this process has counted.
+    tight = services.settings_from_query(
+        QueryDict("profile=chatcli&env.CHATCLI_MICROCOMPACT_HEAD_CHARS=1234"), personas.team)[0]
+    monkeypatch.setattr(tokens, "_COUNTERS", {})
+    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
+    services.summary_for(long_session, services.ReplaySettings())  # this process loads it
+    mine = (tokens._COUNTERS, services._canonical)
+
+    # Another process replays with a tighter limit and stores what it tokenized.
+    monkeypatch.setattr(tokens, "_COUNTERS", {})
+    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
+    services.forget_replayed_calls()
+    run = services.summary_for(long_session, tight)
+
+    # Back in this process: stepping through that replay tokenizes nothing.
+    monkeypatch.setattr(tokens, "_COUNTERS", mine[0])
+    monkeypatch.setattr(services, "_canonical", mine[1])
+    services.forget_replayed_calls()
+    cache.clear()
+
+    class Refuse:
+        def encode_ordinary(self, text):
+            raise AssertionError(f"tokenized again: {text[:60]!r}")
+
+    monkeypatch.setattr(tokens.get_counter("cl100k_base"), "_encoding", Refuse())
+    detail = services.call_detail(long_session, tight, run, 20)
+    assert detail.view.counts["rewritten"] > 0
