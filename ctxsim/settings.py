@@ -128,6 +128,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "NAME", str(BASE_DIR / "test-db.sqlite3")
     )
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# Seconds a request thread keeps its database connection for the next request (0: a new
+# connection per request). Opening a PostgreSQL connection forks a server process: under load
+# that was a visible share of the CPU. Health checks drop connections the server closed.
+DATABASES["default"]["CONN_MAX_AGE"] = _int("DATABASE_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Rendered call views are shared between requests (and, with a shared backend, between
