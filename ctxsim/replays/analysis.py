@@ -354,9 +354,10 @@ def call_view(
                     if path in m.content:
                         row.status, row.spill = "spilled", record
                         break
-                row.diff = content_diff(raw.content, m.content)
                 before = started.get(m.origin)
                 row.carried = before is not None and not _changed(before, m)
+                if not row.carried:  # a carried row's diff is asked for on its own
+                    row.diff = content_diff(raw.content, m.content)
         rows.append(row)
     for origin in removed[r:]:
         rows.append(_removed_row(raw_by_origin[origin], removed_by, counter, names))

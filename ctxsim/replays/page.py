@@ -150,7 +150,7 @@ def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
     of the call view's weight."""
     rows = []
     for position, row in enumerate(detail.view.rows):
-        carried = row.diff is not None and row.carried
+        carried = row.carried
         limit = COLLAPSE_BYTES if row.status != "unchanged" and not carried else (
             COLLAPSE_UNCHANGED_BYTES)
         text, hidden = analysis.display(row.message.content, limit)

@@ -16,7 +16,7 @@ from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.htmx import target_id
-from ctxsim.replays import page, services
+from ctxsim.replays import analysis, page, services
 from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
@@ -142,10 +142,10 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     if not position.isdigit() or int(position) >= len(detail.view.rows):
         raise Http404("No such message in this call.")
     row = detail.view.rows[int(position)]
-    if request.GET.get("diff") == "1" and row.diff is not None:
-        # The change of a message rewritten at an earlier call (its row shows the sent text).
-        html = diff_html(page.diff_entry(row.diff), f"body-{call}-{position}")
-        return HttpResponse(html)
+    if request.GET.get("diff") == "1" and row.raw is not None and row.status != "removed":
+        # The change of a message rewritten before this call (its row shows the sent text).
+        diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
+        return HttpResponse(diff_html(page.diff_entry(diff), f"body-{call}-{position}"))
     return render(request, "replays/message_body.html",
                   {"text": row.message.text, "call_index": call, "index": int(position)})
 
