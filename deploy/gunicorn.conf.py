@@ -3,7 +3,11 @@
 Everything can be overridden from the environment: HOST/PORT (or GUNICORN_BIND),
 WEB_CONCURRENCY (worker processes, default cores + 1), GUNICORN_THREADS (threads per
 worker, default 2), GUNICORN_TIMEOUT (seconds, default 120: a first replay of a very long session
-takes a while).
+takes a while), CTXSIM_WARM_SESSIONS (sessions loaded before the workers start, default 20).
+
+The app is preloaded in the master, which loads the token encoding and the newest sessions
+once (`ctxsim.replays.services.warm_up`) before forking: workers start warm and share those
+pages, instead of all of them loading the same things under their first requests.
 """
 
 import multiprocessing
@@ -34,10 +38,12 @@ proc_name = "ctxsim"
 # beside `make serve-prod`) would fight over.
 control_socket_disable = True
 wsgi_app = "ctxsim.wsgi:application"
+preload_app = True
 
 
-def post_worker_init(worker):
-    """Load the tokenizer tables once per worker, before its first request rather than in it."""
-    from ctxsim.pipeline.tokens import get_encoding
+def when_ready(server):
+    from ctxsim.replays.services import warm_up
 
-    get_encoding("cl100k_base")
+    count = int(os.environ.get("CTXSIM_WARM_SESSIONS") or 20)
+    server.log.info("ctxsim: warmed %d session(s) before starting the workers", warm_up(count))
+

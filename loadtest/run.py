@@ -309,7 +309,7 @@ def main() -> int:
     try:
         wait_until_up(port, server)
         log(f"gunicorn + task worker up on 127.0.0.1:{port} "
-            f"({env.get('WEB_CONCURRENCY') or 2 * (os.cpu_count() or 1) + 1} web workers); "
+            f"({env.get('WEB_CONCURRENCY') or max((os.cpu_count() or 1) + 1, 2)} web workers); "
             f"{args.users} reviewers for {args.duration:.0f}s")
         deadline = time.monotonic() + args.duration
         reviewers = [Reviewer(n, port, cookie, seeded["sessions"], seeded["comments"], deadline)

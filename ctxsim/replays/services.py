@@ -301,6 +301,31 @@ def canonical_session(session: Session, counter_name: str | None = None, *,
     return canonical
 
 
+def warm_up(sessions: int) -> int:
+    """Load what every request needs before serving any: the default counter's encoding and
+    the newest `sessions` sessions with their token counts (within half the session cache).
+
+    gunicorn runs this once in its master (`deploy/gunicorn.conf.py`, with the app preloaded),
+    so every worker starts with it instead of all of them paying for it under the first
+    requests. Returns how many sessions it loaded; closes its database connections, which
+    must not be shared with the forked workers."""
+    from django.db import connections
+
+    counter = ReplaySettings().run_config().values["counter"]
+    get_counter(counter).count(b"warm")  # loads the BPE table
+    loaded, budget = 0, CANONICAL_CACHE_BYTES // 2
+    try:
+        for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:
+            if row.total_bytes > budget:
+                break
+            budget -= row.total_bytes
+            canonical_session(row, counter)
+            loaded += 1
+    finally:
+        connections.close_all()
+    return loaded
+
+
 def _save_derived_counts(session: Session, counter) -> None:
     """Store what this replay had to tokenize, for the other processes (see the model)."""
     fresh = counter.take_fresh()
