@@ -143,6 +143,7 @@ class Sample:
     seconds: float
     status: int
     error: str = ""
+    sent_at: float = 0.0  # time.monotonic() when the request was sent
 
 
 @dataclass
@@ -171,6 +172,7 @@ class Reviewer:
             all_headers["Content-Type"] = "application/x-www-form-urlencoded"
             all_headers["X-CSRFToken"] = self.csrf
         start = time.perf_counter()
+        sent_at = time.monotonic()
         status, error = 0, ""
         try:
             if self.conn is None:
@@ -192,7 +194,7 @@ class Reviewer:
             error = f"HTTP {status}"
         elif not error and seconds > SLOW:
             error = f"slow ({seconds:.1f}s)"
-        self.samples.append(Sample(action, seconds, status, error))
+        self.samples.append(Sample(action, seconds, status, error, sent_at))
         if error:
             log(f"reviewer {self.number}: {action} {method} {path}: {error}")
 
@@ -260,6 +262,19 @@ def report(samples: list[Sample], comments: bool) -> int:
         times = sorted(s.seconds * 1000 for s in rows)
         errors = sum(1 for s in rows if s.error)
         print(f"{name:<10} {len(rows):>8} {errors:>6} {percentile(times, 50):>8.0f} "
+              f"{percentile(times, 95):>8.0f} {times[-1]:>8.0f}")
+    # Over time, by the second a request was sent: a slow start (cold workers) or a slow
+    # middle (one heavy action) read differently.
+    first = min(s.sent_at for s in samples)
+    print(f"{'window':<10} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'max ms':>8}")
+    for start in range(0, int(max(s.sent_at for s in samples) - first) + 1, 10):
+        rows = [s for s in samples if start <= s.sent_at - first < start + 10]
+        if not rows:
+            continue
+        times = sorted(s.seconds * 1000 for s in rows)
+        print(f"{f'{start}-{start + 10}s':<10} {len(rows):>8} "
+              f"{sum(1 for s in rows if s.error):>6} {percentile(times, 50):>8.0f} "
               f"{percentile(times, 95):>8.0f} {times[-1]:>8.0f}")
     if not comments:
         print("comment: skipped (no URL named comment-create: the team-review feature is absent)")
