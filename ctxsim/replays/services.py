@@ -12,7 +12,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from django.conf import settings as django_settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.http import Http404
 
 from ctxsim.pipeline.params import PARAMS, ParamError
@@ -41,6 +41,26 @@ from ctxsim.replays.models import (
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session, prime_token_counts, save_token_counts
 
+
+def insert_rows(model, fields: Sequence[str], rows: Sequence[tuple], *,
+                ignore_conflicts: bool = False) -> None:
+    """INSERT plain value tuples into `model`'s table with one `executemany` (pipelined by
+    psycopg). A replay stores hundreds of spill rows; `bulk_create` spent half its time
+    building model instances for them. Rows that break a unique constraint are skipped with
+    `ignore_conflicts` (ON CONFLICT DO NOTHING: PostgreSQL and SQLite alike)."""
+    if not rows:
+        return
+    meta = model._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(meta.get_field(f).column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})"
+    if ignore_conflicts:
+        sql += " ON CONFLICT DO NOTHING"
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
 # Bump when the engine's output for the same settings changes, so cached replays are redone.
 ENGINE_VERSION = "2"
 
@@ -53,9 +73,17 @@ class StorageSpillSink(SpillSink):
 
     def __init__(self) -> None:
         self._stored: set[str] = set()
+        self._digests: dict[bytes, str] = {}
+
+    def sha256(self, data: bytes) -> str:
+        """The content's SHA-256, computed once per distinct content in this replay."""
+        digest = self._digests.get(data)
+        if digest is None:
+            digest = self._digests[data] = hashlib.sha256(data).hexdigest()
+        return digest
 
     def _store(self, directory: str, name: str, data: bytes) -> None:
-        target = storage_name_for(hashlib.sha256(data).hexdigest())
+        target = storage_name_for(self.sha256(data))
         if target in self._stored:
             return
         if not default_storage.exists(target):
@@ -330,11 +358,9 @@ def _save_derived_counts(session: Session, counter) -> None:
     """Store what this replay had to tokenize, for the other processes (see the model)."""
     fresh = counter.take_fresh()
     if fresh:
-        DerivedTokenCount.objects.bulk_create(
-            [DerivedTokenCount(session=session, counter=counter.name, digest=d.hex(), tokens=t)
-             for d, t in fresh.items()],
-            batch_size=1000, ignore_conflicts=True,
-        )
+        insert_rows(DerivedTokenCount, ("session", "counter", "digest", "tokens"),
+                    [(session.pk, counter.name, d.hex(), t) for d, t in fresh.items()],
+                    ignore_conflicts=True)
 
 
 
@@ -419,7 +445,8 @@ def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig,
                       keep: int | None) -> ReplayRun:
     canonical = canonical_session(session, rc.values["counter"], other_counts=True)
     counter = get_counter(rc.values["counter"])
-    rep = new_replay(canonical, rc, StorageSpillSink())
+    sink = StorageSpillSink()
+    rep = new_replay(canonical, rc, sink)
     calls, kept, peak = [], None, None
     for call in rep.calls():
         calls.append(analysis.call_summary(call))
@@ -442,10 +469,9 @@ def _replay_and_store(session: Session, settings: ReplaySettings, rc: RunConfig,
                 stages=[list(e) for e in rc.stages], config=rc.effective_config(),
                 counter=rc.values["counter"], calls=calls, totals=totals,
             )
-            SpilledFile.objects.bulk_create([
-                SpilledFile(run=run, seq=n, name=s.name, path=s.path,
-                            created_in_call=s.created_in_call, size=s.size,
-                            sha256=hashlib.sha256(s.content).hexdigest())
+            insert_rows(SpilledFile, ("run", "seq", "name", "path", "created_in_call", "size",
+                                      "sha256"), [
+                (run.pk, n, s.name, s.path, s.created_in_call, s.size, sink.sha256(s.content))
                 for n, s in enumerate(rep.spilled_files)
             ])
     except IntegrityError:  # the same replay was stored concurrently
