@@ -285,11 +285,44 @@ def _normal(value: Any) -> Any:
 
 # --- replaying --------------------------------------------------------------------------------
 
+
+class _Recent:
+    """A small map of the latest entries one web process keeps, shared by its request
+    threads: the least recently used entry goes when there are more than `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._items: OrderedDict[tuple, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def pop(self, key: tuple) -> Any:
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def put(self, key: tuple, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.limit:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
 # Stored sessions never change after import, so each web process keeps the ones it loaded
-# last (and whether their stored token counts were handed to each counter), up to a total
-# size: stepping through calls then costs the replay alone, not a reload of every message.
+# last (with, per counter, the last stored derived count handed to it), up to a total size:
+# stepping through calls then costs the replay alone, not a reload of every message.
 CANONICAL_CACHE_BYTES = django_settings.CTXSIM_SESSION_CACHE_MB * 1024 * 1024
-_canonical: OrderedDict[tuple, tuple[Any, set[str]]] = OrderedDict()
+_canonical: OrderedDict[tuple, tuple[Any, dict[str, int]]] = OrderedDict()
 _canonical_lock = threading.Lock()
 
 
@@ -316,10 +349,10 @@ def canonical_session(session: Session, counter_name: str | None = None, *,
         counter = get_counter(counter_name)
         if counter_name not in seen:
             prime_token_counts(session, canonical, counter)
-        rows = DerivedTokenCount.objects.filter(
-            session=session, counter=counter_name, pk__gt=seen.get(counter_name, 0)
-        ).order_by("pk").values_list("pk", "digest", "tokens")
         last = seen.get(counter_name, 0)
+        rows = DerivedTokenCount.objects.filter(
+            session=session, counter=counter_name, pk__gt=last
+        ).order_by("pk").values_list("pk", "digest", "tokens")
         pairs = []
         for pk, digest, tokens in rows:
             pairs.append((bytes.fromhex(digest), tokens))
@@ -363,7 +396,6 @@ def _save_derived_counts(session: Session, counter) -> None:
                     ignore_conflicts=True)
 
 
-
 def cache_key(rc: RunConfig) -> str:
     values = {k: v for k, v in rc.values.items() if not k.startswith("_")}
     blob = json.dumps(
@@ -402,27 +434,20 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
 
 # Stored summaries never change once written, and every step of a call view needs its
 # session's: each process keeps the latest few instead of reading and decoding them again.
-RECENT_RUNS = 64
-_runs: OrderedDict[tuple, ReplayRun] = OrderedDict()
+_runs = _Recent(64)
 
 
 def _stored_run(session: Session, key: str) -> ReplayRun | None:
-    with _live_lock:
-        run = _runs.get((session.pk, session.created_at, key))
+    run = _runs.get((session.pk, session.created_at, key))
+    if run is None:
+        run = ReplayRun.objects.filter(session=session, key=key).first()
         if run is not None:
-            _runs.move_to_end((session.pk, session.created_at, key))
-            return run
-    run = ReplayRun.objects.filter(session=session, key=key).first()
-    if run is not None:
-        _remember_run(session, run)
+            _remember_run(session, run)
     return run
 
 
 def _remember_run(session: Session, run: ReplayRun) -> None:
-    with _live_lock:
-        _runs[(session.pk, session.created_at, run.key)] = run
-        while len(_runs) > RECENT_RUNS:
-            _runs.popitem(last=False)
+    _runs.put((session.pk, session.created_at, run.key), run)
 
 
 _replay_locks: dict[tuple, threading.Lock] = {}
@@ -499,40 +524,30 @@ class _LiveReplay:
 # (enough for the reviewers one process serves at once; each holds its spilled contents). A
 # request takes the paused replay out of the cache while it uses it, so two threads never
 # advance the same generator.
-LIVE_REPLAYS = 32
-_live: OrderedDict[tuple, _LiveReplay] = OrderedDict()
-_live_lock = threading.Lock()
-
-
+_live = _Recent(32)
 # Calls a summary replay kept for the request that made it (see `summary_for`).
-_kept: OrderedDict[tuple, tuple[CallResult, Replay]] = OrderedDict()
+_kept = _Recent(64)
 
 
 def forget_replayed_calls() -> None:
     """Drop the replays this process keeps paused or kept, and its recent stored summaries
     (not the loaded sessions, nor the token counts): as if another worker process served the
     next request."""
-    with _live_lock:
-        _live.clear()
-        _kept.clear()
-        _runs.clear()
+    _live.clear()
+    _kept.clear()
+    _runs.clear()
 
 
 def _remember_call(session: Session, run_key: str, call: CallResult, rep: Replay) -> None:
-    with _live_lock:
-        _kept[(session.pk, session.created_at, run_key, call.call_index)] = (call, rep)
-        while len(_kept) > 2 * LIVE_REPLAYS:
-            _kept.popitem(last=False)
+    _kept.put((session.pk, session.created_at, run_key, call.call_index), (call, rep))
 
 
 def _replay_to(session: Session, rc: RunConfig, index: int) -> tuple[CallResult, Replay]:
     key = (session.pk, session.created_at, cache_key(rc))
-    with _live_lock:
-        kept = _kept.get((*key, index))
+    kept = _kept.get((*key, index))
     if kept is not None:
         return kept
-    with _live_lock:
-        live = _live.pop(key, None)
+    live = _live.pop(key)
     if live is None or live.last.call_index > index:
         rep = new_replay(canonical_session(session, rc.values["counter"], other_counts=True), rc)
         live = _LiveReplay(rep, rep.calls(), None)  # type: ignore[arg-type]
@@ -541,10 +556,7 @@ def _replay_to(session: Session, rc: RunConfig, index: int) -> tuple[CallResult,
         if nxt is None:
             raise IndexError(index)
         live.last = nxt
-    with _live_lock:
-        _live[key] = live
-        while len(_live) > LIVE_REPLAYS:
-            _live.popitem(last=False)
+    _live.put(key, live)
     return live.last, live.replay
 
 
