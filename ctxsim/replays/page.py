@@ -150,14 +150,14 @@ def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
     of the call view's weight."""
     rows = []
     for position, row in enumerate(detail.view.rows):
-        carried = row.carried
-        limit = COLLAPSE_BYTES if row.status != "unchanged" and not carried else (
-            COLLAPSE_UNCHANGED_BYTES)
-        text, hidden = analysis.display(row.message.content, limit)
+        quiet = row.status == "unchanged" or row.carried
+        text, hidden = analysis.display(
+            row.message.content, COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
+        )
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
                  "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens,
-                 "carried": carried}
-        if row.diff is not None and not carried:
+                 "carried": row.carried}
+        if row.diff is not None:  # carried rows have none (see `analysis.call_view`)
             entry["diff"] = diff_entry(row.diff)
         rows.append(entry)
     return rows

@@ -40,9 +40,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         html = render_to_string(f"{TEMPLATE}#form-errors", {"errors": errors}, request)
         return HttpResponse(html, headers={"HX-Retarget": "#form-errors",
                                            "HX-Reswap": "outerHTML"})
-    requested = request.GET.get("call", "")
-    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
-    call = page.selected_call(run, requested)
+    run, call = _run_and_call(request, session, settings)
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         return redirect(url + settings.query(call))
     context = page_context(request, session, membership, settings, errors, run, call)
@@ -56,6 +54,14 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         return render(request, TEMPLATE, context)
     response["HX-Push-Url"] = url + settings.query(call)
     return response
+
+
+def _run_and_call(request: HttpRequest, session, settings):
+    """The replay summary for these settings and the call the query asks for (on a miss the
+    replay keeps that call, which the request shows next)."""
+    requested = request.GET.get("call", "")
+    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
+    return run, page.selected_call(run, requested)
 
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
@@ -134,9 +140,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
     settings, _errors = services.settings_from_query(request.GET, session.team)
-    requested = request.GET.get("call", "")
-    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
-    call = page.selected_call(run, requested)
+    run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
     position = request.GET.get("row", "")
     if not position.isdigit() or int(position) >= len(detail.view.rows):
