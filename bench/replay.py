@@ -76,13 +76,16 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(n) for n in args.calls.split(",")]
 
-    sessions = {}
+    sessions, facts = {}, {}
     for n in sizes:
         gen_time, session = timed(lambda n=n: generate_session(n, args.seed))
         messages = sessions[n] = session.messages
+        facts[n] = {"calls": n, "messages": len(messages),
+                    "tool_results": sum(1 for m in messages if m.role == "tool"),
+                    "bytes": sum(len(m.content) for m in messages)}
         note(f"generated {n} calls: {len(messages)} messages, "
-             f"{sum(1 for m in messages if m.role == 'tool')} tool results, "
-             f"{sum(len(m.content) for m in messages) / 1e6:.1f} MB in {gen_time:.1f}s")
+             f"{facts[n]['tool_results']} tool results, "
+             f"{facts[n]['bytes'] / 1e6:.1f} MB in {gen_time:.1f}s")
     tokens.get_encoding(COUNTER)  # the BPE table is loaded once per process, outside timings
 
     contents: list[bytes] = []
@@ -108,10 +111,8 @@ def main() -> None:
              + (f", floor {floor_times[-1]:.2f}s" if args.floor else ""))
     emit({
         "sizes": [{
-            "calls": n, "messages": len(sessions[n]),
-            "tool_results": sum(1 for m in sessions[n] if m.role == "tool"),
-            "bytes": sum(len(m.content) for m in sessions[n]),
-            "replay_times": replay_times[n], "replay": median(replay_times[n]), **outcome[n],
+            **facts[n], "replay_times": replay_times[n], "replay": median(replay_times[n]),
+            **outcome[n],
         } for n in sizes],
         "floor_times": floor_times, "floor": median(floor_times) if floor_times else None,
         "distinct_contents": len(contents), "distinct_bytes": sum(map(len, contents)),
