@@ -246,6 +246,8 @@ CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
 # Loaded sessions each web process keeps in memory for the session page (MB of contents).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
+# Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
+CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).
 CTXSIM_INVITE_DAYS = _int("CTXSIM_INVITE_DAYS", 7, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

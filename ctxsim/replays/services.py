@@ -362,9 +362,10 @@ def canonical_session(session: Session, counter_name: str | None = None, *,
     return canonical
 
 
-def warm_up(sessions: int) -> int:
+def warm_up(sessions: int | None = None) -> int:
     """Load what every request needs before serving any: the default counter's encoding and
-    the newest `sessions` sessions with their token counts (within half the session cache).
+    the newest `sessions` sessions (CTXSIM_WARM_SESSIONS by default) with their token counts,
+    within half the session cache.
 
     gunicorn runs this once in its master (`deploy/gunicorn.conf.py`, with the app preloaded),
     so every worker starts with it instead of all of them paying for it under the first
@@ -372,6 +373,8 @@ def warm_up(sessions: int) -> int:
     must not be shared with the forked workers."""
     from django.db import connections
 
+    if sessions is None:
+        sessions = django_settings.CTXSIM_WARM_SESSIONS
     counter = ReplaySettings().run_config().values["counter"]
     get_counter(counter).count(b"warm")  # loads the BPE table
     loaded, budget = 0, CANONICAL_CACHE_BYTES // 2

@@ -182,6 +182,20 @@ def test_bad_s3_settings_stop_start_up_naming_the_variable(tmp_path, env, named)
     assert named in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DATABASE_CONN_MAX_AGE": "soon"}, "DATABASE_CONN_MAX_AGE='soon' is not an integer"),
+        ({"DATABASE_CONN_MAX_AGE": "-1"}, "DATABASE_CONN_MAX_AGE=-1 must be at least 0"),
+        ({"CTXSIM_WARM_SESSIONS": "all"}, "CTXSIM_WARM_SESSIONS='all' is not an integer"),
+    ],
+)
+def test_bad_serving_numbers_stop_start_up_naming_the_variable(tmp_path, env, named):
+    result = run_python(SETUP, tmp_path, **env)
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
 def test_gunicorn_runs_several_workers_by_default(monkeypatch):
     monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
     monkeypatch.setenv("PORT", "8123")
@@ -191,6 +205,9 @@ def test_gunicorn_runs_several_workers_by_default(monkeypatch):
     assert config["wsgi_app"] == "ctxsim.wsgi:application"
     monkeypatch.setenv("WEB_CONCURRENCY", "3")
     assert runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))["workers"] == 3
+    monkeypatch.setenv("GUNICORN_THREADS", "many")
+    with pytest.raises(SystemExit, match="GUNICORN_THREADS='many' is not an integer"):
+        runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
 
 
 @pytest.mark.django_db
