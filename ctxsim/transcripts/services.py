@@ -222,20 +222,25 @@ def import_timeout() -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def fail_stuck_jobs(now=None) -> int:
+def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
     """Mark jobs "running" without a heartbeat for longer than the timeout as failed.
 
     A worker killed mid-import rolls its transaction back (no rows), but the job row would say
-    "running" forever. Reading first keeps the common case (nothing stuck) free of a write,
-    which on SQLite would wait for an import's write transaction.
+    "running" forever. Without `among` every team's jobs are checked (`check_stuck_imports`,
+    run periodically). Pages pass the jobs they are about to show, already read: their check
+    costs no query, and a write happens only when one of those jobs really is stuck (a write
+    on SQLite would wait for an import's write transaction).
     """
     now = now or timezone.now()
     timeout = import_timeout()
     cutoff = now - timeout
-    stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    )
-    ids = list(stuck.values_list("pk", flat=True))
+    if among is None:
+        stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        )
+        ids = list(stuck.values_list("pk", flat=True))
+    else:
+        ids = [job.pk for job in among if _stuck(job, cutoff)]
     if not ids:
         return 0
     minutes = int(timeout.total_seconds() // 60)
@@ -248,6 +253,15 @@ def fail_stuck_jobs(now=None) -> int:
         ),
         finished_at=now,
     )
+
+
+def _stuck(job: ImportJob, cutoff) -> bool:
+    """The in-memory form of `fail_stuck_jobs`'s query."""
+    if job.status != ImportJob.Status.RUNNING:
+        return False
+    if job.heartbeat_at is not None:
+        return job.heartbeat_at < cutoff
+    return job.started_at is not None and job.started_at < cutoff
 
 
 def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[ImportJob]:
