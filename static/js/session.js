@@ -114,6 +114,8 @@
     var el = evt.target;
     if (el && el.hasAttribute && el.hasAttribute("data-autosubmit") && el.form) el.form.requestSubmit();
   });
+  // Says the selects now submit on change (tests wait for it instead of guessing a delay).
+  document.documentElement.dataset.autosubmit = "ready";
 
   document.addEventListener("keydown", function (evt) {
     var tag = (evt.target && evt.target.tagName) || "";

@@ -30,8 +30,7 @@ from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.conftest import PERSONAS
-from tests.web.test_session_page import spilling_session
+from tests.factories import PERSONAS, spilling_session
 
 pytestmark = pytest.mark.django_db
 

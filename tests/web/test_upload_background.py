@@ -16,7 +16,7 @@ from django_tasks_db.models import DBTaskResult
 
 from ctxsim.transcripts import services, tasks
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
-from tests.web.test_upload import claude_code_bytes, row_counts, upload
+from tests.factories import claude_code_bytes, row_counts, upload
 
 pytestmark = pytest.mark.django_db
 
