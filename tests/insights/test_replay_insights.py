@@ -218,8 +218,11 @@ def generic_name_transcript() -> list[Message]:
             Message.of("assistant", "", tool_calls=[read(f"r{n}", f"src/Panel{n}.tsx")]),
             Message.of("tool", component(n, extra), tool_call_id=f"r{n}"),
         ]
-    messages.append(Message.of(
-        "assistant", "Panel0 calls fetchUserProfile inside render and useState twice."))
+    messages += [  # the one result kept holds neither name
+        Message.of("assistant", "", tool_calls=[ToolCall("ls", "Bash", '{"command": "ls"}')]),
+        Message.of("tool", "Panel0.tsx\nPanel1.tsx", tool_call_id="ls"),
+        Message.of("assistant", "Panel0 calls fetchUserProfile inside render and useState twice."),
+    ]
     return messages
 
 
