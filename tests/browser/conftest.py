@@ -116,3 +116,13 @@ def worker():
         thread.stop()
     thread.connection.dec_thread_sharing()
     assert thread.error is None, thread.error
+
+
+@pytest.fixture
+def generated(personas):
+    """30 model calls, an oversized tool result every third, uploaded by the owner."""
+    from ctxsim.generator import generate_session
+    from ctxsim.transcripts.store import save_sessions
+
+    session = generate_session(30, seed=11, oversize_every=3)
+    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]

@@ -21,9 +21,10 @@ from ctxsim.insights.sweep import (
     sweepable,
     with_point,
 )
+from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.pipeline.replay import replay
-from tests.factories import lost_path_transcript, rereading_transcript
+from tests.factories import lost_path_transcript, read, rereading_transcript
 from tests.shared import SHARED_DIR, requires_shared
 
 CLEAR_ALL_BUT_ONE = {"trigger": {"type": "tool_uses", "value": 1},
