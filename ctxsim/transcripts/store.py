@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from ctxsim.pipeline import messages as pm
 from ctxsim.transcripts.models import Content, Message, Session
+from ctxsim.transcripts.search import index_sessions
 
 BATCH = 1000
 
@@ -121,7 +122,9 @@ def save_sessions(
                 stored.setdefault(session.key, row)
                 rows[id(session)] = row
             pending = [s for s in pending if id(s) not in rows]
-        return [rows[id(s)] for s in sessions]
+        saved = [rows[id(s)] for s in sessions]
+        index_sessions(saved)
+        return saved
 
 
 def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
