@@ -14,7 +14,8 @@ import hashlib
 import importlib.util
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -222,6 +223,19 @@ def get_counter(name: str = "cl100k_base") -> TokenCounter:
         counter = Bytes4Counter() if name == "bytes4" else TiktokenCounter(name)
         _COUNTERS[name] = counter
     return counter
+
+
+@contextmanager
+def isolated_counters() -> Iterator[None]:
+    """Within the block `get_counter` hands out fresh counters (empty caches), as in a new
+    process; the shared ones come back after it. For tests and benchmarks that need a cold
+    token cache without reaching into this module."""
+    global _COUNTERS
+    saved, _COUNTERS = _COUNTERS, {}
+    try:
+        yield
+    finally:
+        _COUNTERS = saved
 
 
 # --- SPEC §5: the formula, in exactly one place ----------------------------------------------
