@@ -288,8 +288,8 @@ def test_token_counts_are_persisted_with_the_contents_and_prime_a_fresh_counter(
     personas, long_session
 ):
     from ctxsim.pipeline.tokens import TiktokenCounter
-    from ctxsim.transcripts.models import Content
     from ctxsim.replays.token_counts import load_counts
+    from ctxsim.transcripts.models import Content
     from ctxsim.transcripts.store import load_session
 
     personas.client("viewer").get(page_url(long_session, "profile=chatcli"))
