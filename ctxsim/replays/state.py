@@ -272,12 +272,16 @@ def settings_from_query(query: Mapping[str, Any], team) -> tuple[ReplaySettings,
         present, value = codec_of(PARAMS[name]).decode(name, query, errors)
         if present and name not in errors and normal(value) != normal(base.values.get(name)):
             config[name] = value
+    resolved = None
     try:
-        resolve(profile, config, stages)
+        resolved = resolve(profile, config, stages)
     except ParamError as exc:
         errors.update(exc.errors)
         config = {k: v for k, v in config.items() if k not in exc.errors}
-    return ReplaySettings(ref, profile, stages, config, saved), errors
+    settings = ReplaySettings(ref, profile, stages, config, saved)
+    if resolved is not None:
+        settings.__dict__["_resolved"] = resolved  # what `run_config()` would compute again
+    return settings, errors
 
 
 def normal(value: Any) -> Any:
