@@ -112,22 +112,22 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     rc = settings.run_config()
     canonical = canonical_session(session, settings.counter, other_counts=True)
     counter = get_counter(settings.counter)
-    # What the shared counter tokenized before this replay belongs to other sessions' replays
-    # (call views, traces): filed under this session it would help nobody.
-    counter.take_fresh()
     sink = StorageSpillSink()
     rep = replay(canonical, rc, sink=sink)
     calls, kept, peak = [], None, None
-    for call in rep.calls():
-        calls.append(analysis.call_summary(call))
-        if call.call_index == keep:
-            kept = call
-        if peak is None or call.sent_tokens >= peak.sent_tokens:
-            peak = call
+    # Only what this replay tokenized is filed under this session (the counter is shared with
+    # the replays of other sessions, in this thread and others).
+    with counter.recording() as fresh:
+        for call in rep.calls():
+            calls.append(analysis.call_summary(call))
+            if call.call_index == keep:
+                kept = call
+            if peak is None or call.sent_tokens >= peak.sent_tokens:
+                peak = call
     for call in (kept, peak):
         if call is not None:
             REPLAYS.kept.put(ReplayKey.of(session, key.run, call.call_index), (call, rep))
-    save_counts(session, canonical, counter, counter.take_fresh())
+    save_counts(session, canonical, counter, fresh)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)

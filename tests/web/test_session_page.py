@@ -427,3 +427,26 @@ def test_a_replay_takes_the_counts_another_process_stored_after_this_one_loaded_
         monkeypatch.setattr(tokens.get_counter("cl100k_base"), "_encoding", Refuse())
         detail = services.call_detail(long_session, tight, run, 20)
         assert detail.view.counts["rewritten"] > 0
+
+
+def test_counts_tokenized_for_one_session_are_never_filed_under_another(
+    personas, stored, long_session
+):
+    from ctxsim.pipeline import tokens
+    from ctxsim.replays import services
+    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.models import DerivedTokenCount
+    from ctxsim.replays.state import settings_from_query
+
+    tight = settings_from_query(
+        QueryDict("profile=chatcli&env.CHATCLI_MICROCOMPACT_HEAD_CHARS=1234"), personas.team)[0]
+    with REPLAYS.another_process():
+        counter = tokens.get_counter("cl100k_base")
+        # A trace of one session tokenizes previews only it has (and stores none of them)...
+        with counter.recording() as traced:
+            services.trace_json(long_session, tight)
+        assert traced
+        # ...then a summary replay of another session stores what it tokenized, not those.
+        services.summary_for(stored, services.ReplaySettings())
+    filed = set(DerivedTokenCount.objects.filter(session=stored).values_list("digest", flat=True))
+    assert not filed & {digest.hex() for digest in traced}
