@@ -16,6 +16,7 @@ from ctxsim.analysis.choices import cache_choice, price_text
 from ctxsim.analysis.models import Sweep
 from ctxsim.insights import sweep as sweeps
 from ctxsim.replays import services as replays
+from ctxsim.replays.state import settings_from_query
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def run_sweep_job(sweep_id: int) -> dict:
         return {"status": sweep.status}
     Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.RUNNING, done=0)
     try:
-        settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
+        settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
         cache, _ = cache_choice(sweep.cache | {"price": price_text(sweep.cache)})
         canonical = replays.canonical_session(sweep.session)
         source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
