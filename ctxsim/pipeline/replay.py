@@ -13,7 +13,7 @@ from typing import Any
 
 from .messages import Message
 from .profiles import RunConfig, resolve
-from .registry import PHASES, STAGES
+from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
@@ -167,8 +167,7 @@ class Replay:
         self._costs = _CostCache(self.counter)
         self._deltas = _Deltas()
         self.dispatch_saved = 0
-        gateway_si = self.config.values.get("systemInstructions") or "" if any(
-            s == "context_limit" for s, _ in self.config.stages) else ""
+        gateway_si = instructions_of(self.config.stages, self.config.values)
         # Memos let stages skip work redone at every call; `use_memos=False` turns them off
         # (tests compare both ways).
         self.memos: dict[str, dict[str, Any]] | None = {} if self.use_memos else None

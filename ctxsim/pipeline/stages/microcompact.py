@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult, Units, changed_since, from_units, lit, to_units
+from . import (
+    ReplayFacts,
+    StageContext,
+    StageResult,
+    Units,
+    changed_since,
+    from_units,
+    lit,
+    to_units,
+)
 
 CCR_MARKER = re.compile(rb"<<ccr:([0-9a-f]{16})>>")
 SUMMARY_WINDOW = 200
@@ -248,3 +258,47 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if ctx.memo is not None:
         ctx.memo["candidates"] = idx
     return StageResult(result, report, changed=tuple(rewritten))
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("truncated", 0) + report.get("summarized", 0)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("skipped_early"):
+        return "Skipped: ChatCLI does not microcompact in the first loop turns of a run."
+    return (f"{report.get('truncated', 0)} result(s) truncated, {report.get('summarized', 0)} "
+            f"summarized, {report.get('chars_saved', 0)} bytes saved.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    """Why a tier never fired: no run got old enough, no result was big enough, or (summarize
+    tier) every result was already truncated below the minimum when it reached that age."""
+    min_size = facts.env("mc_min_content_size")
+    truncate_at = facts.env("mc_turns_before_truncate")
+    summarize_at = facts.env("mc_turns_before_summarize")
+    max_turn = max(facts.turns, default=0)
+    truncated, summarized = facts.total("truncated"), facts.total("summarized")
+    if truncated == 0 and summarized == 0:
+        if max_turn < truncate_at:
+            return (f"Microcompact never ran: no run reached loop turn {truncate_at} (the "
+                    f"longest reached {max_turn}), and ChatCLI skips the first {truncate_at} "
+                    "calls of every run.")
+        if facts.largest_result < min_size:
+            return (f"Microcompact never fired: no result reached the {min_size}-byte minimum "
+                    f"(largest: {facts.largest_result} bytes).")
+        return "Microcompact never fired: no large result grew old enough."
+    if summarized == 0:
+        head = facts.env("mc_truncate_head_chars")
+        tail = facts.env("mc_truncate_tail_chars")
+        reason = (
+            f"every result reaching age {summarize_at} had already been truncated below "
+            f"the {min_size}-byte minimum (previews are about {head}+{tail} bytes)"
+            if head + tail + 200 < min_size
+            else f"no result reached age {summarize_at} while still {min_size} bytes or more"
+        )
+        return f"The summarize tier never fired: {reason}."
+    return None
