@@ -29,7 +29,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "claude-code"
-LINE_BASED = True
 
 RECORD_TYPES = Names({
     "summary", "file-history-snapshot", "queue-operation", "progress", "attachment",

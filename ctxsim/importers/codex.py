@@ -17,7 +17,6 @@ from .responses_items import ItemMapper
 from .source import Probe, Source
 
 NAME = "codex"
-LINE_BASED = True
 
 LINE_TYPES = Names({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 

@@ -20,7 +20,6 @@ from .responses_items import ITEM_TYPES, ItemMapper
 from .source import Probe, Source
 
 NAME = "codex-legacy"
-LINE_BASED = True
 
 
 def _json_layout(document: Any) -> bool:

@@ -26,7 +26,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openai-chat"
-LINE_BASED = False
 
 ROLES = Names({"system", "developer", "user", "assistant", "tool", "function"})
 

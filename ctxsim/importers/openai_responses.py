@@ -17,7 +17,6 @@ from .responses_items import ITEM_TYPES, ItemMapper
 from .source import Probe, Source
 
 NAME = "openai-responses"
-LINE_BASED = False
 
 
 def _is_item_list(value: list[Any]) -> bool:

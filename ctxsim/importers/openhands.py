@@ -28,7 +28,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openhands"
-LINE_BASED = False
 
 
 def is_event_list(value: Any) -> bool:

@@ -32,7 +32,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "swe-agent"
-LINE_BASED = False
 
 
 HISTORY_KEYS = ("message_type", "agent", "tool_call_ids", "is_demo")
