@@ -93,7 +93,7 @@ def parse(source: Source) -> list[Session]:
     messages = history.messages()
     if not messages:
         require_sessions([], "the rollout has no conversation items")
-    session_meta = {key: meta[key] for key in ("id", "git") if key in meta}
+    session_meta: dict[str, Any] = {key: meta[key] for key in ("id", "git") if key in meta}
     if isinstance(meta.get("timestamp"), str):
         session_meta["started"] = meta["timestamp"]
     human = next(

@@ -179,10 +179,10 @@ class LossTracker:
     def _holding(self, ident: str, needle: bytes) -> list[int]:
         """Origins of the tool results seen so far whose content contains `needle`."""
         searched, found = self._containing.get(ident, (0, []))
-        results = list(self._raw.values())
-        for m in results[searched:]:
+        results = list(self._raw.items())
+        for origin, m in results[searched:]:
             if needle in m.content:
-                found.append(m.origin)
+                found.append(origin)
         self._containing[ident] = (len(results), found)
         return found
 

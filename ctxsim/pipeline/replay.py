@@ -128,9 +128,11 @@ class _Deltas:
 
     def delta(self, slot: int) -> Delta | None:
         prev = self.previous.get(slot)
-        if prev is None or self.carried is None or self._now is None or prev[2] is None:
+        if prev is None or self.carried is None or self._now is None:
             return None
         before_in, before_out, earlier = prev
+        if earlier is None:
+            return None
         appended = range(self.base_len, max(len(before_in), len(before_out)))
         return Delta(before_in, before_out,
                      frozenset(self.carried | earlier | self._now).union(appended))

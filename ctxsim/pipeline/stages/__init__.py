@@ -72,7 +72,9 @@ class StageContext:
 
 
 # ChatCLI measures in bytes; its documentation speaks of characters (SPEC §2.2 row 12). Stages
-# written once over `Units` (bytes or str) cover both: slicing, len and find mean the same.
+# written once over `Units` (bytes or str) cover both: slicing, len and find mean the same. A
+# function over units is generic (`def f[U: (bytes, str)](s: U) -> U`): it returns the type it
+# was given.
 Units = bytes | str
 
 
@@ -84,7 +86,7 @@ def from_units(value: Units) -> bytes:
     return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
 
 
-def lit(text: str, like: Units) -> Units:
+def lit[U: (bytes, str)](text: str, like: U) -> U:
     """A literal in the same unit type as `like`."""
     return text if isinstance(like, str) else text.encode("utf-8")
 
@@ -146,5 +148,5 @@ class ReplayFacts:
         return effective[key] if key in effective else env_default(key)
 
 
-__all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult",
+__all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
            "changed_positions", "changed_since", "from_units", "lit", "to_units"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..messages import Message
 from ..spill import SpillError, clean_join
@@ -46,7 +46,7 @@ def groups(history: Sequence[Message]) -> list[list[int]]:
     return out
 
 
-def spill_preview(content: Units, path: str, documented: bool) -> Units:
+def spill_preview[U: (bytes, str)](content: U, path: str, documented: bool) -> U:
     """The preview left in the context after a successful spill."""
     n = len(content)
     nl = lit("\n", content)
@@ -71,9 +71,17 @@ def spill_preview(content: Units, path: str, documented: bool) -> Units:
     return head + lit(marker, content) + tail
 
 
+@overload
 def truncate_with_disk_persist(
-    content: Units, call_id: str, limit: int, ctx: StageContext
-) -> tuple[Units, str | None]:
+    content: bytes, call_id: str, limit: int, ctx: StageContext
+) -> tuple[bytes, str | None]: ...
+@overload
+def truncate_with_disk_persist(
+    content: str, call_id: str, limit: int, ctx: StageContext
+) -> tuple[str, str | None]: ...
+def truncate_with_disk_persist[U: (bytes, str)](
+    content: U, call_id: str, limit: int, ctx: StageContext
+) -> tuple[U, str | None]:
     """`truncateWithDiskPersist`: spill the full content and return (preview, file name)."""
     if len(content) <= limit:
         return content, None

@@ -11,14 +11,13 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..messages import Message
 from . import (
     ReplayFacts,
     StageContext,
     StageResult,
-    Units,
     changed_since,
     from_units,
     lit,
@@ -39,7 +38,7 @@ _LEADING_SPACE = re.compile(
 _SPACE_BYTES = tuple(c.encode("utf-8") for c in _GO_SPACE)
 
 
-def go_trim_space(s: Units) -> Units:
+def go_trim_space[U: (bytes, str)](s: U) -> U:
     """Go's `strings.TrimSpace` on bytes (invalid bytes are never space) or on text."""
     if isinstance(s, str):
         return s.strip(_GO_SPACE)
@@ -58,13 +57,14 @@ def go_trim_space(s: Units) -> Units:
     return s[start:end]
 
 
-def content_type(s: Units, documented: bool = False) -> str:
+def content_type[U: (bytes, str)](s: U, documented: bool = False) -> str:
     """The TYPE of a summary. Implemented rules look only at the first 200 units for the
     `contains` checks and rank `import ` before Python/JS; the documented table does not."""
     t = go_trim_space(s)
     L = lambda x: lit(x, t)  # noqa: E731 - tiny local adapter between bytes and str literals
     if t.startswith(L("{")) or t.startswith(L("[")):
         return "JSON"
+    rules: tuple[tuple[str, str], ...]
     if documented:
         rules = (("package ", "Go source"), ("def ", "Python source"),
                  ("function ", "JavaScript source"))
@@ -90,7 +90,13 @@ def format_size(n: int, documented: bool) -> str:
     return str(n)
 
 
-def summary(s: Units, documented: bool = False) -> Units:
+# `summary` and `preview` give back the unit type they get, bytes or text (the replay calls them
+# with either, as the profile's semantics decide).
+@overload
+def summary(s: bytes, documented: bool = False) -> bytes: ...
+@overload
+def summary(s: str, documented: bool = False) -> str: ...
+def summary[U: (bytes, str)](s: U, documented: bool = False) -> U:
     lines = s.count(lit("\n", s)) + 1
     text = (
         f"[Old tool result cleared — {lines} lines, {format_size(len(s), documented)} chars, "
@@ -99,7 +105,11 @@ def summary(s: Units, documented: bool = False) -> Units:
     return lit(text, s)
 
 
-def preview(s: Units, head: int, tail: int) -> Units:
+@overload
+def preview(s: bytes, head: int, tail: int) -> bytes: ...
+@overload
+def preview(s: str, head: int, tail: int) -> str: ...
+def preview[U: (bytes, str)](s: U, head: int, tail: int) -> U:
     """`truncateToolResultPreview`: unchanged up to H+T+100, else snapped head/tail + marker."""
     if len(s) <= head + tail + PREVIEW_GUARD:
         return s

@@ -54,10 +54,9 @@ def _same_shape(a: Message, b: Message) -> bool:
 def _resume_point(history: Sequence[Message], ctx: StageContext | None) -> int:
     """Where the prepass may start: the last block start of a previous history that passed,
     if `history` begins with the same shapes (microcompact only rewrites contents)."""
-    memo = ctx.memo if ctx is not None else None
-    if not memo or "valid" not in memo:
+    if ctx is None or not ctx.memo or "valid" not in ctx.memo:
         return 0
-    prev, start = memo["valid"]
+    prev, start = ctx.memo["valid"]
     if len(history) < len(prev):
         return 0
     for i in changed_since(prev, history, ctx):
@@ -97,10 +96,9 @@ def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) ->
     return False
 
 
-def _finish(history: Sequence[Message], out: list[Message], report: dict[str, Any]):
-    counters = ("synthetic_results_injected", "orphan_results_removed",
-                "duplicate_tool_use_pruned", "results_relocated")
-    report["has_repairs"] = any(report[k] > 0 for k in counters)
+def _finish(history: Sequence[Message], out: list[Message], report: dict[str, Any]
+            ) -> StageResult:
+    report["has_repairs"] = any(report[k] > 0 for k in REPAIR_KEYS)
     if not report["has_repairs"]:
         return StageResult(tuple(history), report)
     return StageResult(tuple(out), report)
