@@ -56,8 +56,9 @@ CARRIED = "carried"
 
 def _savings(call: CallResult) -> dict[str, int]:
     saved = dict(call.savings)
-    if call.dispatch_saved:
-        saved["tool_cap"] = saved.get("tool_cap", 0) + call.dispatch_saved
+    for stage, n in call.dispatch_savings.items():  # what each dispatch stage saved so far
+        if n:
+            saved[stage] = saved.get(stage, 0) + n
     carried = (call.raw_tokens - call.sent_tokens) - sum(saved.values())
     if carried:
         saved[CARRIED] = carried
