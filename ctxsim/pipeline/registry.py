@@ -46,7 +46,8 @@ PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
 ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
 
-Report = Mapping[str, Any]
+Report = Mapping[str, Any]  # what a stage's run reported at one call
+Values = Mapping[str, Any]  # a replay's parameter values (`RunConfig.values`)
 
 
 def no_activity(report: Report) -> int:
@@ -91,8 +92,8 @@ class StageDef:
     activity: Callable[[Report], int] = no_activity
     describe: Callable[[Report], str] = describe_fields
     quiet_note: Callable[[ReplayFacts], str | None] = no_note
-    limit_line: Callable[[Report], tuple[str, int | None]] | None = None
-    instructions: Callable[[Report], str] | None = None
+    limit_line: Callable[[Values], tuple[str, int | None]] | None = None
+    instructions: Callable[[Values], str] | None = None
     exported: tuple[str, ...] = ()
 
 
@@ -233,7 +234,7 @@ def exported_params(family: str) -> tuple[str, ...]:
     return tuple(n for n in PARAMS if n in names)
 
 
-def instructions_of(entries: Sequence[tuple[str, str]], values: Report) -> str:
+def instructions_of(entries: Sequence[tuple[str, str]], values: Values) -> str:
     """The instructions the stage list's tools add to every prompt: the first stage's that has
     some (`StageDef.instructions`), counted in every call's raw and sent totals."""
     for stage, _ in entries:
