@@ -8,6 +8,7 @@ runs tests/web against PostgreSQL); skipped with the reason elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import io
 import os
@@ -135,19 +136,24 @@ def stack(tmp_path, personas):
     procs, ports = [], {}
     logs = tmp_path / "logs"
     logs.mkdir()
+    files = contextlib.ExitStack()
+
+    def log(name: str):
+        return files.enter_context(open(logs / f"{name}.log", "wb"))
+
     try:
         for name in ("a", "b"):
             ports[name] = _free_port()
             procs.append(subprocess.Popen(
                 [str(GUNICORN), "ctxsim.wsgi", "--bind", f"127.0.0.1:{ports[name]}",
                  "--workers", "1", "--threads", "2", "--timeout", "60"],
-                cwd=ROOT, env=env, stdout=open(logs / f"web-{name}.log", "wb"),
+                cwd=ROOT, env=env, stdout=log(f"web-{name}"),
                 stderr=subprocess.STDOUT))
         for name in ("w1", "w2"):
             procs.append(subprocess.Popen(
                 [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--interval",
                  "0.2", "--no-reload", "--no-startup-delay", "--worker-id", name],
-                cwd=ROOT, env=env, stdout=open(logs / f"{name}.log", "wb"),
+                cwd=ROOT, env=env, stdout=log(name),
                 stderr=subprocess.STDOUT))
         for port in ports.values():
             _wait_for(lambda port=port: _answers(port), 60, f"gunicorn on port {port}")
@@ -160,6 +166,7 @@ def stack(tmp_path, personas):
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        files.close()
 
 
 def _answers(port: int) -> bool:
@@ -203,3 +210,11 @@ def test_a_session_uploaded_through_one_web_process_is_replayed_by_a_worker_and_
     assert status == 200 and f"/sessions/{session.pk}/" in listing
     status, call = a.get(f"{stack['a']}/sessions/{session.pk}/?call=3")
     assert status == 200 and 'data-call="3"' in call
+
+
+def test_each_kind_of_background_work_has_its_own_queue():
+    from ctxsim.analysis.tasks import run_sweep
+    from ctxsim.transcripts.tasks import run_import
+
+    assert run_import.queue_name == "imports" and run_sweep.queue_name == "sweeps"
+    assert set(settings.TASKS["default"]["QUEUES"]) >= {"imports", "replays", "sweeps"}
