@@ -11,11 +11,9 @@ from __future__ import annotations
 import hashlib
 
 from ctxsim.pipeline import messages as pm
-from ctxsim.replays.db import insert_rows
+from ctxsim.replays.db import insert_rows, update_rows
 from ctxsim.replays.models import DerivedTokenCount
 from ctxsim.transcripts.models import Content, Message, Session
-
-BATCH = 1000
 
 
 def load_counts(row: Session, canonical: pm.Session, counter, *, contents: bool = True,
@@ -65,21 +63,23 @@ def _load_content_counts(row: Session, canonical: pm.Session, counter) -> None:
 
 
 def _save_content_counts(row: Session, canonical: pm.Session, counter) -> None:
-    missing = set(
-        Message.objects.filter(session=row)
+    """Two queries however many contents: the session's contents without a count for this
+    counter (id, hash and the counts they have), then one UPDATE per row in one executemany."""
+    missing = {
+        sha: (pk, counts)
+        for pk, sha, counts in Message.objects.filter(session=row)
         .exclude(**{"content__token_counts__has_key": counter.name})
-        .values_list("content__sha256", flat=True)
-    )
+        .values_list("content_id", "content__sha256", "content__token_counts")
+    }
     if not missing:
         return
-    counts = {}
+    updates, done = [], set()
     for m in canonical.messages:
         sha = hashlib.sha256(m.content).hexdigest()
-        if sha in missing and sha not in counts:
+        if sha in missing and sha not in done:
+            done.add(sha)
             tokens = counter.cached(m.content)
             if tokens is not None:
-                counts[sha] = tokens
-    contents = list(Content.objects.filter(sha256__in=list(counts)).only("id", "token_counts"))
-    for content in contents:
-        content.token_counts = {**content.token_counts, counter.name: counts[content.sha256]}
-    Content.objects.bulk_update(contents, ["token_counts"], batch_size=BATCH)
+                pk, counts = missing[sha]
+                updates.append((pk, {**(counts or {}), counter.name: tokens}))
+    update_rows(Content, ("token_counts",), updates)

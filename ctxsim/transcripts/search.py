@@ -17,6 +17,7 @@ phrase of words, a reference to a content since deleted) never shows a wrong res
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -26,12 +27,14 @@ from django.db import connection
 from ctxsim.pipeline.messages import decode_for_display
 
 from .models import Content, Message, Session
+from .sql import values_in
 
 TABLES = ("search_content", "search_args")
 # Text beyond this many characters of one content is not indexed (a 50 MB log is searchable in
 # its first 300,000 characters; PostgreSQL also caps a tsvector at 1 MB).
 INDEX_CHARS = 300_000
 MIN_QUERY_CHARS = 3
+INDEX_BATCH_CHARS = 32_000_000
 
 
 class Backend(Protocol):
@@ -51,6 +54,10 @@ def _clean(text: str) -> str:
     return text[:INDEX_CHARS].replace("\x00", " ")
 
 
+def _cleaned(rows: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    return [(ref, _clean(text)) for ref, text in rows]
+
+
 class SQLiteBackend:
     def create(self, cursor) -> None:
         for table in TABLES:
@@ -64,17 +71,14 @@ class SQLiteBackend:
             cursor.execute(f"DROP TABLE IF EXISTS {table}")
 
     def indexed(self, cursor, table: str, refs: Sequence[int]) -> set[int]:
-        found: set[int] = set()
-        for start in range(0, len(refs), 500):
-            chunk = refs[start:start + 500]
-            cursor.execute(f"SELECT rowid FROM {table} WHERE rowid IN "
-                           f"({','.join(['%s'] * len(chunk))})", list(chunk))
-            found.update(r for (r,) in cursor.fetchall())
-        return found
+        # The refs travel as one JSON parameter: one query however many there are.
+        cursor.execute(f"SELECT rowid FROM {table} WHERE rowid IN "
+                       "(SELECT value FROM json_each(%s))", [json.dumps(list(refs))])
+        return {r for (r,) in cursor.fetchall()}
 
     def add(self, cursor, table: str, rows: Iterable[tuple[int, str]]) -> None:
         cursor.executemany(f"INSERT INTO {table}(rowid, body) VALUES (%s, %s)",
-                           [(ref, _clean(text)) for ref, text in rows])
+                           _cleaned(rows))
 
     def match(self, cursor, table: str, query: str, limit: int) -> list[int]:
         phrase = '"' + query.replace('"', '""') + '"'
@@ -103,7 +107,7 @@ class PostgresBackend:
         cursor.executemany(
             f"INSERT INTO {table} (ref, document) VALUES (%s, to_tsvector('simple', %s)) "
             "ON CONFLICT (ref) DO NOTHING",
-            [(ref, _clean(text)) for ref, text in rows],
+            _cleaned(rows),
         )
 
     def match(self, cursor, table: str, query: str, limit: int) -> list[int]:
@@ -162,11 +166,22 @@ def index_sessions(sessions: Iterable[Session]) -> None:
     content_ids = sorted(set(messages.values_list("content_id", flat=True)))
     with connection.cursor() as cursor:
         new = sorted(set(content_ids) - backend.indexed(cursor, "search_content", content_ids))
-        for start in range(0, len(new), 200):
-            rows = Content.objects.filter(pk__in=new[start:start + 200]).values_list("pk", "data")
-            backend.add(cursor, "search_content",
-                        ((pk, decode_for_display(bytes(data[:INDEX_CHARS * 4])))
-                         for pk, data in rows))
+        # One query, read 200 rows at a time (a server-side cursor on PostgreSQL), written in
+        # batches of INDEX_BATCH_CHARS: the texts of a 100 MB upload are never all in memory
+        # at once, and the number of statements grows with the bytes, not the contents.
+        rows = (Content.objects.filter(pk__in=values_in(new)).values_list("pk", "data")
+                .iterator(chunk_size=200)) if new else ()
+        batch: list[tuple[int, str]] = []
+        size = 0
+        for pk, data in rows:
+            text = decode_for_display(bytes(data[:INDEX_CHARS * 4]))
+            batch.append((pk, text))
+            size += len(text)
+            if size >= INDEX_BATCH_CHARS:
+                backend.add(cursor, "search_content", batch)
+                batch, size = [], 0
+        if batch:
+            backend.add(cursor, "search_content", batch)
         with_calls = list(messages.exclude(tool_calls=[]).values_list("pk", "tool_calls"))
         ids = [pk for pk, _ in with_calls]
         done = backend.indexed(cursor, "search_args", ids) if ids else set()

@@ -20,8 +20,10 @@ from django.utils.dateparse import parse_datetime
 from ctxsim.pipeline import messages as pm
 from ctxsim.transcripts.models import Content, Message, Session
 from ctxsim.transcripts.search import index_sessions
+from ctxsim.transcripts.sql import insert_rows, values_in
 
-BATCH = 1000
+MESSAGE_FIELDS = ("session", "index", "role", "content", "name", "tool_calls", "tool_call_id",
+                  "is_error", "error_code", "agent_feedback", "meta")
 
 
 def json_safe(value: Any) -> Any:
@@ -49,24 +51,27 @@ def _text_safe(value: str) -> str:
 
 
 def store_contents(blobs: Iterable[bytes]) -> dict[str, int]:
-    """Store each distinct content once; returns sha256 → Content id for all of them."""
+    """Store each distinct content once; returns sha256 → Content id for all of them.
+
+    Three queries however many contents: the ids already stored, one INSERT of the others (a
+    concurrent import may have stored some: skipped), their ids."""
     by_hash: dict[str, bytes] = {}
     for blob in blobs:
         by_hash.setdefault(hashlib.sha256(blob).hexdigest(), blob)
-    ids: dict[str, int] = {}
-    hashes = list(by_hash)
-    for start in range(0, len(hashes), BATCH):
-        chunk = hashes[start : start + BATCH]
-        ids.update(Content.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
-    missing = [h for h in hashes if h not in ids]
-    for start in range(0, len(missing), BATCH):
-        chunk = missing[start : start + BATCH]
-        Content.objects.bulk_create(
-            [Content(sha256=h, size=len(by_hash[h]), data=by_hash[h]) for h in chunk],
-            ignore_conflicts=True,  # a concurrent import may have stored the same content
-        )
-        ids.update(Content.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    ids = _content_ids(list(by_hash))
+    missing = [h for h in by_hash if h not in ids]
+    if missing:
+        insert_rows(Content, ("sha256", "size", "data", "token_counts"),
+                    [(h, len(by_hash[h]), by_hash[h], {}) for h in missing],
+                    ignore_conflicts=True, prepare=True)
+        ids.update(_content_ids(missing))
     return ids
+
+
+def _content_ids(hashes: Sequence[str]) -> dict[str, int]:
+    if not hashes:
+        return {}
+    return dict(Content.objects.filter(sha256__in=values_in(hashes)).values_list("sha256", "id"))
 
 
 def model_call_count(messages: Sequence[pm.Message]) -> int:
@@ -154,28 +159,18 @@ def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
         error_result_count=sum(1 for m in messages if m.role == "tool" and m.is_error),
         total_bytes=sum(len(m.content) for m in messages),
     )
-    rows = [
-        Message(
-            session=row,
-            index=index,
-            role=m.role,
-            content_id=content_ids[hashlib.sha256(m.content).hexdigest()],
-            name=_text_safe(m.name)[:200],
-            tool_calls=json_safe(
-                [
-                    {"id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
-                    for c in m.tool_calls
-                ]
-            ),
-            tool_call_id=_text_safe(m.tool_call_id)[:300],
-            is_error=m.is_error,
-            error_code=_text_safe(m.error_code)[:100],
-            agent_feedback=m.agent_feedback,
-            meta=json_safe(dict(m.meta)) if m.meta else {},
+    # One executemany for every message (bulk_create splits them by the parameter limit).
+    insert_rows(Message, MESSAGE_FIELDS, [
+        (
+            row.pk, index, m.role, content_ids[hashlib.sha256(m.content).hexdigest()],
+            _text_safe(m.name)[:200],
+            json_safe([{"id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
+                       for c in m.tool_calls]),
+            _text_safe(m.tool_call_id)[:300], m.is_error, _text_safe(m.error_code)[:100],
+            m.agent_feedback, json_safe(dict(m.meta)) if m.meta else {},
         )
         for index, m in enumerate(messages)
-    ]
-    Message.objects.bulk_create(rows, batch_size=BATCH)
+    ], prepare=True)
     return row
 
 

@@ -177,13 +177,14 @@ def test_a_worker_killed_mid_import_leaves_no_half_session(
     with django_capture_on_commit_callbacks(execute=True):
         post_large(personas.client("owner"))
     job = ImportJob.objects.get()
-    real = store.Message.objects.bulk_create
+    real = store.insert_rows
 
-    def killed(*args, **kwargs):
-        real(*args, **kwargs)
-        raise KeyboardInterrupt  # the worker process receives SIGINT in the middle of a write
+    def killed(model, *args, **kwargs):
+        real(model, *args, **kwargs)
+        if model is store.Message:
+            raise KeyboardInterrupt  # the worker receives SIGINT in the middle of a write
 
-    monkeypatch.setattr(store.Message.objects, "bulk_create", killed)
+    monkeypatch.setattr(store, "insert_rows", killed)
     before = row_counts()
     with pytest.raises(KeyboardInterrupt):
         services.run_import_job(job.pk, 0)
