@@ -137,7 +137,7 @@ class MessageRow:
     spill: Any = None  # the spill record whose path the preview names
     diff: ContentDiff | None = None
     # Rewritten before this call (an earlier call's persistent stage, or the dispatch cap) and
-    # sent as this call's stages found it.
+    # sent as this call's stages found it; for a removed row, removed at an earlier call.
     carried: bool = False
 
     @property
@@ -249,7 +249,8 @@ def call_view(
     r = 0
     for position, m in enumerate(call.sent):
         while r < len(removed) and m.origin is not None and removed[r] < m.origin:
-            rows.append(_removed_row(raw_by_origin[removed[r]], removed_by, counter, names))
+            rows.append(_removed_row(raw_by_origin[removed[r]], removed_by, counter, names,
+                                     started))
             r += 1
         raw = raw_by_origin.get(m.origin) if m.origin is not None else None
         row = MessageRow(
@@ -278,15 +279,17 @@ def call_view(
                     row.diff = content_diff(raw.content, m.content)
         rows.append(row)
     for origin in removed[r:]:
-        rows.append(_removed_row(raw_by_origin[origin], removed_by, counter, names))
+        rows.append(_removed_row(raw_by_origin[origin], removed_by, counter, names, started))
     counts = dict.fromkeys(STATUSES, 0)
     for row in rows:
         counts[row.status] += 1
     return CallView(rows, counts)
 
 
-def _removed_row(raw: Message, removed_by, counter, names) -> MessageRow:
+def _removed_row(raw: Message, removed_by, counter, names, started) -> MessageRow:
+    # Gone from the history this call started from: removed at an earlier call (carried).
     return MessageRow(
+        carried=raw.origin not in started,
         status="removed",
         message=raw,
         raw=raw,

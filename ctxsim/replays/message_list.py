@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape as _escape
 from typing import Any
 
@@ -96,7 +97,9 @@ def render_rows(
             parts.append(diff_html(e["diff"]))
         else:
             body_id = f"body-{call_index}-{index}"
-            if e["carried"]:
+            if e["carried"] and row.status == "removed":
+                parts.append('<p class="carried muted">Removed before this call.</p>')
+            elif e["carried"]:
                 url = escape(f"{body_url}?{query}&call={call_index}&row={index}&diff=1")
                 parts.append(f'<p class="carried muted">Rewritten before this call, sent as '
                              f'it was. <a class="show-diff" href="{url}" hx-get="{url}" '
@@ -120,10 +123,51 @@ def render_rows(
     return out
 
 
+@dataclass(frozen=True)
+class Fold:
+    """Rows [start, end) of a call view folded into one counted row, loaded on demand."""
+
+    start: int
+    end: int
+    tokens: int | None = None  # None once split around a commented row (see `page.unfold`)
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+def fold_html(fold: Fold, *, session_id: int, call_index: int, query: str) -> str:
+    """One folded run as a `<li>` whose link loads its rows in place (htmx) or, without
+    JavaScript, opens them on a page of their own."""
+    url = escape(f"{reverse('session-rows', args=[session_id])}?{query}&call={call_index}"
+                 f"&from={fold.start}&to={fold.end}")
+    plural = "message" if fold.count == 1 else "messages"
+    tokens = f", {fold.tokens:,} tok" if fold.tokens is not None else ""
+    element = f"fold-{call_index}-{fold.start}"
+    return (f'<li class="fold" id="{element}" data-from="{fold.start}" data-to="{fold.end}">'
+            f'<a class="unfold" href="{url}" hx-get="{url}" hx-target="#{element}" '
+            f'hx-swap="outerHTML">{fold.count:,} {plural} not changed at this call'
+            f'{tokens} — show</a></li>')
+
+
 def join_rows(rows: Sequence[tuple[int, int | None, str]],
-              extras: Mapping[int, str] | None = None) -> SafeString:
-    """The `<ol class="messages">` of one call. `extras` maps a row index to HTML (already
-    safe) placed at the end of that row, e.g. its comment box."""
+              extras: Mapping[int, str] | None = None, *, folds: Sequence[Fold] = (),
+              fold_link: Mapping[str, Any] | None = None, wrap: bool = True) -> SafeString:
+    """The `<ol class="messages">` of one call (or, without `wrap`, its `<li>`s alone).
+    `extras` maps a row index to HTML (already safe) placed at the end of that row, e.g. its
+    comment box; `folds` are placed between the rows by position (`fold_link` holds
+    `fold_html`'s keyword arguments)."""
     extras = extras or {}
-    html = "".join(f"{opened}{extras.get(index, '')}</li>" for index, _origin, opened in rows)
+    parts = []
+    pending = sorted(folds, key=lambda f: f.start)
+    f = 0
+    for index, _origin, opened in rows:
+        while f < len(pending) and pending[f].start < index:
+            parts.append(fold_html(pending[f], **(fold_link or {})))
+            f += 1
+        parts.append(f"{opened}{extras.get(index, '')}</li>")
+    parts.extend(fold_html(fold, **(fold_link or {})) for fold in pending[f:])
+    html = "".join(parts)
+    if not wrap:
+        return mark_safe(html)  # noqa: S308 - escaped above
     return mark_safe(f'<ol class="messages">{html}</ol>')  # noqa: S308 - escaped above

@@ -6,14 +6,15 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.replays import analysis, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
-from ctxsim.replays.message_list import render_rows
+from ctxsim.replays.message_list import Fold, render_rows
 from ctxsim.replays.models import ReplayRun
 from ctxsim.transcripts.models import Session
 
@@ -21,6 +22,16 @@ from ctxsim.transcripts.models import Session
 COLLAPSE_BYTES = 1200
 # Unchanged messages are the bulk of a late call and the least interesting part of it.
 COLLAPSE_UNCHANGED_BYTES = 300
+# The call view shows what changed at the call: rows changed by its stages, removed or injected,
+# with WINDOW rows of context on each side, the first HEAD and last TAIL rows (the task and the
+# newest messages); runs of other rows fold into one counted row (`Fold`), loaded FOLD_PAGE rows
+# at a time. A late call of a long session sends thousands of messages, nearly all unchanged:
+# rendered in full they made a 10 MB page.
+WINDOW = 2
+HEAD = 2
+TAIL = 3
+FOLD_MIN = 4  # a shorter run of quiet rows is shown rather than folded
+FOLD_PAGE = 200
 # Savings that are no stage's of this call (see `analysis.CARRIED`), by their summary key.
 SAVING_LABELS = {analysis.CARRIED: "Persistent stages at earlier calls"}
 
@@ -98,7 +109,7 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
          if d.name in enabled and d.limit_line is not None),
         ("", None),
     )
-    return {
+    return thin_chart({
         "labels": [c["i"] for c in run.calls],
         "raw": [c["raw"] for c in run.calls],
         "sent": [c["sent"] for c in run.calls],
@@ -109,7 +120,58 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
         "limitLabel": label,
         "selected": selected,
         "counter": run.counter,
-    }
+    })
+
+
+# A chart is a few hundred pixels wide: past this many calls, consecutive calls share a point.
+CHART_POINTS = 1000
+# Chart keys that list calls (by index) rather than hold one value per call.
+CHART_CALL_LISTS = ("failed", "spills")
+
+
+def thin_chart(chart: dict[str, Any], points: int | None = None) -> dict[str, Any]:
+    """The chart with at most `points` points (CHART_POINTS): calls are grouped in runs of
+    equal length, each drawn as its highest value of every per-call series, at one call of
+    the run — the selected call, else a failed one, else the one that sent the most — so a
+    click opens a call the point stands for and failures are never hidden. Every list as
+    long as `labels` is a per-call series (series added later follow without change)."""
+    points = points or CHART_POINTS
+    labels = chart["labels"]
+    n = len(labels)
+    if n <= points:
+        return chart
+    size = -(-n // points)
+    failed = set(chart["failed"])
+    series = [k for k, v in chart.items() if k != "labels" and isinstance(v, list)
+              and len(v) == n and k not in CHART_CALL_LISTS]
+    out = {k: v for k, v in chart.items() if k not in series and k != "labels"}
+    out["labels"] = []
+    for k in series:
+        out[k] = []
+    rep_of: dict[int, int] = {}
+    sent = chart.get("sent") or [0] * n
+    for start in range(0, n, size):
+        group = range(start, min(start + size, n))
+        chosen = next((i for i in group if labels[i] == chart["selected"]), None)
+        if chosen is None:
+            chosen = next((i for i in group if labels[i] in failed), None)
+        if chosen is None:
+            chosen = max(group, key=lambda i: (sent[i] or 0, i))
+        out["labels"].append(labels[chosen])
+        for k in series:
+            values = [chart[k][i] for i in group if chart[k][i] is not None]
+            out[k].append(max(values) if values else None)
+        for i in group:
+            rep_of[labels[i]] = labels[chosen]
+    for k in CHART_CALL_LISTS:
+        out[k] = list(dict.fromkeys(rep_of[i] for i in chart[k] if i in rep_of))
+    comments: dict[Any, int] = {}
+    for call, count in (chart.get("comments") or {}).items():
+        rep = rep_of.get(int(call), int(call))
+        comments[rep] = comments.get(rep, 0) + count
+    out["comments"] = comments
+    out["grouped"] = size
+    return out
 
 
 def summary(run: ReplayRun) -> dict[str, Any]:
@@ -130,15 +192,20 @@ def _saving_label(stage: str) -> str:
     return SAVING_LABELS.get(stage, stage)
 
 
-def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
-    """Call-view rows with their display text, collapsed past COLLAPSE_BYTES.
+def call_rows(detail: services.CallDetail,
+              positions: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """Call-view rows (all, or those at `positions`) with their display text, collapsed past
+    COLLAPSE_BYTES.
 
     A message rewritten before this call and sent as this call's stages found it (a
     microcompact stub kept in the history, a result capped as it entered) shows what is sent,
     with its diff one click away: late calls carry hundreds of them, and their diffs made most
     of the call view's weight."""
     rows = []
-    for position, row in enumerate(detail.view.rows):
+    every = detail.view.rows
+    chosen = range(len(every)) if positions is None else positions
+    for position in chosen:
+        row = every[position]
         quiet = row.status == "unchanged" or row.carried
         text, hidden = analysis.display(
             row.message.content, COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
@@ -228,11 +295,55 @@ def compare_column(session: Session, side, call: int) -> dict[str, Any]:
 # --- the call view, cached across requests and processes ------------------------------------
 
 
+def changed_here(row: analysis.MessageRow) -> bool:
+    """Rewritten, spilled, removed or injected by this call's stages (not carried from an
+    earlier call)."""
+    return row.status != "unchanged" and not row.carried
+
+
+def shown_positions(rows: Sequence[analysis.MessageRow], keep: Iterable[int] = ()) -> list[bool]:
+    """Which rows the call view renders: the changed ones with their window, the head and tail,
+    `keep` (e.g. commented messages), and every run of quiet rows shorter than FOLD_MIN."""
+    n = len(rows)
+    shown = [False] * n
+    for i, row in enumerate(rows):
+        if changed_here(row):
+            for j in range(max(0, i - WINDOW), min(n, i + WINDOW + 1)):
+                shown[j] = True
+    for j in [*range(min(HEAD, n)), *range(max(0, n - TAIL), n), *keep]:
+        if 0 <= j < n:
+            shown[j] = True
+    start = None
+    for i in range(n + 1):
+        if i < n and not shown[i]:
+            start = i if start is None else start
+        elif start is not None:
+            if i - start < FOLD_MIN:
+                shown[start:i] = [True] * (i - start)
+            start = None
+    return shown
+
+
+def folds_of(rows: Sequence[analysis.MessageRow], shown: Sequence[bool]) -> list[Fold]:
+    """The runs of rows not shown, each with its number of rows and tokens."""
+    out: list[Fold] = []
+    start = None
+    for i in range(len(shown) + 1):
+        if i < len(shown) and not shown[i]:
+            start = i if start is None else start
+        elif start is not None:
+            tokens = sum(r.tokens or r.raw_tokens for r in rows[start:i])
+            out.append(Fold(start, i, tokens))
+            start = None
+    return out
+
+
 @dataclass
 class CallPack:
     """What the call view shows that depends only on the replay (not on who looks): figures,
-    stage reports and the rendered rows. Plain data, so Django's cache can share it between
-    worker processes; comment boxes are added per viewer."""
+    stage reports and the rendered rows that are shown, with the folds between them. Plain
+    data, so Django's cache can share it between worker processes; comment boxes are added per
+    viewer (and a commented message inside a fold is rendered then, see `unfold`)."""
 
     index: int
     raw_tokens: int
@@ -242,6 +353,8 @@ class CallPack:
     counts: dict[str, int]
     reports: list[dict[str, Any]]
     rows: list[tuple[int, int | None, str]]
+    folds: list[Fold] = field(default_factory=list)
+    origins: list[int | None] = field(default_factory=list)  # every row's, by position
 
 
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
@@ -253,6 +366,9 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
         detail = services.call_detail(session, settings, run, index)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
+        every = detail.view.rows
+        shown = shown_positions(every)
+        positions = [i for i, s in enumerate(shown) if s]
         return CallPack(
             index=index,
             raw_tokens=detail.call.raw_tokens,
@@ -261,8 +377,44 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             error=detail.call.error,
             counts=detail.view.counts,
             reports=reports,
-            rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
-                             query=query),
+            rows=render_rows(call_rows(detail, positions), session_id=session.pk,
+                             call_index=index, query=query),
+            folds=folds_of(every, shown),
+            origins=[r.origin for r in every],
         )
 
     return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)
+
+
+def rows_html(session: Session, settings: services.ReplaySettings, run: ReplayRun, index: int,
+              positions: Sequence[int]) -> list[tuple[int, int | None, str]]:
+    """Rows at `positions` of call `index`, rendered as the call view renders its rows."""
+    detail = services.call_detail(session, settings, run, index)
+    valid = [p for p in positions if 0 <= p < len(detail.view.rows)]
+    return render_rows(call_rows(detail, valid), session_id=session.pk, call_index=index,
+                       query=settings.query())
+
+
+def unfold(pack: CallPack, keep_origins: Iterable[int],
+           render: Any) -> tuple[list[tuple[int, int | None, str]], list[Fold]]:
+    """The pack's rows and folds with the rows of `keep_origins` (commented messages) taken
+    out of their folds; `render(positions)` renders those rows (only called when one is)."""
+    wanted = set(keep_origins)
+    folded = {i for f in pack.folds for i in range(f.start, f.end)}
+    extra = [i for i in sorted(folded) if pack.origins[i] in wanted]
+    if not extra:
+        return pack.rows, pack.folds
+    rows = sorted([*pack.rows, *render(extra)], key=lambda r: r[0])
+    shown = [False] * len(pack.origins)
+    for position, _origin, _html in rows:
+        shown[position] = True
+    folds = []
+    for f in pack.folds:  # split each fold around the rows now shown, keeping its tokens' share
+        start = None
+        for i in range(f.start, f.end + 1):
+            if i < f.end and not shown[i]:
+                start = i if start is None else start
+            elif start is not None:
+                folds.append(Fold(start, i, None))
+                start = None
+    return rows, folds

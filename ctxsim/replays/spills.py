@@ -49,9 +49,14 @@ def spill_bytes(spill: SpilledFile) -> bytes:
         raise Http404("This spilled file is no longer in storage.") from None
 
 
+# Lines the spill viewer shows at once: an 8 MB log rendered whole made 14 MB of HTML.
+SPILL_PAGE_LINES = 500
+
+
 def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, Any]:
     """Numbered lines of a spilled file, limited to [start, end] (1-based, inclusive) when
-    given; bad bounds are reported, not fatal."""
+    given, else the first SPILL_PAGE_LINES; a range longer than that is cut to it (the page
+    links to the next one). Bad bounds are reported, not fatal."""
     lines = decode_for_display(data).split("\n")
     total = len(lines)
     problems = []
@@ -65,16 +70,23 @@ def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, An
         return min(int(text), total)
 
     first = bound(start, 1, "start")
-    last = bound(end, total, "end")
+    last = bound(end, min(total, first + SPILL_PAGE_LINES - 1), "end")
     if first > last:
         problems.append("start is after end")
-        first, last = 1, total
+        first, last = 1, min(total, SPILL_PAGE_LINES)
+    if last - first + 1 > SPILL_PAGE_LINES:
+        last = first + SPILL_PAGE_LINES - 1
+    previous = (max(1, first - SPILL_PAGE_LINES), first - 1) if first > 1 else None
+    following = (last + 1, min(total, last + SPILL_PAGE_LINES)) if last < total else None
     return {
         "lines": list(enumerate(lines[first - 1 : last], start=first)),
         "total_lines": total,
         "first": first,
         "last": last,
         "ranged": (first, last) != (1, total),
+        "previous_range": previous,
+        "next_range": following,
+        "page_lines": SPILL_PAGE_LINES,
         "problems": problems,
         "size": len(data),
     }

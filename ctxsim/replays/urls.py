@@ -5,6 +5,7 @@ from ctxsim.replays import views
 urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session-detail"),
     path("sessions/<int:session_id>/message/", views.message_body, name="session-message"),
+    path("sessions/<int:session_id>/rows/", views.message_rows, name="session-rows"),
     path("sessions/<int:session_id>/trace/", views.trace_download, name="session-trace"),
     path("sessions/<int:session_id>/compare/", views.compare, name="session-compare"),
     path("sessions/<int:session_id>/export/", views.profile_export, name="profile-export"),

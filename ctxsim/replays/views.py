@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 
 from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.replays import analysis, page, profiles, services, spills
-from ctxsim.replays.message_list import diff_html, join_rows
+from ctxsim.replays.message_list import Fold, diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
@@ -101,8 +101,13 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
     pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
+    # A commented message is always shown, even where its call folds it away.
+    rows, folds = page.unfold(
+        pack, review["review"].message_counts,
+        lambda positions: page.rows_html(session, settings, run, call, positions))
     messages_html = join_rows(
-        pack.rows, _comment_boxes(request, session, call, pack.rows, review)
+        rows, _comment_boxes(request, session, call, rows, review), folds=folds,
+        fold_link={"session_id": session.pk, "call_index": call, "query": settings.query()},
     )
     return {
         **review,
@@ -129,6 +134,37 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "reports": pack.reports,
         "facts": page.session_facts(session),
     }
+
+
+@require_safe
+def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The rows of one fold of a call view (`from`, `to`), at most `page.FOLD_PAGE` of them,
+    with a fold for the rest: htmx swaps them in place of the fold; without JavaScript they
+    open on a page of their own."""
+    session, membership = _session(request, session_id)
+    settings, _errors = settings_from_query(request.GET, session.team)
+    run, call = _run_and_call(request, session, settings)
+    start, end = request.GET.get("from", ""), request.GET.get("to", "")
+    if not (start.isdigit() and end.isdigit()) or int(start) >= int(end):
+        raise Http404("No such rows in this call.")
+    start_at, end_at = int(start), int(end)
+    stop = min(end_at, start_at + page.FOLD_PAGE)
+    rows = page.rows_html(session, settings, run, call, range(start_at, stop))
+    if not rows:
+        raise Http404("No such rows in this call.")
+    # The rest of the fold, unless these rows reached the call's end.
+    rest = [Fold(stop, end_at)] if stop < end_at and rows[-1][0] == stop - 1 else []
+    review = reviews.page_context(session, membership, call)
+    html = join_rows(rows, _comment_boxes(request, session, call, rows, review), folds=rest,
+                     fold_link={"session_id": session.pk, "call_index": call,
+                                "query": settings.query()}, wrap=not request.htmx)
+    if request.htmx:
+        return HttpResponse(html)
+    return render(request, "replays/message_rows.html", {
+        "session": session, "call_index": call, "first": start_at, "last": stop - 1,
+        "messages_html": html,
+        "back": f"{reverse('session-detail', args=[session.pk])}?{settings.query(call)}",
+    })
 
 
 @require_safe

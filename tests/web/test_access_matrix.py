@@ -90,6 +90,7 @@ RULES: dict[str, dict[str, dict]] = {
     # the session page and what hangs off it: reading only
     "session-detail": {"GET": READ, "POST": GET_ONLY},
     "session-message": {"GET": READ, "POST": GET_ONLY},
+    "session-rows": {"GET": READ, "POST": GET_ONLY},
     "session-trace": {"GET": READ, "POST": GET_ONLY},
     "session-compare": {"GET": READ, "POST": GET_ONLY},
     "profile-export": {"GET": READ, "POST": GET_ONLY},
@@ -112,7 +113,7 @@ RULES: dict[str, dict[str, dict]] = {
 }
 
 # Query strings some views need to reach their permission-checked object.
-QUERIES = {"session-message": "call=1&row=0"}
+QUERIES = {"session-message": "call=1&row=0", "session-rows": "call=1&from=0&to=2"}
 
 
 def url_patterns(patterns=None, prefix: str = "", namespace: str | None = None):

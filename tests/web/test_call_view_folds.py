@@ -1,0 +1,168 @@
+"""The call view shows what changed at the call and folds the rest (issue 21): every row is
+either shown or in exactly one fold, a fold loads exactly its rows (access-checked like the
+page), a commented message is never folded away, and the spill viewer pages its lines."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from ctxsim.replays import page, services
+from ctxsim.replays.state import ReplaySettings
+from ctxsim.reviews.models import Comment
+from ctxsim.transcripts.models import Session
+
+HTMX_CALL = {"HX-Request": "true", "HX-Target": "div#call-view"}
+HTMX = {"HX-Request": "true"}
+
+
+def _page(row: Session, query: str) -> str:
+    return reverse("session-detail", args=[row.pk]) + f"?{query}"
+
+
+def _row_ids(html: str, call: int) -> list[int]:
+    return [int(n) for n in re.findall(rf'<li class="msg [^"]*" id="msg-{call}-(\d+)"', html)]
+
+
+def _folds(html: str) -> list[tuple[int, int, str]]:
+    return [(int(a), int(b), url.replace("&amp;", "&")) for a, b, url in re.findall(
+        r'<li class="fold" id="fold-\d+-\d+" data-from="(\d+)" data-to="(\d+)">'
+        r'<a class="unfold" href="([^"]+)"', html)]
+
+
+@pytest.fixture
+def late(personas, long_session):
+    """The long session's last call under chatcli: dozens of rows, most of them unchanged."""
+    settings = ReplaySettings()
+    run = services.summary_for(long_session, settings)
+    call = len(run.calls) - 1
+    detail = services.call_detail(long_session, settings, run, call)
+    return long_session, call, detail
+
+
+def test_every_row_is_shown_or_folded_once_and_changed_rows_are_always_shown(personas, late):
+    session, call, detail = late
+    html = personas.client("viewer").get(_page(session, f"profile=chatcli&call={call}"),
+                                          headers=HTMX_CALL).content.decode()
+    shown = _row_ids(html, call)
+    folds = _folds(html)
+    assert folds, "a late call of a long session folds its unchanged rows"
+    covered = sorted([*shown, *(i for a, b, _ in folds for i in range(a, b))])
+    assert covered == list(range(len(detail.view.rows)))
+    for i, row in enumerate(detail.view.rows):
+        if page.changed_here(row):
+            assert i in shown
+    assert all(b - a >= page.FOLD_MIN for a, b, _ in folds)
+
+
+def test_a_fold_loads_exactly_its_rows_as_the_call_view_renders_them(personas, late):
+    session, call, detail = late
+    client = personas.client("viewer")
+    html = client.get(_page(session, f"profile=chatcli&call={call}"),
+                      headers=HTMX_CALL).content.decode()
+    start, end, url = _folds(html)[0]
+    loaded = client.get(url, headers=HTMX).content.decode()
+    assert _row_ids(loaded, call) == list(range(start, end))
+    assert not loaded.startswith("<ol")  # swapped in place of the fold's <li>
+    # The same HTML the call view would have shown for those rows.
+    full = page.render_rows(page.call_rows(detail), session_id=session.pk, call_index=call,
+                            query=ReplaySettings().query())
+    for _position, _origin, opened in full[start:end]:
+        assert opened in loaded
+    # Without JavaScript the link opens the rows on a page of their own.
+    plain = client.get(url)
+    assert plain.status_code == 200 and "<html" in plain.content.decode().lower()
+    assert personas.client("outsider").get(url).status_code == 404
+
+
+def test_a_long_fold_loads_a_page_of_rows_and_folds_the_rest(personas, late, monkeypatch):
+    session, call, detail = late
+    monkeypatch.setattr(page, "FOLD_PAGE", 3)
+    url = (reverse("session-rows", args=[session.pk])
+           + f"?{ReplaySettings().query()}&call={call}&from=0&to=9")
+    loaded = personas.client("viewer").get(url, headers=HTMX).content.decode()
+    assert _row_ids(loaded, call) == [0, 1, 2]
+    assert [(a, b) for a, b, _ in _folds(loaded)] == [(3, 9)]
+
+
+def test_bad_fold_bounds_are_a_404(personas, late):
+    session, call, _detail = late
+    base = reverse("session-rows", args=[session.pk]) + f"?profile=chatcli&call={call}"
+    client = personas.client("viewer")
+    for bounds in ("from=5&to=2", "from=x&to=3", "from=100000&to=100005", ""):
+        assert client.get(f"{base}&{bounds}").status_code == 404
+
+
+def test_a_commented_message_inside_a_fold_is_shown_with_its_comment(personas, late):
+    session, call, _detail = late
+    client = personas.client("viewer")
+    html = client.get(_page(session, f"profile=chatcli&call={call}"),
+                      headers=HTMX_CALL).content.decode()
+    start, end, _url = _folds(html)[0]
+    pack = page.call_pack(session, ReplaySettings(), services.summary_for(
+        session, ReplaySettings()), call)
+    origin = next(pack.origins[i] for i in range(start, end) if pack.origins[i] is not None)
+    Comment.objects.create(session=session, author=personas.users["reviewer"],
+                           call_index=call, message_index=origin, body="look here")
+    html = client.get(_page(session, f"profile=chatcli&call={call}"),
+                      headers=HTMX_CALL).content.decode()
+    assert f'data-origin="{origin}"' in html
+    assert "look here" in html
+    folded = {i for a, b, _ in _folds(html) for i in range(a, b)}
+    assert pack.origins.index(origin) not in folded
+
+
+def test_unchanged_runs_shorter_than_the_minimum_are_shown_not_folded():
+    from ctxsim.pipeline.messages import Message
+    from ctxsim.replays.analysis import MessageRow
+
+    def row(status: str) -> MessageRow:
+        return MessageRow(status, Message.of("user", "x"), None, 0)
+
+    rows = [row("unchanged") for _ in range(30)]
+    rows[10] = row("rewritten")
+    rows[20] = row("removed")
+    shown = page.shown_positions(rows)
+    folds = page.folds_of(rows, shown)
+    assert [i for i, s in enumerate(shown) if s] == [0, 1, 8, 9, 10, 11, 12, 18, 19, 20, 21, 22,
+                                                     27, 28, 29]
+    assert [(f.start, f.end) for f in folds] == [(2, 8), (13, 18), (23, 27)]
+
+
+def test_the_spill_viewer_shows_500_lines_and_pages_through_the_rest():
+    from ctxsim.replays.spills import spill_lines
+
+    data = "\n".join(f"line {n}" for n in range(1, 1201)).encode()
+    first = spill_lines(data, None, None)
+    assert (first["first"], first["last"], first["total_lines"]) == (1, 500, 1200)
+    assert first["previous_range"] is None and first["next_range"] == (501, 1000)
+    last = spill_lines(data, "1001", "")
+    assert (last["first"], last["last"], last["next_range"]) == (1001, 1200, None)
+    assert last["previous_range"] == (501, 1000)
+    # A range asked wider than a page is cut to one.
+    wide = spill_lines(data, "1", "1200")
+    assert (wide["first"], wide["last"]) == (1, 500)
+    assert wide["lines"][-1] == (500, "line 500")
+
+
+def test_a_long_sessions_chart_groups_calls_without_hiding_failures_or_the_selected_call():
+    n = 2500
+    chart = {"labels": list(range(n)), "raw": [i * 2 for i in range(n)],
+             "sent": [i if i != 1234 else 10**9 for i in range(n)], "failed": [7, 2001],
+             "spills": [3, 4, 5], "comments": {"8": 2, "9": 1}, "limit": None,
+             "limitLabel": "", "selected": 1500, "counter": "cl100k_base"}
+    thin = page.thin_chart(chart, points=1000)
+    assert len(thin["labels"]) == len(thin["raw"]) == len(thin["sent"]) <= 1000
+    assert thin["grouped"] == 3
+    assert 1500 in thin["labels"] and 1234 in thin["labels"]
+    assert set(thin["failed"]) == {7, 2001} <= set(thin["labels"])
+    assert max(thin["sent"]) == 10**9 and max(thin["raw"]) == (n - 1) * 2
+    assert set(thin["spills"]) <= set(thin["labels"]) and thin["spills"]
+    assert sum(thin["comments"].values()) == 3
+    assert set(thin["comments"]) <= set(thin["labels"])
+    # A short session's chart is every call, as it was.
+    short = {**chart, "labels": [0, 1], "raw": [1, 2], "sent": [1, 2], "failed": [],
+             "spills": [], "comments": {}, "selected": 0}
+    assert page.thin_chart(short) == short
