@@ -16,8 +16,11 @@ from .stages import (
     StageResult,
     budget,
     clear_tool_uses,
+    codex_autocompact,
+    codex_tool_output,
     context_limit,
     microcompact,
+    openhands_condenser,
     pairing,
     tool_cap,
     tool_context,
@@ -36,7 +39,7 @@ class StageDef:
     params: tuple[str, ...]
     run: Callable[[Sequence[Message], StageContext], StageResult]
     help: str = ""
-    family: str = ""  # which real tool it models: chatcli | aivax | anthropic
+    family: str = ""  # which real tool it models: chatcli | aivax | anthropic | codex | openhands
 
 
 STAGES: dict[str, StageDef] = {
@@ -64,6 +67,22 @@ STAGES: dict[str, StageDef] = {
                  ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
                   "placeholder"), clear_tool_uses.run,
                  "Anthropic context editing: old tool results are cleared.", "anthropic"),
+        StageDef("codex_tool_output", "Codex tool output", ("dispatch",),
+                 ("codex_config", "codex_truncation_policy", "codex_use_recorded_policy"),
+                 codex_tool_output.run, "Codex CLI keeps the head and tail of every tool "
+                 "output within its model's truncation policy × 1.2.", "codex"),
+        StageDef("codex_autocompact", "Codex auto-compaction", ("outgoing",),
+                 ("codex_config", "codex_autocompact_mode", "codex_limit_semantics",
+                  "codex_token_source", "codex_user_message_budget",
+                  "codex_contextual_prefixes", "summary_placeholder_tokens"),
+                 codex_autocompact.run, "At 90 % of the window Codex replaces the history by "
+                 "the recent user messages and a summary.", "codex"),
+        StageDef("openhands_condenser", "OpenHands condenser", ("outgoing",),
+                 ("openhands_condenser_config", "openhands_max_message_chars",
+                  "openhands_assembly", "openhands_request_over_tokens", "openhands_mode",
+                  "summary_placeholder_tokens"),
+                 openhands_condenser.run, "OpenHands' condenser reduces the event history, "
+                 "then OpenHands turns the kept events into messages.", "openhands"),
     )
 }
 

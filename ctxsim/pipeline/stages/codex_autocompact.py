@@ -1,0 +1,297 @@
+"""Codex CLI's automatic compaction (SPEC-agents §2.5.5), outgoing phase, as a fold.
+
+When the history reaches 90 % of the model's window (or the configured limit), Codex replaces
+it by the initial context, the most recent real user messages (≤ 20 000 ~tokens) and one
+summary message; later calls continue from that. ctxsim cannot ask a model for the summary: a
+recorded one (the rollout's `compacted` line) is replayed, otherwise a placeholder of the
+configured size stands in (§2.5.0.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import Message
+from ..tokens import extras_tokens, message_tokens
+from . import StageContext, StageResult
+from ._codex import (
+    NO_SUMMARY,
+    SUMMARY_PREFIX,
+    approx_tokens,
+    is_compaction_message,
+    model_row,
+    truncate_tokens,
+)
+from ._fold import call_of, fold
+from ._summary import placeholder_text, replacement_messages
+from .codex_tool_output import session_meta
+
+NAME = "codex_autocompact"
+SUMMARY_START = (SUMMARY_PREFIX + "\n").encode()
+
+
+@dataclass(frozen=True)
+class State:
+    anchor: int | None = None  # index in the input of the last message the summary covers
+    replacement: tuple[Message, ...] = ()
+
+
+def limits(ctx: StageContext) -> tuple[int | None, int | None]:
+    """(window, limit) — None: unknown window / never compacts."""
+    config = ctx.params.get("codex_config") or {}
+    session = session_meta(ctx)
+    window = config.get("model_context_window")
+    if window is None and isinstance(session.get("model_context_window"), int):
+        window = session["model_context_window"]
+    if window is None:
+        row = model_row(config.get("model") or session.get("model"))
+        window = row[1] if row else None
+    limit90 = window * 9 // 10 if window is not None else None
+    configured = config.get("model_auto_compact_token_limit")
+    if configured is None:
+        return window, limit90
+    if ctx.params.get("codex_limit_semantics", "min") == "override" or limit90 is None:
+        return window, configured
+    return window, min(configured, limit90)
+
+
+def _text(m: Message) -> str:
+    return m.content.decode("utf-8", "replace")
+
+
+def _is_summary(m: Message) -> bool:
+    return m.role == "user" and (m.content.startswith(SUMMARY_START) or is_compaction_message(m))
+
+
+def _is_contextual(m: Message, prefixes: Sequence[str]) -> bool:
+    if m.role != "user":
+        return False
+    head = _text(m).lstrip().lower()
+    return any(head.startswith(p.lower()) for p in prefixes)
+
+
+def _is_real_user(m: Message, prefixes: Sequence[str]) -> bool:
+    return (m.role == "user" and not _is_contextual(m, prefixes) and not _is_summary(m)
+            and m.meta.get("kind") != "codex_compaction_item")
+
+
+def _recorded_marker(m: Message) -> Mapping[str, Any] | None:
+    marker = m.meta.get("compaction")
+    if isinstance(marker, Mapping) and marker.get("source") == "codex":
+        return marker
+    if m.meta.get("compacted") and m.role == "user":  # imported before markers existed
+        return {"source": "codex", "kind": "summary", "message_present": bool(m.content),
+                "replacement_history": None}
+    return None
+
+
+class _Run:
+    """One stage run: the input, its costs (prefix sums) and the per-call step."""
+
+    def __init__(self, history: tuple[Message, ...], ctx: StageContext):
+        self.h = history
+        self.ctx = ctx
+        p = ctx.params
+        self.prefixes = tuple(p.get("codex_contextual_prefixes") or ())
+        self.budget = p.get("codex_user_message_budget", 20000)
+        self.mode = p.get("codex_autocompact_mode", "predict")
+        self.usage = p.get("codex_token_source", "counter") == "usage"
+        self.placeholder_tokens = p.get("summary_placeholder_tokens", 2000)
+        self.window, self.limit = limits(ctx)
+        self.lead = 0
+        while self.lead < len(history) and history[self.lead].role == "system":
+            self.lead += 1
+        self.extras = extras_tokens(ctx.counter, "", ctx.tools, ctx.response_schema)
+        self.positions = [i for i, m in enumerate(history) if m.role == "assistant"]
+        self.markers = [(i, mk) for i, m in enumerate(history)
+                        if (mk := _recorded_marker(m)) is not None]
+        self.hidden = [i for i, m in enumerate(history) if is_compaction_message(m)
+                       or (m.meta.get("compacted") and m.role == "user")]
+        self.hidden_set = set(self.hidden)
+        # Costs by identity: the same message objects come back at every call.
+        self.costs: dict[int, tuple[Message, int]] = (
+            ctx.memo.setdefault("costs", {}) if ctx.memo is not None else {})
+
+    def cost(self, m: Message) -> int:
+        hit = self.costs.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = (m, message_tokens(m, self.ctx.counter))
+            self.costs[id(m)] = hit
+        return hit[1]
+
+    # --- views ---------------------------------------------------------------------------
+
+    def view(self, n: int, s: State) -> tuple[list[Message], list[int | None]]:
+        """V(P, s) for P = input[:n], with each message's index in the input (None: not
+        from it)."""
+        lead = min(self.lead, n)
+        start = (s.anchor if s.anchor is not None else lead - 1) + 1
+        msgs = list(self.h[:lead]) + list(s.replacement)
+        src: list[int | None] = list(range(lead)) + [None] * len(s.replacement)
+        for i in range(start, n):
+            if i not in self.hidden_set:
+                msgs.append(self.h[i])
+                src.append(i)
+        return msgs, src
+
+    def tokens(self, view: Sequence[Message]) -> int:
+        if not self.usage:
+            return sum(self.cost(m) for m in view) + self.extras
+        return self.usage_tokens(view)
+
+    def usage_tokens(self, view: Sequence[Message]) -> int:
+        """Last recorded API total after the anchor + Codex's estimate of what followed."""
+        def estimate(m: Message) -> int:
+            size = len(m.content) + len(m.tool_call_id.encode())
+            size += sum(len(c.name.encode()) + len(c.arguments.encode()) for c in m.tool_calls)
+            return approx_tokens(size)
+
+        first_own = next((k for k, m in enumerate(view) if m.role != "system"), len(view))
+        for k in range(len(view) - 1, first_own - 1, -1):
+            m = view[k]
+            usage = m.meta.get("usage") if m.role == "assistant" else None
+            total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+            if isinstance(total, int) and not isinstance(total, bool):
+                return total + sum(estimate(x) for x in view[k + 1:])
+        return sum(estimate(m) for m in view if m.role != "system")
+
+    # --- compaction ----------------------------------------------------------------------
+
+    def compact(self, n: int, j: int, s: State, view: list[Message], src: list[int | None],
+                phase: str, tokens: int, summary: Message | None) -> tuple[State, dict] | None:
+        """The local algorithm on `view` (P = input[:n]); None when there is nothing to
+        compact. `summary`: the recorded compaction message whose text is used as is."""
+        if phase == "pre_turn":
+            last = max((k for k, m in enumerate(view) if m.role == "assistant"), default=None)
+            if last is None:
+                return None
+            split = last + 1
+        else:
+            split = len(view)
+        head = view[:split]
+        context: list[Message] = []
+        real: list[Message] = []
+        for m in head:
+            if _is_real_user(m, self.prefixes):
+                real.append(m)
+            elif not real and _is_contextual(m, self.prefixes):
+                context.append(m)
+        selected: list[Message] = []
+        remaining = self.budget
+        for m in reversed(real):
+            if remaining == 0:
+                break
+            need = approx_tokens(len(m.content))
+            if need <= remaining:
+                selected.append(Message.of("user", m.content, origin=m.origin))
+                remaining -= need
+            else:
+                selected.append(Message.of("user", truncate_tokens(m.content, remaining),
+                                           origin=m.origin))
+                break
+        selected.reverse()
+        if summary is not None:
+            message = summary if summary.content else Message.of("user", NO_SUMMARY)
+            source = "recorded"
+        else:
+            items = sum(1 for m in head if m.role != "system")
+            text = placeholder_text(NAME, items, tokens, j, self.placeholder_tokens,
+                                    self.ctx.counter)
+            message = Message.of("user", SUMMARY_PREFIX + "\n" + text,
+                                 meta={"kind": "placeholder_summary"})
+            source = "placeholder"
+        anchor = src[split - 1] if split else None
+        if anchor is None:
+            anchor = n - 1 if phase == "mid_turn" else s.anchor
+        state = State(anchor, (*context, *selected, message))
+        return state, {
+            "summary_source": source,
+            "selected_user_messages": len(selected),
+            "user_message_tokens": sum(approx_tokens(len(m.content)) for m in selected),
+        }
+
+    def step(self, s: State, n: int, j: int, current: bool) -> tuple[State, Any]:
+        phase = "pre_turn"
+        if j > 0 and self.h[self.positions[j - 1]].tool_calls:
+            phase = "mid_turn"
+        view, src = self.view(n, s)
+        tokens_before = self.tokens(view)
+        fires = self.limit is not None and tokens_before >= self.limit
+        predicted = self.mode == "predict" and fires
+        mine = [(i, mk) for i, mk in self.markers
+                if i < n and call_of(i, self.positions) == j]
+        info: dict[str, Any] = {}
+        applied_recorded = False
+        reason = None
+        if mine and (self.mode == "recorded" or fires):
+            for i, marker in mine:
+                view, src = self.view(n, s)
+                history = marker.get("replacement_history")
+                if isinstance(history, list):
+                    kept = tuple(m for m in replacement_messages(history) if m.role != "system")
+                    s = State(i, kept)
+                    info = {"summary_source": "recorded"}
+                else:
+                    recorded = self.h[i] if marker.get("kind") == "summary" else None
+                    if recorded is not None and not recorded.content:
+                        recorded = None  # an empty `message`: the placeholder stands in
+                    done = self.compact(n, j, s, view, src, phase, tokens_before, recorded)
+                    if done is None:
+                        reason = "nothing_to_compact"
+                        continue
+                    s, info = done
+                applied_recorded = True
+        elif predicted:
+            done = self.compact(n, j, s, view, src, phase, tokens_before, None)
+            if done is None:
+                reason = "nothing_to_compact"
+            else:
+                s, info = done
+        if not current:
+            return s, None
+        after, _ = self.view(n, s)
+        compacted = applied_recorded or bool(info)
+        report: dict[str, Any] = {
+            "compacted": compacted,
+            "trigger": ("recorded" if applied_recorded else "predicted" if compacted
+                        else None),
+            "phase": phase,
+            "limit": self.limit,
+            "window": self.window,
+            "tokens_before": tokens_before,
+            "tokens_after": sum(self.cost(m) for m in after) + self.extras,
+            "summary_source": info.get("summary_source"),
+            "selected_user_messages": info.get("selected_user_messages", 0),
+            "user_message_tokens": info.get("user_message_tokens", 0),
+            "recorded": bool(mine),
+            "predicted": predicted,
+            "compaction_kind": _kind(bool(mine), applied_recorded, predicted, compacted),
+        }
+        if reason and not compacted:
+            report["reason"] = reason
+        return s, (tuple(after), report)
+
+
+def _kind(recorded: bool, applied: bool, predicted: bool, compacted: bool) -> str | None:
+    if recorded and not applied:
+        return "recorded_not_predicted"
+    if applied:
+        return "predicted_and_recorded" if predicted else "recorded"
+    return "predicted" if compacted else None
+
+
+def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
+    """Replace the history by Codex's compacted history when the limit is reached.
+
+    Invariant: a pure function of the input — the decisions of earlier calls are recomputed
+    from the input's prefixes (the memo only skips repeated work); without a compaction in
+    effect the output is the input minus recorded compaction messages.
+    """
+    h = tuple(history)
+    work = _Run(h, ctx)
+    out, report = fold(h, ctx, State(), work.step, "codex_autocompact")
+    if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
+        return StageResult(h, report, ())
+    return StageResult(out, report)
