@@ -165,6 +165,10 @@ def resolve(
         _env_key(name): setting.effective for name, setting in env.items()
     })
     warnings = tuple(notes) + tuple(s.warning for s in env.values() if s.warning)
+    if values.get("claude_env"):
+        from .agents_common import claude_env_effective
+
+        warnings += claude_env_effective(values["claude_env"]).warnings
     return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)
 
 

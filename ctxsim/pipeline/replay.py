@@ -160,6 +160,8 @@ class Replay:
     dispatch: list[dict[str, Any]] = field(default_factory=list)
     final_history: tuple[Message, ...] = ()
     use_memos: bool = True
+    # The session's `meta` (SPEC-agents §2.5.0.8), handed to every stage as `ctx.session`.
+    session: Any = None
 
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
@@ -222,7 +224,8 @@ class Replay:
                 if msg.role == "tool":
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
-                                           self.spills, self.tools, self.response_schema)
+                                           self.spills, self.tools, self.response_schema,
+                                           session=self.session or {})
                         r = STAGES[stage].run([*persistent[latest_assistant:], msg], ctx)
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
@@ -246,7 +249,7 @@ class Replay:
               ) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
-                           self.tools, self.response_schema)
+                           self.tools, self.response_schema, session=self.session or {})
         spill_start = len(self.spills.records)
         history = start = tuple(persistent)
         tokens = persistent_tokens
@@ -305,7 +308,8 @@ def replay(
     sink: SpillSink | None = None,
     tools: Any = None,
     response_schema: Any = None,
+    session: Any = None,
 ) -> Replay:
     """Resolve `profile` + `config` (ParamError on bad values) and prepare a replay."""
     run_config = resolve(profile, config, stages)
-    return Replay(messages, run_config, sink, tools, response_schema)
+    return Replay(messages, run_config, sink, tools, response_schema, session=session)

@@ -15,7 +15,7 @@ from .messages import ROLES, Message, Session, ToolCall
 
 TOP_KEYS = {"description", "profile", "stages", "config", "tools", "response_schema", "messages"}
 MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "is_error",
-                "error_code", "agent_feedback"}
+                "error_code", "agent_feedback", "meta"}
 CALL_KEYS = {"id", "type", "function"}
 FUNCTION_KEYS = {"name", "arguments"}
 
@@ -135,7 +135,24 @@ def parse_message(raw: Any, where: str, origin: int | None = None) -> Message:
         if raw.get(key) is not None:
             value = _expect(raw[key], kind, f"{where}.{key}", what)
             fields[key] = go_string(value) if isinstance(value, str) else value
+    if raw.get("meta") is not None:
+        fields["meta"] = _meta(raw["meta"], f"{where}.meta")
     return Message.of(role, _content(raw.get("content"), f"{where}.content"), **fields)
+
+
+def _meta(raw: Any, where: str) -> dict[str, Any]:
+    """A message's `meta` (SPEC §6, SPEC-agents §2.5.0.5), copied verbatim; a Codex marker's
+    `replacement_history` holds scenario messages, parsed like the top-level ones."""
+    meta = dict(_expect(raw, dict, where, "an object"))
+    compaction = meta.get("compaction")
+    if isinstance(compaction, dict) and compaction.get("replacement_history") is not None:
+        nested = f"{where}.compaction.replacement_history"
+        items = _expect(compaction["replacement_history"], list, nested, "an array of messages")
+        compaction = dict(compaction)
+        compaction["replacement_history"] = tuple(
+            parse_message(m, f"{nested}[{n}]") for n, m in enumerate(items))
+        meta["compaction"] = compaction
+    return meta
 
 
 def parse_messages(raw: Any, where: str = "messages") -> tuple[Message, ...]:
