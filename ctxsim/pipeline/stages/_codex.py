@@ -5,10 +5,12 @@ its middle truncation and its compaction texts. Measured in UTF-8 bytes, as Code
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..messages import Message, decode_for_display
+from ..agents_common import approx_tokens
+from ..messages import Message, ToolCall
 
 # First match wins, in this order (codex model_info.rs `find_model_info_for_slug`): slug
 # prefixes, truncation mode, context window. The limit is 10 000 for every row.
@@ -47,23 +49,9 @@ def model_row(model: str | None) -> tuple[str, int | None] | None:
     return None
 
 
-def approx_tokens(n_bytes: int) -> int:
-    """Codex `approx_token_count`: ⌈bytes / 4⌉."""
-    return (n_bytes + 3) // 4
-
-
 def history_budget(policy: Mapping[str, Any]) -> dict[str, Any]:
     """`policy × 1.2`, rounded up in binary64 as Codex's `impl Mul<f64>` does."""
     return {"mode": policy["mode"], "limit": math.ceil(policy["limit"] * 1.2)}
-
-
-def codex_text(content: bytes) -> bytes:
-    """The bytes Codex would hold: a Rust `String` cannot carry invalid UTF-8."""
-    try:
-        content.decode("utf-8")
-    except UnicodeDecodeError:
-        return decode_for_display(content).encode("utf-8")
-    return content
 
 
 def _marker(n: int, tokens: bool) -> bytes:
@@ -122,6 +110,11 @@ def truncate(data: bytes, budget: Mapping[str, Any]) -> bytes:
     return cut(data, budget["limit"], tokens=False)
 
 
+def call_of(index: int, positions: Sequence[int]) -> int:
+    """r(i) by bisection over the assistant positions (agents_common's walks the history)."""
+    return bisect_left(positions, index)
+
+
 def is_compaction_message(m: Message) -> bool:
     """A recorded Codex compaction message (the rollout's `compacted` line), which the views
     of `codex_autocompact` never show as conversation."""
@@ -129,3 +122,39 @@ def is_compaction_message(m: Message) -> bool:
     if isinstance(marker, Mapping) and marker.get("source") == "codex":
         return marker.get("kind") == "summary"
     return bool(m.meta.get("compacted")) and m.role == "user"
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for c in raw or ():
+        if isinstance(c, ToolCall):
+            calls.append(c)
+        elif isinstance(c, Mapping):
+            fn = c.get("function") if isinstance(c.get("function"), Mapping) else {}
+            args = fn.get("arguments", "")
+            calls.append(ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
+                                  args if isinstance(args, str) else "",
+                                  str(c.get("type") or "function")))
+    return tuple(calls)
+
+
+def replacement_messages(items: Sequence[Any]) -> list[Message]:
+    """Canonical messages of a recorded replacement history, kept in `meta` as message
+    objects of the scenario shape (role, content, tool_calls, tool_call_id, meta)."""
+    out = []
+    for item in items:
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping) or item.get("role") not in (
+                "system", "user", "assistant", "tool"):
+            continue
+        content = item.get("content")
+        meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
+        out.append(Message.of(
+            item["role"], content if isinstance(content, str) else "",
+            tool_calls=_calls(item.get("tool_calls")),
+            tool_call_id=str(item.get("tool_call_id") or ""),
+            is_error=item.get("is_error") is True, meta=meta,
+        ))
+    return out

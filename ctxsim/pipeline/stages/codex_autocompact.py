@@ -13,19 +13,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    approx_tokens,
+    compaction_event,
+    fold,
+    leading_system_len,
+    placeholder_message,
+    placeholder_text,
+)
 from ..messages import Message
 from ..tokens import extras_tokens, message_tokens
 from . import StageContext, StageResult
 from ._codex import (
     NO_SUMMARY,
     SUMMARY_PREFIX,
-    approx_tokens,
+    call_of,
     is_compaction_message,
     model_row,
+    replacement_messages,
     truncate_tokens,
 )
-from ._fold import call_of, fold
-from ._summary import placeholder_text, replacement_messages
 from .codex_tool_output import session_meta
 
 NAME = "codex_autocompact"
@@ -100,9 +108,7 @@ class _Run:
         self.usage = p.get("codex_token_source", "counter") == "usage"
         self.placeholder_tokens = p.get("summary_placeholder_tokens", 2000)
         self.window, self.limit = limits(ctx)
-        self.lead = 0
-        while self.lead < len(history) and history[self.lead].role == "system":
-            self.lead += 1
+        self.lead = leading_system_len(history)
         self.extras = extras_tokens(ctx.counter, "", ctx.tools, ctx.response_schema)
         self.positions = [i for i, m in enumerate(history) if m.role == "assistant"]
         self.markers = [(i, mk) for i, m in enumerate(history)
@@ -199,8 +205,7 @@ class _Run:
             items = sum(1 for m in head if m.role != "system")
             text = placeholder_text(NAME, items, tokens, j, self.placeholder_tokens,
                                     self.ctx.counter)
-            message = Message.of("user", SUMMARY_PREFIX + "\n" + text,
-                                 meta={"kind": "placeholder_summary"})
+            message = placeholder_message("user", SUMMARY_PREFIX + "\n" + text)
             source = "placeholder"
         anchor = src[split - 1] if split else None
         if anchor is None:
@@ -212,7 +217,9 @@ class _Run:
             "user_message_tokens": sum(approx_tokens(len(m.content)) for m in selected),
         }
 
-    def step(self, s: State, n: int, j: int, current: bool) -> tuple[State, Any]:
+    def step(self, s: State, prefix: Sequence[Message], j: int, current: bool
+             ) -> tuple[State, tuple[Message, ...], Any]:
+        n = len(prefix)
         phase = "pre_turn"
         if j > 0 and self.h[self.positions[j - 1]].tool_calls:
             phase = "mid_turn"
@@ -250,7 +257,7 @@ class _Run:
             else:
                 s, info = done
         if not current:
-            return s, None
+            return s, (), None
         after, _ = self.view(n, s)
         compacted = applied_recorded or bool(info)
         report: dict[str, Any] = {
@@ -267,11 +274,15 @@ class _Run:
             "user_message_tokens": info.get("user_message_tokens", 0),
             "recorded": bool(mine),
             "predicted": predicted,
-            "compaction_kind": _kind(bool(mine), applied_recorded, predicted, compacted),
         }
+        kind = _kind(bool(mine), applied_recorded, predicted, compacted)
+        if kind is not None:
+            report[COMPACTION_EVENTS] = [compaction_event(
+                NAME, kind, report["trigger"], report["summary_source"], tokens_before,
+                report["tokens_after"])]
         if reason and not compacted:
             report["reason"] = reason
-        return s, (tuple(after), report)
+        return s, tuple(after), report
 
 
 def _kind(recorded: bool, applied: bool, predicted: bool, compacted: bool) -> str | None:
@@ -291,7 +302,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     h = tuple(history)
     work = _Run(h, ctx)
-    out, report = fold(h, ctx, State(), work.step, "codex_autocompact")
+    result = fold(h, ctx, State(), work.step)
+    out, report = result.view, result.info
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..agents_common import codex_bytes
 from ..messages import Message
 from . import StageContext, StageResult
-from ._codex import DEFAULT_LIMIT, codex_text, history_budget, model_row, truncate
+from ._codex import DEFAULT_LIMIT, history_budget, model_row, truncate
 
 
 def session_meta(ctx: StageContext) -> Mapping[str, Any]:
     """The session's `meta` (model, recorded window), empty when the replay has none."""
-    session = getattr(ctx, "session", None)
-    return session if isinstance(session, Mapping) else {}
+    return ctx.session if isinstance(ctx.session, Mapping) else {}
 
 
 def resolve_policy(m: Message, ctx: StageContext) -> tuple[dict[str, Any], str]:
@@ -66,7 +66,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     m = history[-1]
     policy, source = resolve_policy(m, ctx)
     budget = history_budget(policy)
-    text = codex_text(m.content)
+    text = codex_bytes(m.content)
     after = truncate(text, budget)
     report = {
         "tool": _tool_name(history[:-1], m.tool_call_id),

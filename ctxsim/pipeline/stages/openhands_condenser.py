@@ -14,12 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    PLACEHOLDER_KIND,
+    compaction_event,
+    fold,
+    placeholder_message,
+    placeholder_text,
+)
 from ..messages import Message, decode_for_display
 from ..params import ROLLING_CONDENSERS
 from ..tokens import extras_tokens, message_tokens
 from . import StageContext, StageResult
-from ._fold import call_of, fold
-from ._summary import placeholder_text
+from ._codex import call_of
 
 NAME = "openhands_condenser"
 MASKED = "<MASKED>"
@@ -37,6 +44,7 @@ class Event:
     message: int = -1
     call: int = 0
     text: str = ""
+    source: str = ""  # of a summary: placeholder | recorded
 
 
 @dataclass(frozen=True)
@@ -125,8 +133,8 @@ class _Run:
     def view(self, n: int, s: State) -> list[Event]:
         events = [e for e in self.events[:self.ends[n]] if e.id not in s.forgotten]
         if s.summary is not None:
-            text, offset, _ = s.summary
-            events.insert(offset, Event(None, "summary", text=text))
+            text, offset, source = s.summary
+            events.insert(offset, Event(None, "summary", text=text, source=source))
         return events
 
     def _mine(self, indices: Sequence[int], n: int, j: int) -> list[int]:
@@ -199,7 +207,7 @@ class _Run:
         # The running view (earlier pipeline members applied) without what was forgotten,
         # the new summary at its offset, as `View.from_events` would rebuild it.
         running = [e for e in view if e.kind != "summary" and e.id not in forgotten]
-        running.insert(keep_first, Event(None, "summary", text=text))
+        running.insert(keep_first, Event(None, "summary", text=text, source=source))
         return running, state, source
 
     def _conversation_window(self, view: list[Event], s: State
@@ -225,8 +233,10 @@ class _Run:
     # --- assembly ------------------------------------------------------------------------
 
     def _event_message(self, e: Event) -> Message:
-        meta = {"kind": "placeholder_summary" if e.kind == "summary" else "masked_observation"}
-        return Message.of("user", e.text, meta=meta)
+        if e.kind == "summary":
+            return placeholder_message("user", e.text, PLACEHOLDER_KIND if e.source
+                                       == "placeholder" else "condensation_summary")
+        return placeholder_message("user", e.text, "masked_observation")
 
     def assemble(self, view: list[Event], n: int) -> tuple[list[Message], dict[str, Any]]:
         """The messages OpenHands sends for `view` (events of input[:n])."""
@@ -306,7 +316,7 @@ class _Run:
 
     def _truncate(self, m: Message) -> Message:
         if self.max_chars < 0 or not (m.role == "tool" or m.meta.get("kind") in (
-                "masked_observation", "placeholder_summary")):
+                "masked_observation", PLACEHOLDER_KIND, "condensation_summary")):
             return m
         if len(m.content) <= self.max_chars:  # never more code points than bytes
             return m
@@ -316,7 +326,9 @@ class _Run:
 
     # --- one call ------------------------------------------------------------------------
 
-    def step(self, s: State, n: int, j: int, current: bool) -> tuple[State, Any]:
+    def step(self, s: State, prefix: Sequence[Message], j: int, current: bool
+             ) -> tuple[State, tuple[Message, ...], Any]:
+        n = len(prefix)
         view = self.view(n, s)
         before = s
         request = bool(self._mine(self.requests, n, j))
@@ -344,7 +356,7 @@ class _Run:
                 s, condensed, source = new, True, now
                 break
         if not current:
-            return s, None
+            return s, (), None
         out, info = self.assemble(running, n)
         masked = sum(1 for e in running if e.kind == "masked")
         report: dict[str, Any] = {
@@ -360,11 +372,19 @@ class _Run:
             "inserted_initial_user": info["inserted_initial_user"],
             "summary_source": source,
         }
+        kind = None
         if condensed:
-            report["compaction_kind"] = "recorded" if self.recorded_mode else "predicted"
+            kind = ("recorded" if self.recorded_mode else
+                    "predicted_and_recorded" if recorded_now else "predicted")
+        elif recorded_now:
+            kind = "recorded_not_predicted"
+        if kind is not None:
+            report[COMPACTION_EVENTS] = [compaction_event(
+                NAME, kind, self.config["type"], source,
+                self.prompt(self.assemble(view, n)[0]), self.prompt(out))]
         if self.warnings:
             report["warnings"] = sorted(set(self.warnings))
-        return s, (tuple(out), report)
+        return s, tuple(out), report
 
     def _apply_recorded(self, s: State, recorded: list[Mapping[str, Any]]
                         ) -> tuple[State, str | None]:
@@ -428,7 +448,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     h = tuple(history)
     work = _Run(h, ctx)
-    out, report = fold(h, ctx, State(), work.step, "openhands_condenser")
+    result = fold(h, ctx, State(), work.step)
+    out, report = result.view, result.info
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
