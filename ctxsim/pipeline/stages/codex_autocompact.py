@@ -236,7 +236,7 @@ class _Run:
             for i, marker in mine:
                 view, src = self.view(n, s)
                 history = marker.get("replacement_history")
-                if isinstance(history, list):
+                if isinstance(history, (list, tuple)):
                     kept = tuple(m for m in replacement_messages(history) if m.role != "system")
                     s = State(i, kept)
                     info = {"summary_source": "recorded"}

@@ -257,10 +257,14 @@ class _Run:
                            if e.kind == "user_message"), None)
         if first_system is not None and not any(e.kind == "system" for e in events):
             events.insert(0, first_system)
+        # OpenHands always has its system prompt at position 0 (it makes one when missing), so
+        # the initial user message belongs at 1; without any system message ctxsim has no
+        # text to put there and checks the first position instead [ctxsim's reading].
+        slot = 1 if events and events[0].kind == "system" else 0
         inserted = False
         if first_user is not None and events and (
-                len(events) == 1 or events[1].kind != "user_message"):
-            events.insert(1, first_user)
+                len(events) == slot or events[slot].kind != "user_message"):
+            events.insert(slot, first_user)
             inserted = True
         out: list[Message] = []
         pending: dict[int, None] = {}
