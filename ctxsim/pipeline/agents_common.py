@@ -77,7 +77,7 @@ def codex_bytes(content: bytes) -> bytes:
     return content if is_valid_utf8(content) else decode_for_display(content).encode("utf-8")
 
 
-_JS_SPACE = ("\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004"
+JS_SPACE = ("\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004"
              "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(Infinity|[0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?)")
@@ -85,13 +85,13 @@ _FLOAT = re.compile(r"[+-]?(Infinity|[0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+(
 
 def js_parse_int(v: str) -> float | int:
     """JavaScript `parseInt(v, 10)`; `math.nan` where JavaScript gives NaN."""
-    m = _INT.match(v.lstrip(_JS_SPACE))
+    m = _INT.match(v.lstrip(JS_SPACE))
     return int(m.group(0)) if m else math.nan
 
 
 def js_parse_float(v: str) -> float:
     """JavaScript `parseFloat(v)`; `math.nan` where JavaScript gives NaN."""
-    m = _FLOAT.match(v.lstrip(_JS_SPACE))
+    m = _FLOAT.match(v.lstrip(JS_SPACE))
     if not m:
         return math.nan
     text = m.group(0)
@@ -181,48 +181,56 @@ class FoldResult:
     state: Any
     info: Any
     call: int
+    # What step m − 1 reported, when this fold ran it (None when the memo skipped it).
+    previous_info: Any = None
 
 
-# step(state, prefix, j, is_current) -> (new_state, view, info)
-Step = Callable[[Any, Sequence[Message], int, bool], tuple[Any, Sequence[Message], Any]]
+# step(state, history, end, j) -> (new_state, view, info): step j sees the prefix
+# history[:end]; for j < m, history[end] is the assistant message call j answered with.
+Step = Callable[[Any, tuple[Message, ...], int, int], tuple[Any, Sequence[Message], Any]]
 
 
-def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step) -> FoldResult:
+def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
+         reuse_current: bool = True) -> FoldResult:
     """Recompute a stateful agent's decisions from the prefixes of `history` (§2.5.0.4).
 
     Invariant: the result equals folding `step` over P_0 … P_m from `initial`; the memo only
     skips steps whose prefix is unchanged since the previous call (same objects below a_j),
-    so `memo=None` gives the same result. States must be immutable values.
+    so `memo=None` gives the same result. States must be immutable values. With
+    `reuse_current`, the state after the current step is kept for the next call, where that
+    step becomes a past one (a stage whose past steps read the response passes False).
     """
     h = tuple(history)
     starts = assistant_positions(h)
     memo = ctx.memo
     reuse = 0
     state = initial
-    saved: list[tuple[int, Any]] = []  # (a_j, state after step j) for j < m
+    saved: list[tuple[int, Any]] = []  # (a_j, state after step j) for the steps done
     if memo is not None and memo.get("fold_input") is not None:
+        from .stages import changed_since  # here: the stages package imports this module
+
         before = memo["fold_input"]
         old: list[tuple[int, Any]] = memo["fold_steps"]
-        from .stages import changed_since  # local: stages imports this module's users
-
-        changed = changed_since(before, h, ctx, below=min(len(before), len(h)))
+        changed = changed_since(before, h, ctx)
         first = changed[0] if changed else min(len(before), len(h))
         for j, (a, s) in enumerate(old):
             if j < len(starts) and starts[j] == a and a <= first:
-                reuse = j + 1
-                state = s
+                reuse, state = j + 1, s
             else:
                 break
         saved = old[:reuse]
+    previous_info = None
     for j in range(reuse, len(starts)):
-        state, _view, _info = step(state, h[:starts[j]], j, False)
+        state, _view, previous_info = step(state, h, starts[j], j)
         saved.append((starts[j], state))
+    if reuse == len(starts):
+        previous_info = None
     m = len(starts)
-    final_state, view, info = step(state, h, m, True)
+    final_state, view, info = step(state, h, len(h), m)
     if memo is not None:
         memo["fold_input"] = h
-        memo["fold_steps"] = saved
-    return FoldResult(tuple(view), final_state, info, m)
+        memo["fold_steps"] = saved + ([(len(h), final_state)] if reuse_current else [])
+    return FoldResult(tuple(view), final_state, info, m, previous_info)
 
 
 def recorded_markers(h: Sequence[Message], key: str = "compaction",
@@ -324,10 +332,33 @@ EVENT_KINDS = ("predicted", "recorded", "predicted_and_recorded", "recorded_not_
 
 
 def compaction_event(stage: str, kind: str, trigger: Any, summary_source: str | None,
-                     tokens_before: int | None, tokens_after: int | None) -> dict[str, Any]:
+                     tokens_before: int | None, tokens_after: int | None,
+                     call_index: int | None = None) -> dict[str, Any]:
+    """One entry of a report's `COMPACTION_EVENTS`. `call_index` is given only when the event
+    belongs to an earlier call (a response's recorded block is seen one call later)."""
     assert kind in EVENT_KINDS, kind
-    return {"stage": stage, "kind": kind, "trigger": trigger, "summary_source": summary_source,
-            "tokens_before": tokens_before, "tokens_after": tokens_after}
+    out = {"stage": stage, "kind": kind, "trigger": trigger, "summary_source": summary_source,
+           "tokens_before": tokens_before, "tokens_after": tokens_after}
+    if call_index is not None:
+        out["call_index"] = call_index
+    return out
+
+
+def merge_compactions(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries in call order; a `predicted` and a later-learnt `recorded` entry of the same
+    stage and call become one `predicted_and_recorded` entry."""
+    out: list[dict[str, Any]] = []
+    for e in sorted(entries, key=lambda e: e["call_index"]):
+        twin = next((o for o in out if o["stage"] == e["stage"]
+                     and o["call_index"] == e["call_index"]
+                     and {o["kind"], e["kind"]} == {"predicted", "recorded"}), None)
+        if twin is None:
+            out.append(dict(e))
+        else:
+            twin["kind"] = "predicted_and_recorded"
+            if e["kind"] == "recorded":
+                twin["summary_source"] = e["summary_source"]
+    return out
 
 
 # --- §2.5.0.9 tool-shaped parameter maps ---------------------------------------------------

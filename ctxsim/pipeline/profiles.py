@@ -33,6 +33,39 @@ AIVAX_PARAMS = {
     "toolContextCount": 3,
 }
 
+# SPEC-agents §2.5.9: the agents' own context management, and the Anthropic server edits.
+CLAUDE_CODE_STAGES = (
+    ("claude_code_tool_output", "dispatch"),
+    ("claude_code_microcompact", "persistent"),
+    ("claude_code_autocompact", "outgoing"),
+)
+CLAUDE_CODE_CONTEXT_EDITING = {
+    "thinking_keep": "all",
+    "trigger": {"type": "input_tokens", "value": 180000},
+    "clear_at_least": {"type": "input_tokens", "value": 140000},
+    "clear_tool_inputs": ["Bash", "PowerShell", "Glob", "Grep", "Read", "WebFetch", "WebSearch"],
+}
+AGENT_PROFILES = (
+    Profile("claude-code", "Claude Code's own context management (SPEC-agents §2.5.1–2.5.3): "
+            "tool output caps, microcompact, auto-compact at the threshold.", CLAUDE_CODE_STAGES,
+            {}),
+    Profile("claude-code-recorded", "Claude Code replaying what the transcript recorded: its "
+            "microcompactions and compactions.", CLAUDE_CODE_STAGES,
+            {"cc_microcompact_trigger": "recorded", "cc_autocompact_mode": "recorded"}),
+    Profile("claude-code-thinking", "Claude Code, then the API's clear_thinking with keep "
+            "\"all\" (ctxsim's assumption): thinking tokens become visible.",
+            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"),), {"thinking_keep": "all"}),
+    Profile("claude-code-context-editing", "Claude Code, then API-side clearing of thinking "
+            "and tool results (a what-if; ctxsim's values).",
+            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"), ("clear_tool_uses", "gateway")),
+            CLAUDE_CODE_CONTEXT_EDITING),
+    Profile("anthropic-compact", "Anthropic server-side compaction, compact_20260112 "
+            "(SPEC-agents §2.5.8).", (("anthropic_compact", "gateway"),), {}),
+    Profile("anthropic-context-management", "Anthropic compaction, clear_thinking and "
+            "clear_tool_uses together, server-side.",
+            (("anthropic_compact", "gateway"), ("clear_thinking", "gateway"),
+             ("clear_tool_uses", "gateway")), {}),
+)
 CODEX_STAGES = (("codex_tool_output", "dispatch"), ("codex_autocompact", "outgoing"))
 OPENHANDS_STAGES = (("openhands_condenser", "outgoing"),)
 # The OpenHands server's default pipeline when `enable_default_condenser` is on
@@ -77,6 +110,7 @@ PROFILES: dict[str, Profile] = {
         Profile("chatcli-aivax", "ChatCLI, then the AIVAX gateway on what it sent.",
                 CHATCLI_STAGES + AIVAX_STAGES, {**CHATCLI_PARAMS, **AIVAX_PARAMS}),
         Profile("none", "No management: the raw context, for comparison.", (), {}),
+        *AGENT_PROFILES,
         *CODEX_OPENHANDS_PROFILES,
     )
 }

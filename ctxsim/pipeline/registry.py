@@ -14,7 +14,12 @@ from .messages import Message
 from .stages import (
     StageContext,
     StageResult,
+    anthropic_compact,
     budget,
+    claude_code_autocompact,
+    claude_code_microcompact,
+    claude_code_tool_output,
+    clear_thinking,
     clear_tool_uses,
     codex_autocompact,
     codex_tool_output,
@@ -39,7 +44,8 @@ class StageDef:
     params: tuple[str, ...]
     run: Callable[[Sequence[Message], StageContext], StageResult]
     help: str = ""
-    family: str = ""  # which real tool it models: chatcli | aivax | anthropic | codex | openhands
+    # which real tool it models: chatcli | aivax | anthropic | claude-code | codex | openhands
+    family: str = ""
 
 
 STAGES: dict[str, StageDef] = {
@@ -67,6 +73,35 @@ STAGES: dict[str, StageDef] = {
                  ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
                   "placeholder"), clear_tool_uses.run,
                  "Anthropic context editing: old tool results are cleared.", "anthropic"),
+        # SPEC-agents §2.5: Claude Code (proprietary: documented, observed, else ctxsim's
+        # parameterised defaults) and the Anthropic server edits.
+        StageDef("claude_code_tool_output", "Claude Code tool output", ("dispatch",),
+                 ("claude_env", "cc_bash_mode", "cc_bash_tools", "cc_bash_persist_trim",
+                  "cc_mcp_mode", "cc_mcp_truncation_notice", "cc_mcp_precheck_factor",
+                  "cc_persist_threshold_chars", "cc_persist_overrides", "cc_tool_results_dir",
+                  "cc_preview_cut", "cc_read_cap"), claude_code_tool_output.run,
+                 "Bash and MCP caps; large results saved to a file behind a 2 KB preview.",
+                 "claude-code"),
+        StageDef("claude_code_microcompact", "Claude Code microcompact", ("persistent",),
+                 ("cc_microcompact_trigger", "cc_microcompact_gap_minutes",
+                  "cc_microcompact_keep_recent", "cc_microcompact_count_trigger",
+                  "cc_microcompact_tools", "cc_microcompact_placeholder"),
+                 claude_code_microcompact.run,
+                 "Old tool results become [Old tool result content cleared].", "claude-code"),
+        StageDef("claude_code_autocompact", "Claude Code auto-compact", ("outgoing",),
+                 ("claude_env", "cc_model", "cc_context_window", "cc_max_output_tokens",
+                  "cc_autocompact_buffer_tokens", "cc_summary_reserve_tokens",
+                  "cc_autocompact_mode", "cc_token_source", "cc_summary_template",
+                  "summary_placeholder_tokens"), claude_code_autocompact.run,
+                 "At the threshold the conversation is replaced by one summary.", "claude-code"),
+        StageDef("clear_thinking", "Clear thinking", ("gateway",), ("thinking_keep",),
+                 clear_thinking.run, "Anthropic context editing: thinking of older turns is "
+                 "removed.", "anthropic"),
+        StageDef("anthropic_compact", "Anthropic compaction", ("gateway",),
+                 ("compact_trigger", "compact_instructions", "compact_pause_after_compaction",
+                  "anthropic_compact_mode", "summary_placeholder_tokens"),
+                 anthropic_compact.run, "Server-side compaction: over the trigger the input "
+                 "becomes one compaction block.", "anthropic"),
         StageDef("codex_tool_output", "Codex tool output", ("dispatch",),
                  ("codex_config", "codex_truncation_policy", "codex_use_recorded_policy"),
                  codex_tool_output.run, "Codex CLI keeps the head and tail of every tool "

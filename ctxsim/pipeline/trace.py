@@ -11,7 +11,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
-from .agents_common import COMPACTION_EVENTS, recorded_compactions
+from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
 from .spill import SpillRecord
@@ -107,13 +107,13 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
     # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.
     recorded = recorded_compactions(rep.messages)
     if compactions or recorded:
-        trace["compactions"] = compactions
+        trace["compactions"] = merge_compactions(compactions)
         trace["recorded_compactions"] = recorded
     return trace
 
 
 def call_compactions(call: CallResult) -> list[dict[str, Any]]:
     """The compactions the call's stages applied or predicted (SPEC-agents §2.5.0.7)."""
-    return [{"stage": e["stage"], "call_index": call.call_index,
-             **{k: v for k, v in e.items() if k != "stage"}}
+    return [{"stage": e["stage"], "call_index": e.get("call_index", call.call_index),
+             **{k: v for k, v in e.items() if k not in ("stage", "call_index")}}
             for run in call.stages for e in run.report.get(COMPACTION_EVENTS, ())]

@@ -666,7 +666,8 @@ def compare_sides(session: Session, a: str | None, b: str | None):
 
 # --- team profiles: save, export, import ------------------------------------------------------
 
-IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses"}
+IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses",
+                "claude-code": "claude-code"}
 
 
 class ProfileError(ValueError):
@@ -723,9 +724,15 @@ def import_profile(team, user, tool: str, text: str, name: str, description: str
     except ParamError as exc:
         raise ProfileError({f"text ({k})": v for k, v in exc.errors.items()}) from None
     base = PROFILES[IMPORT_BASES[tool]]
+    stages = base.stages
+    if tool == "anthropic" and ("compact_trigger" in values or "thinking_keep" in values):
+        # A request fragment with the SPEC-agents edits: exactly the stages it configures.
+        from ctxsim.pipeline.export import anthropic_stages
+
+        base, stages = PROFILES["anthropic-context-management"], anthropic_stages(values)
     return SavedProfile.objects.create(
         team=team, name=name.strip(), description=description.strip(), base=base.name,
-        stages=[list(e) for e in base.stages], params=_normal({**base.params, **values}),
+        stages=[list(e) for e in stages], params=_normal({**base.params, **values}),
         created_by=user,
     )
 
