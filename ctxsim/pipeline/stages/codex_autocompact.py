@@ -217,9 +217,10 @@ class _Run:
             "user_message_tokens": sum(approx_tokens(len(m.content)) for m in selected),
         }
 
-    def step(self, s: State, prefix: Sequence[Message], j: int, current: bool
+    def step(self, s: State, history: tuple[Message, ...], n: int, j: int
              ) -> tuple[State, tuple[Message, ...], Any]:
-        n = len(prefix)
+        """Call j on the prefix history[:n]; only the current call (j = m) is reported."""
+        current = j == len(self.positions)
         phase = "pre_turn"
         if j > 0 and self.h[self.positions[j - 1]].tool_calls:
             phase = "mid_turn"

@@ -330,9 +330,10 @@ class _Run:
 
     # --- one call ------------------------------------------------------------------------
 
-    def step(self, s: State, prefix: Sequence[Message], j: int, current: bool
+    def step(self, s: State, history: tuple[Message, ...], n: int, j: int
              ) -> tuple[State, tuple[Message, ...], Any]:
-        n = len(prefix)
+        """Call j on the prefix history[:n]; only the current call (j = m) is reported."""
+        current = j == len(self.positions)
         view = self.view(n, s)
         before = s
         request = bool(self._mine(self.requests, n, j))
