@@ -2,18 +2,21 @@
 
 Golden files (tests/pipeline/golden/agents, hand-derived from the worked examples and test
 scenarios 12–18) and the shared reference cases 12a, 15a, 17b, 18a, 22 are compared with the rule
-of `reference/agents/README.md`; outputs too large for a small file are built here.
+of `reference/agents/README.md` (`test_agents_reference_cases.compare`); outputs too large for
+a small file are built here.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.pipeline.agents_compare import assert_matches, simulate_file
+from ctxsim.pipeline.cli import main
+from tests.pipeline.test_agents_reference_cases import compare
 from tests.shared import requires_shared, shared_files
 
 GOLDEN = Path(__file__).parent / "golden" / "agents"
@@ -23,6 +26,12 @@ ERROR_CASES = sorted(p for p in (GOLDEN / "errors").glob("*.input.json")
                      if p.name.startswith(MINE))
 REFERENCE_CASES = [p for p in shared_files("reference/agents", "*.input.json")
                    if p.name.split("_")[0] in ("12a", "15a", "17b", "18a", "22")]
+
+
+def simulate_file(path: Path) -> tuple[int, dict[str, Any] | None, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(path)], out, err)
+    return code, (json.loads(out.getvalue()) if code == 0 else None), err.getvalue()
 
 
 def _expected(case: Path) -> dict[str, Any]:
@@ -37,7 +46,7 @@ def _name(p: Path) -> str:
 def test_it_reproduces_the_golden_scenario(case: Path) -> None:
     code, got, err = simulate_file(case)
     assert code == 0, err
-    assert_matches(_expected(case), got)
+    compare(_expected(case), got)
 
 
 @pytest.mark.parametrize("case", ERROR_CASES, ids=_name)
@@ -53,7 +62,7 @@ def test_it_rejects_the_bad_scenario_with_one_line(case: Path) -> None:
 def test_it_reproduces_the_shared_reference_case(case: Path) -> None:
     code, got, err = simulate_file(case)
     assert code == 0, err
-    assert_matches(_expected(case), got)
+    compare(_expected(case), got)
 
 
 @requires_shared
