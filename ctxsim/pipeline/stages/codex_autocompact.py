@@ -228,8 +228,9 @@ class _Run:
         tokens_before = self.tokens(view)
         fires = self.limit is not None and tokens_before >= self.limit
         predicted = self.mode == "predict" and fires
-        mine = [(i, mk) for i, mk in self.markers
-                if i < n and call_of(i, self.positions) == j]
+        # A marker on the response itself (index n) belongs to this call too (§2.5.0.4 r(i)),
+        # although the call that made it could not see it yet.
+        mine = [(i, mk) for i, mk in self.markers if call_of(i, self.positions) == j]
         info: dict[str, Any] = {}
         applied_recorded = False
         reason = None
@@ -258,7 +259,13 @@ class _Run:
             else:
                 s, info = done
         if not current:
-            return s, (), None
+            late = None
+            if any(i == n for i, _ in mine):
+                kind = _kind(True, applied_recorded, predicted, True)
+                late = {"call_index": j, **compaction_event(
+                    NAME, kind, "recorded" if applied_recorded else None,
+                    info.get("summary_source"), tokens_before, None)}
+            return s, (), late
         after, _ = self.view(n, s)
         compacted = applied_recorded or bool(info)
         report: dict[str, Any] = {
@@ -303,8 +310,13 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     h = tuple(history)
     work = _Run(h, ctx)
-    result = fold(h, ctx, State(), work.step)
+    # Past steps read the response (a marker can sit on it), so the current step's state is
+    # not reused at the next call.
+    result = fold(h, ctx, State(), work.step, reuse_current=False)
     out, report = result.view, result.info
+    if result.previous_info is not None:
+        # The previous call's compaction, learnt only now from its response's marker.
+        report[COMPACTION_EVENTS] = [result.previous_info, *report.get(COMPACTION_EVENTS, ())]
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)

@@ -138,7 +138,8 @@ class _Run:
         return events
 
     def _mine(self, indices: Sequence[int], n: int, j: int) -> list[int]:
-        return [i for i in indices if i < n and call_of(i, self.positions) == j]
+        # r(i) = j includes a marker on the response itself (index n).
+        return [i for i in indices if call_of(i, self.positions) == j]
 
     # --- condensers ----------------------------------------------------------------------
 
@@ -341,8 +342,8 @@ class _Run:
         if not request and self.over is not None:
             assembled = self.assemble(view, n)[0]
             request = self.prompt(assembled) > self.over
-        recorded_now = [self.recorded[k][1] for k, (i, _) in enumerate(self.recorded)
-                        if i < n and call_of(i, self.positions) == j]
+        recorded_at = self._mine([i for i, _ in self.recorded], n, j)
+        recorded_now = [r for i, r in self.recorded if i in recorded_at]
         recorded_summary = next((r["summary"] for r in recorded_now
                                  if isinstance(r.get("summary"), str)), None)
         source = None
@@ -361,7 +362,13 @@ class _Run:
                 s, condensed, source = new, True, now
                 break
         if not current:
-            return s, (), None
+            late = None
+            if n in recorded_at:
+                kind = ("recorded" if self.recorded_mode else
+                        "predicted_and_recorded" if condensed else "recorded_not_predicted")
+                late = {"call_index": j, **compaction_event(
+                    NAME, kind, self.config["type"], source, None, None)}
+            return s, (), late
         out, info = self.assemble(running, n)
         masked = sum(1 for e in running if e.kind == "masked")
         report: dict[str, Any] = {
@@ -453,8 +460,12 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """
     h = tuple(history)
     work = _Run(h, ctx)
-    result = fold(h, ctx, State(), work.step)
+    # Past steps read the response (a recorded condensation marks the next message, often
+    # the response), so the current step's state is not reused at the next call.
+    result = fold(h, ctx, State(), work.step, reuse_current=False)
     out, report = result.view, result.info
+    if result.previous_info is not None:
+        report[COMPACTION_EVENTS] = [result.previous_info, *report.get(COMPACTION_EVENTS, ())]
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
