@@ -33,6 +33,7 @@ BLOCK_KIND = "compaction_block"
 class Block:
     position: int  # index in the history of the response that carried the block
     message: Message
+    source: str  # "recorded" | "placeholder"
 
 
 def view(p: Sequence[Message], b: Block | None) -> list[Message]:
@@ -67,9 +68,12 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         fires = tokens > trigger
         response = h[end] if end < len(h) else None
         recorded = recorded_block(response) if response is not None else None
+        # The report names the source of the block the view starts at, also at the calls
+        # after the one that compacted.
         info: dict[str, Any] = {"tokens_before": tokens, "fires": fires, "applied": False,
-                                "summary_source": None, "recorded": recorded is not None,
-                                "before": before, "summary": None}
+                                "summary_source": b.source if b is not None else None,
+                                "recorded": recorded is not None, "before": before,
+                                "summary": None}
         text = source = None
         if recorded is not None and (mode == "recorded" or fires):
             text, source = recorded, "recorded"
@@ -83,7 +87,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         block = placeholder_message("assistant", text, BLOCK_KIND)
         info.update(applied=True, summary_source=source, summary=text)
         out = [*prefix[:leading_system_len(prefix)], block]
-        return (Block(end, block) if response is not None else b), out, info
+        return (Block(end, block, source) if response is not None else b), out, info
 
     result = fold(history, ctx, None, step, reuse_current=False)
     info = result.info
