@@ -473,7 +473,7 @@ PARAMS.update({
         # clear_thinking (§2.5.7)
         ParamSpec("thinking_keep", "Keep thinking", {"type": "thinking_turns", "value": 1},
                   'Thinking of the N most recent thinking turns is kept, or "all".',
-                  _thinking_keep, kind="object", choices=("thinking_turns",),
+                  _thinking_keep, kind="object", choices=("thinking_turns", "all"),
                   unit="thinking turns"),
         # anthropic_compact (§2.5.8)
         ParamSpec("compact_trigger", "Compaction trigger", {"type": "input_tokens",

@@ -62,7 +62,12 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         elif spec.kind in ("list",):
             field.value = ", ".join(value or ())
         elif spec.kind == "map":
-            field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+            field.value = ", ".join(f"{k}={'null' if v is None else v}"
+                                    for k, v in (value or {}).items())
+        elif isinstance(spec.default, bool) and name != "clear_tool_inputs":
+            field.value = "true" if value else "false"
+        elif name == "thinking_keep" and value == "all":
+            field.value = {"type": "all", "value": None}
         elif name == "clear_tool_inputs":
             field.value = ("true" if value is True else "false" if value in (False, None)
                            else ", ".join(value))

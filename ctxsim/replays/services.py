@@ -136,8 +136,58 @@ def profile_choices(team) -> list[tuple[str, str]]:
 # --- parsing the form / URL ------------------------------------------------------------------
 
 
+def _is_flag(name: str) -> bool:
+    """A true/false parameter (the agent stages' booleans; not clear_tool_inputs)."""
+    return isinstance(PARAMS[name].default, bool) and name != "clear_tool_inputs"
+
+
+def _encode_agent_param(name: str, value: Any) -> list[tuple[str, str]] | None:
+    """The form text of the SPEC-agents parameters whose values are not plain text."""
+    if _is_flag(name):
+        return [(name, "true" if value else "false")]
+    if name == "thinking_keep" and value == "all":
+        return [(f"{name}.type", "all")]
+    if name == "cc_persist_overrides":
+        return [(name, ",".join(f"{k}={'null' if v is None else v}"
+                                for k, v in sorted(value.items())))]
+    return None
+
+
+def _decode_agent_param(name: str, query: Mapping[str, Any],
+                        errors: dict[str, str]) -> tuple[bool, Any] | None:
+    """The inverse of `_encode_agent_param`, plus decimal numbers (None: not one of them)."""
+    spec = PARAMS[name]
+    if name == "thinking_keep" and query.get(f"{name}.type") == "all":
+        return True, "all"
+    if not (_is_flag(name) or spec.kind == "number" or name == "cc_persist_overrides"):
+        return None
+    if name not in query:
+        return False, None
+    text = (query.get(name) or "").strip()
+    if _is_flag(name):
+        return True, {"true": True, "false": False}.get(text.lower(), text)
+    if spec.kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            return True, text
+        return True, int(number) if number.is_integer() and "." not in text else number
+    pairs: dict[str, Any] = {}
+    for part in _split(text):
+        key, sep, raw = part.partition("=")
+        if not sep or not key.strip():
+            errors[name] = f"{part!r}: write each entry as Tool=50000 or Tool=null"
+            continue
+        raw = raw.strip()
+        pairs[key.strip()] = None if raw == "null" else (int(raw) if raw.isdigit() else raw)
+    return True, pairs
+
+
 def _encode_param(name: str, value: Any) -> list[tuple[str, str]]:
     spec = PARAMS[name]
+    special = _encode_agent_param(name, value)
+    if special is not None:
+        return special
     if spec.kind == "env":
         return [(f"env.{k}", v) for k, v in sorted(value.items())]
     if spec.kind == "object" and name != "clear_tool_inputs":
@@ -171,6 +221,9 @@ def _int(text: str, field_name: str, errors: dict[str, str]) -> int | None:
 def _decode_param(name: str, query: Mapping[str, Any], errors: dict[str, str]) -> tuple[bool, Any]:
     """(present, value) of one parameter from form fields; bad text goes to `errors`."""
     spec = PARAMS[name]
+    special = _decode_agent_param(name, query, errors)
+    if special is not None:
+        return special
     if spec.kind == "env":
         prefix = "env."
         values = {k[len(prefix):]: query.get(k) for k in query if k.startswith(prefix)}
