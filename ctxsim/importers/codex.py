@@ -16,6 +16,7 @@ from .errors import TranscriptError, type_name
 from .recorded import codex_markers, message_dict, with_recorded_compactions
 from .responses_items import OUTPUT_TYPES, ItemMapper
 from .source import Probe, Source
+from .titles import request_line
 
 NAME = "codex"
 LINE_BASED = True
@@ -136,7 +137,7 @@ def parse(source: Source) -> list[Session]:
     if window is not None:
         meta["model_context_window"] = window
     meta = with_recorded_compactions(meta, messages)
-    title = human_prompt.strip().splitlines()[0][:80] if human_prompt.strip() else ""
+    title = request_line(human_prompt) or ""
     return [Session(
         format=NAME,
         title=title or title_from(messages, "Codex session"),

@@ -107,6 +107,21 @@ def resolve_env(env: Mapping[str, str]) -> dict[str, EnvSetting]:
     return out
 
 
+# Where one field holds one ChatCLI variable (a URL or form field, a sweep axis) it is named
+# `env.NAME`; these two are the only places that spell the prefix out.
+ENV_PREFIX = "env."
+
+
+def env_field(var: str) -> str:
+    """The field name of ChatCLI variable `var`."""
+    return ENV_PREFIX + var
+
+
+def env_var_of(field_name: str) -> str | None:
+    """The ChatCLI variable a field names, or None when it names something else."""
+    return field_name[len(ENV_PREFIX):] if field_name.startswith(ENV_PREFIX) else None
+
+
 # --- validators ---------------------------------------------------------------------------
 
 Validator = Callable[[Any], Any]  # returns the normalised value or raises ValueError(message)
@@ -202,7 +217,9 @@ class ParamSpec:
     help: str
     validate: Validator = field(repr=False)
     unit: str = ""
-    kind: str = "int"  # int | optional-int | string | choice | list | map | env | object
+    # int | optional-int | string | choice | list | map | env | object | bool_or_list, and for
+    # SPEC-agents: bool | number | limits (tool → integer or null)
+    kind: str = "int"
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
 
@@ -403,7 +420,7 @@ PARAMS.update({
                   "BASH_MAX_OUTPUT_LENGTH applies to." + X_NOTE, _names, kind="list"),
         ParamSpec("cc_bash_persist_trim", "Trim persisted Bash output", True, "Leading blank "
                   "lines and trailing white space stay out of the preview." + X_NOTE,
-                  _boolean, kind="choice", choices=("true", "false")),
+                  _boolean, kind="bool", choices=("true", "false")),
         ParamSpec("cc_mcp_mode", "MCP over the cap", "truncate", "truncate (current versions) "
                   "or error (2025 versions).", _choice("truncate", "error"), kind="choice",
                   choices=("truncate", "error")),
@@ -419,7 +436,7 @@ PARAMS.update({
                   _int_range(1, 10_000_000), unit="chars"),
         ParamSpec("cc_persist_overrides", "Per-tool persist thresholds", {"Read": None},
                   "Tool name → threshold, or null to never persist (Read by default)." + X_NOTE,
-                  _persist_overrides, kind="map"),
+                  _persist_overrides, kind="limits"),
         ParamSpec("cc_tool_results_dir", "Tool results folder", CC_TOOL_RESULTS_DIR, "Where "
                   "persisted results are saved; {project} and {session_id} are substituted.",
                   _string, kind="string"),
@@ -428,7 +445,7 @@ PARAMS.update({
                   _choice("newline", "exact"), kind="choice", choices=("newline", "exact")),
         ParamSpec("cc_read_cap", "Read token cap", False, "Apply "
                   "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS to recorded Read results (off: they "
-                  "are already capped).", _boolean, kind="choice", choices=("true", "false")),
+                  "are already capped).", _boolean, kind="bool", choices=("true", "false")),
         # claude_code_microcompact (§2.5.2)
         ParamSpec("cc_microcompact_trigger", "Microcompact trigger", "time", "time: after an "
                   "idle gap; count: over a number of results; recorded: the transcript's "
@@ -473,7 +490,7 @@ PARAMS.update({
         # clear_thinking (§2.5.7)
         ParamSpec("thinking_keep", "Keep thinking", {"type": "thinking_turns", "value": 1},
                   'Thinking of the N most recent thinking turns is kept, or "all".',
-                  _thinking_keep, kind="object", choices=("thinking_turns",),
+                  _thinking_keep, kind="object", choices=("thinking_turns", "all"),
                   unit="thinking turns"),
         # anthropic_compact (§2.5.8)
         ParamSpec("compact_trigger", "Compaction trigger", {"type": "input_tokens",
@@ -486,7 +503,7 @@ PARAMS.update({
                   kind="string"),
         ParamSpec("compact_pause_after_compaction", "Pause after compaction", False, "Return "
                   "the compaction block to the client (exported only).", _boolean,
-                  kind="choice", choices=("true", "false")),
+                  kind="bool", choices=("true", "false")),
         ParamSpec("anthropic_compact_mode", "Compaction mode", "predict", "predict: fire at the "
                   "trigger; recorded: replay the transcript's compaction blocks.",
                   _choice("predict", "recorded"), kind="choice",

@@ -6,17 +6,16 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
-
-from django.core.cache import cache
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import PHASES, STAGES, params_of
 from ctxsim.replays import analysis, services
+from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
 from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
 
 # Message bodies longer than this are collapsed in the call view ("show all" loads the rest).
@@ -63,6 +62,10 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
             field.value = ", ".join(value or ())
         elif spec.kind == "map":
             field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+        elif spec.kind in ("bool", "limits"):
+            field.value = form_value(spec, value)
+        elif name == "thinking_keep" and value == "all":
+            field.value = {"type": "all", "value": None}
         elif name == "clear_tool_inputs":
             field.value = ("true" if value is True else "false" if value in (False, None)
                            else ", ".join(value))
@@ -284,24 +287,16 @@ class CallPack:
     rows: list[tuple[int, int | None, str]]
 
 
-CALL_PACK_VERSION = 3
-CALL_PACK_SECONDS = 24 * 3600
-
-
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
               index: int) -> CallPack:
     """The call view of call `index` (from the cache when any process made it before)."""
     query = settings.query()
-    key = "ctxsim:call:" + hashlib.sha256(
-        f"{CALL_PACK_VERSION}|{session.pk}|{session.created_at.isoformat()}|{run.key}|{index}|"
-        f"{query}".encode()
-    ).hexdigest()
-    pack = cache.get(key)
-    if pack is None:
+
+    def build() -> CallPack:
         detail = services.call_detail(session, settings, run, index)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
-        pack = CallPack(
+        return CallPack(
             index=index,
             raw_tokens=detail.call.raw_tokens,
             sent_tokens=detail.call.sent_tokens,
@@ -312,5 +307,5 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
                              query=query),
         )
-        cache.set(key, pack, timeout=CALL_PACK_SECONDS)
-    return pack
+
+    return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)
