@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -213,11 +214,13 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
         old: list[tuple[int, Any]] = memo["fold_steps"]
         changed = changed_since(before, h, ctx)
         first = changed[0] if changed else min(len(before), len(h))
-        for j, (a, s) in enumerate(old):
-            if j < len(starts) and starts[j] == a and a <= first:
-                reuse, state = j + 1, s
-            else:
-                break
+        # Below `first` the input holds the same messages, so the steps whose prefix ends
+        # there are the old ones (bisect: a scan of every old step made each call O(m)).
+        reuse = min(bisect_right(old, first, key=lambda e: e[0]), len(starts))
+        while reuse and starts[reuse - 1] != old[reuse - 1][0]:
+            reuse -= 1
+        if reuse:
+            state = old[reuse - 1][1]
         saved = old[:reuse]
     previous_info = None
     for j in range(reuse, len(starts)):

@@ -9,8 +9,9 @@ configured size stands in (§2.5.0.6).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents_common import (
@@ -24,7 +25,7 @@ from ..agents_common import (
 )
 from ..messages import Message
 from ..tokens import extras_tokens, message_tokens
-from . import StageContext, StageResult
+from . import StageContext, StageResult, changed_since
 from ._codex import (
     NO_SUMMARY,
     SUMMARY_PREFIX,
@@ -44,6 +45,7 @@ SUMMARY_START = (SUMMARY_PREFIX + "\n").encode()
 class State:
     anchor: int | None = None  # index in the input of the last message the summary covers
     replacement: tuple[Message, ...] = ()
+    replacement_tokens: int = 0
 
 
 def limits(ctx: StageContext) -> tuple[int | None, int | None]:
@@ -110,15 +112,16 @@ class _Run:
         self.window, self.limit = limits(ctx)
         self.lead = leading_system_len(history)
         self.extras = extras_tokens(ctx.counter, "", ctx.tools, ctx.response_schema)
-        self.positions = [i for i, m in enumerate(history) if m.role == "assistant"]
-        self.markers = [(i, mk) for i, m in enumerate(history)
-                        if (mk := _recorded_marker(m)) is not None]
-        self.hidden = [i for i, m in enumerate(history) if is_compaction_message(m)
-                       or (m.meta.get("compacted") and m.role == "user")]
-        self.hidden_set = set(self.hidden)
         # Costs by identity: the same message objects come back at every call.
         self.costs: dict[int, tuple[Message, int]] = (
             ctx.memo.setdefault("costs", {}) if ctx.memo is not None else {})
+        facts = _Facts.of(history, ctx, self.cost)
+        self.positions, self.markers, self.hidden = facts.positions, facts.markers, facts.hidden
+        self.prefix, self.estimates, self.usage_at = facts.prefix, facts.estimates, facts.usage_at
+        self.hidden_set = set(self.hidden)
+
+    def state(self, anchor: int | None, replacement: tuple[Message, ...]) -> State:
+        return State(anchor, replacement, sum(self.cost(m) for m in replacement))
 
     def cost(self, m: Message) -> int:
         hit = self.costs.get(id(m))
@@ -147,13 +150,41 @@ class _Run:
             return sum(self.cost(m) for m in view) + self.extras
         return self.usage_tokens(view)
 
+    def prompt_tokens(self, n: int, s: State) -> int:
+        """full_prompt(V(P, s)) under the counter, whatever the token source."""
+        lead, start = self._start(n, s)
+        hidden = [i for i in self.hidden[bisect_left(self.hidden, start):] if i < n]
+        return (self.extras + self.prefix[lead] + s.replacement_tokens
+                + self.prefix[n] - self.prefix[start]
+                - sum(self.cost(self.h[i]) for i in hidden))
+
+    def _start(self, n: int, s: State) -> tuple[int, int]:
+        lead = min(self.lead, n)
+        return lead, (s.anchor if s.anchor is not None else lead - 1) + 1
+
+    def view_tokens(self, n: int, s: State) -> int:
+        """tokens(V(P, s)) from the prefix sums, without building the view."""
+        if not self.usage:
+            return self.prompt_tokens(n, s)
+        _, start = self._start(n, s)
+        hidden = [i for i in self.hidden[bisect_left(self.hidden, start):] if i < n]
+        return self._usage_from_sums(n, s, start, hidden)
+
+    def _usage_from_sums(self, n: int, s: State, start: int, hidden: list[int]) -> int:
+        k = bisect_left(self.usage_at, n) - 1
+        if k >= 0 and self.usage_at[k] >= start:
+            at = self.usage_at[k]
+            return self.usage_tokens([m for i, m in enumerate(self.h[at:n], at)
+                                      if i not in self.hidden_set])
+        if not s.replacement and start <= self.lead:
+            own = self.estimates[n] - self.estimates[start]
+            return own - sum(_estimate(self.h[i]) for i in hidden)
+        view, _ = self.view(n, s)
+        return self.usage_tokens(view)
+
     def usage_tokens(self, view: Sequence[Message]) -> int:
         """Last recorded API total after the anchor + Codex's estimate of what followed."""
-        def estimate(m: Message) -> int:
-            size = len(m.content) + len(m.tool_call_id.encode())
-            size += sum(len(c.name.encode()) + len(c.arguments.encode()) for c in m.tool_calls)
-            return approx_tokens(size)
-
+        estimate = _estimate
         first_own = next((k for k, m in enumerate(view) if m.role != "system"), len(view))
         for k in range(len(view) - 1, first_own - 1, -1):
             m = view[k]
@@ -191,7 +222,9 @@ class _Run:
                 break
             need = approx_tokens(len(m.content))
             if need <= remaining:
-                selected.append(Message.of("user", m.content, origin=m.origin))
+                # Codex keeps the text only; the same message object when that is all it has.
+                plain = not m.meta.get("binary_parts")
+                selected.append(m if plain else Message.of("user", m.content, origin=m.origin))
                 remaining -= need
             else:
                 selected.append(Message.of("user", truncate_tokens(m.content, remaining),
@@ -210,7 +243,7 @@ class _Run:
         anchor = src[split - 1] if split else None
         if anchor is None:
             anchor = n - 1 if phase == "mid_turn" else s.anchor
-        state = State(anchor, (*context, *selected, message))
+        state = self.state(anchor, (*context, *selected, message))
         return state, {
             "summary_source": source,
             "selected_user_messages": len(selected),
@@ -224,8 +257,7 @@ class _Run:
         phase = "pre_turn"
         if j > 0 and self.h[self.positions[j - 1]].tool_calls:
             phase = "mid_turn"
-        view, src = self.view(n, s)
-        tokens_before = self.tokens(view)
+        tokens_before = self.view_tokens(n, s)
         fires = self.limit is not None and tokens_before >= self.limit
         predicted = self.mode == "predict" and fires
         # A marker on the response itself (index n) belongs to this call too (§2.5.0.4 r(i)),
@@ -240,7 +272,7 @@ class _Run:
                 history = marker.get("replacement_history")
                 if isinstance(history, (list, tuple)):
                     kept = tuple(m for m in replacement_messages(history) if m.role != "system")
-                    s = State(i, kept)
+                    s = self.state(i, kept)
                     info = {"summary_source": "recorded"}
                 else:
                     recorded = self.h[i] if marker.get("kind") == "summary" else None
@@ -253,6 +285,7 @@ class _Run:
                     s, info = done
                 applied_recorded = True
         elif predicted:
+            view, src = self.view(n, s)
             done = self.compact(n, j, s, view, src, phase, tokens_before, None)
             if done is None:
                 reason = "nothing_to_compact"
@@ -276,7 +309,7 @@ class _Run:
             "limit": self.limit,
             "window": self.window,
             "tokens_before": tokens_before,
-            "tokens_after": sum(self.cost(m) for m in after) + self.extras,
+            "tokens_after": self.prompt_tokens(n, s),
             "summary_source": info.get("summary_source"),
             "selected_user_messages": info.get("selected_user_messages", 0),
             "user_message_tokens": info.get("user_message_tokens", 0),
@@ -291,6 +324,70 @@ class _Run:
         if reason and not compacted:
             report["reason"] = reason
         return s, tuple(after), report
+
+
+def _estimate(m: Message) -> int:
+    """Codex's estimate of an item it has no usage for: ⌈bytes/4⌉ of its text parts."""
+    size = len(m.content) + len(m.tool_call_id.encode())
+    size += sum(len(c.name.encode()) + len(c.arguments.encode()) for c in m.tool_calls)
+    return approx_tokens(size)
+
+
+def _has_usage(m: Message) -> bool:
+    usage = m.meta.get("usage") if m.role == "assistant" else None
+    total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+    return isinstance(total, int) and not isinstance(total, bool)
+
+
+@dataclass
+class _Facts:
+    """Per-position facts of the input, kept in the memo and extended from the first position
+    that changed since the previous call, so a call costs what was appended."""
+
+    seen: tuple[Message, ...] = ()
+    prefix: list[int] = field(default_factory=lambda: [0])  # costs of input[:i]
+    estimates: list[int] = field(default_factory=lambda: [0])  # non-system estimates
+    positions: list[int] = field(default_factory=list)
+    markers: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
+    hidden: list[int] = field(default_factory=list)
+    usage_at: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, history: tuple[Message, ...], ctx: StageContext, cost: Any) -> _Facts:
+        memo = ctx.memo
+        facts = memo.get("facts") if memo is not None else None
+        if facts is None:
+            facts, start = cls(), 0
+        else:
+            changed = changed_since(facts.seen, history, ctx, len(facts.seen))
+            start = changed[0] if changed else min(len(facts.seen), len(history))
+            facts.truncate(start)
+        for i in range(start, len(history)):
+            m = history[i]
+            facts.prefix.append(facts.prefix[-1] + cost(m))
+            facts.estimates.append(facts.estimates[-1]
+                                   + (_estimate(m) if m.role != "system" else 0))
+            if m.role == "assistant":
+                facts.positions.append(i)
+                if _has_usage(m):
+                    facts.usage_at.append(i)
+            marker = _recorded_marker(m)
+            if marker is not None:
+                facts.markers.append((i, marker))
+            if is_compaction_message(m):
+                facts.hidden.append(i)
+        facts.seen = history
+        if memo is not None:
+            memo["facts"] = facts
+        return facts
+
+    def truncate(self, n: int) -> None:
+        del self.prefix[n + 1:]
+        del self.estimates[n + 1:]
+        for name in ("positions", "hidden", "usage_at"):
+            values = getattr(self, name)
+            del values[bisect_left(values, n):]
+        self.markers = [(i, mk) for i, mk in self.markers if i < n]
 
 
 def _kind(recorded: bool, applied: bool, predicted: bool, compacted: bool) -> str | None:
