@@ -11,7 +11,7 @@ call a model: their summary is a placeholder (§2.5.0.6) unless the transcript r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..agents_common import (
@@ -25,7 +25,7 @@ from ..agents_common import (
 from ..messages import Message, decode_for_display
 from ..params import ROLLING_CONDENSERS
 from ..tokens import extras_tokens, message_tokens
-from . import StageContext, StageResult
+from . import StageContext, StageResult, changed_since
 from ._codex import call_of
 
 NAME = "openhands_condenser"
@@ -53,27 +53,6 @@ class State:
     summary: tuple[str, int, str] | None = None  # (text, offset, source)
 
 
-def build_events(history: Sequence[Message]) -> tuple[list[Event], list[int]]:
-    """Events in message order (ids 0, 1, …) and, per message index, the number of events
-    of the messages before it (so the events of `history[:n]` are `events[:ends[n]]`)."""
-    events: list[Event] = []
-    ends = [0]
-    for i, m in enumerate(history):
-        if m.role == "system":
-            events.append(Event(len(events), "system", i))
-        elif m.role == "user":
-            events.append(Event(len(events), "user_message", i))
-        elif m.role == "tool":
-            events.append(Event(len(events), "observation", i))
-        elif m.tool_calls:
-            for k in range(len(m.tool_calls)):
-                events.append(Event(len(events), "action", i, k))
-        else:
-            events.append(Event(len(events), "agent_message", i))
-        ends.append(len(events))
-    return events, ends
-
-
 def truncate_content(text: str, limit: int) -> str:
     """OpenHands `truncate_content`: the middle of an over-long text (code points) is cut."""
     if limit < 0 or len(text) <= limit:
@@ -93,30 +72,25 @@ class _Run:
         self.over = p.get("openhands_request_over_tokens")
         self.recorded_mode = p.get("openhands_mode", "predict") == "recorded"
         self.placeholder_tokens = p.get("summary_placeholder_tokens", 2000)
-        self.events, self.ends = build_events(history)
-        self.positions = [i for i, m in enumerate(history) if m.role == "assistant"]
         self.extras = extras_tokens(ctx.counter, "", ctx.tools, ctx.response_schema)
-        self.costs: dict[int, tuple[Message, int]] = (
-            ctx.memo.setdefault("costs", {}) if ctx.memo is not None else {})
-        self._ids = self._openhands_ids()
-        self.requests = [i for i, m in enumerate(history)
-                         if m.meta.get("openhands_condensation_request")]
-        self.recorded = [(i, m.meta["openhands_condensation"]) for i, m in enumerate(history)
-                         if isinstance(m.meta.get("openhands_condensation"), Mapping)]
+        memo = ctx.memo if ctx.memo is not None else {}
+        # Caches by identity or by value; each holds what the previous call computed, so a
+        # call costs what was appended (a fresh dict without a memo: same results).
+        self.costs: dict[int, tuple[Message, int]] = memo.setdefault("costs", {})
+        self.shaped: dict[tuple[int, bool], tuple[Message, Message]] = memo.setdefault(
+            "shaped", {})
+        self.masks: dict[int, Event] = memo.setdefault("masks", {})
+        self.memo = memo
+        ev = _Events.of(history, ctx)
+        if memo.get("events_for_walk") is not ev:
+            # Events were rebuilt (an earlier message changed): cached walks are stale.
+            for key in ("walks", "view", "masked", "event_messages"):
+                memo.pop(key, None)
+            memo["events_for_walk"] = ev
+        self.events, self.ends, self.positions = ev.events, ev.ends, ev.positions
+        self.requests, self.recorded, self._ids = ev.requests, ev.recorded, ev.ids
         self.warnings: list[str] = []
-
-    def _openhands_ids(self) -> dict[Any, int]:
-        """OpenHands event id (as recorded by the importer) → ctxsim event id."""
-        out: dict[Any, int] = {}
-        for ev in self.events:
-            m = self.h[ev.message]
-            if ev.kind == "action":
-                ids = m.meta.get("call_event_ids")
-                if isinstance(ids, Sequence) and ev.call < len(ids):
-                    out[ids[ev.call]] = ev.id
-            elif m.meta.get("event_id") is not None:
-                out[m.meta["event_id"]] = ev.id
-        return out
+        self.masked_now = 0  # observations the masking condenser replaced at this step
 
     def cost(self, m: Message) -> int:
         hit = self.costs.get(id(m))
@@ -131,7 +105,21 @@ class _Run:
     # --- the view ------------------------------------------------------------------------
 
     def view(self, n: int, s: State) -> list[Event]:
-        events = [e for e in self.events[:self.ends[n]] if e.id not in s.forgotten]
+        """The events of input[:n] not forgotten, the summary at its offset (View.from_events).
+
+        The filtered list for a state is kept and extended while the state lasts."""
+        end = self.ends[n]
+        if not s.forgotten:
+            events = self.events[:end]
+        else:
+            cached = self.memo.get("view")
+            if cached is not None and cached[0] == s.forgotten and cached[1] <= end:
+                _, done, kept = cached
+                kept = kept + [e for e in self.events[done:end] if e.id not in s.forgotten]
+            else:
+                kept = [e for e in self.events[:end] if e.id not in s.forgotten]
+            self.memo["view"] = (s.forgotten, end, kept)
+            events = list(kept)
         if s.summary is not None:
             text, offset, source = s.summary
             events.insert(offset, Event(None, "summary", text=text, source=source))
@@ -150,10 +138,8 @@ class _Run:
         rolling condensation —, summary source)."""
         kind = cfg["type"]
         if kind == "observation_masking":
-            cut = len(view) - cfg["attention_window"]
-            return [Event(e.id, "masked", e.message, text=MASKED)
-                    if e.kind == "observation" and k < cut else e
-                    for k, e in enumerate(view)], None, None
+            cut = max(0, len(view) - cfg["attention_window"])
+            return self._masked(view, cut) + view[cut:], None, None
         if kind == "recent":
             head = view[:cfg["keep_first"]]
             tail_length = max(0, cfg["max_events"] - len(head))
@@ -200,7 +186,7 @@ class _Run:
         if recorded_summary is not None:
             text, source = recorded_summary, "recorded"
         else:
-            tokens = self.prompt(self.assemble(view, n)[0])
+            tokens = self.assembled_tokens(view, n)
             text = placeholder_text(NAME, len(middle), tokens, j, self.placeholder_tokens,
                                     self.ctx.counter)
             source = "placeholder"
@@ -210,6 +196,30 @@ class _Run:
         running = [e for e in view if e.kind != "summary" and e.id not in forgotten]
         running.insert(keep_first, Event(None, "summary", text=text, source=source))
         return running, state, source
+
+    def _mask(self, e: Event) -> Event:
+        if e.kind != "observation":
+            return e
+        masked = self.masks.get(e.id)  # type: ignore[arg-type]
+        if masked is None or masked.message != e.message:
+            masked = self.masks[e.id] = Event(e.id, "masked", e.message,  # type: ignore[index]
+                                              text=MASKED)
+        return masked
+
+    def _masked(self, view: list[Event], cut: int) -> list[Event]:
+        """view[:cut] with its observations masked, extended from the previous call's."""
+        cached = self.memo.get("masked")
+        if cached is not None and cached[1] <= cut and \
+                first_difference(cached[0], view, cached[1]) == cached[1]:
+            _, done, out, count = cached
+            more = view[done:cut]
+        else:
+            done, out, count, more = 0, [], 0, view[:cut]
+        out = out + [self._mask(e) for e in more]
+        count += sum(1 for e in more if e.kind == "observation")
+        self.memo["masked"] = (view[:cut], cut, out, count)
+        self.masked_now += count
+        return list(out)
 
     def _conversation_window(self, view: list[Event], s: State
                              ) -> tuple[list[Event], State | None, str | None]:
@@ -234,28 +244,38 @@ class _Run:
     # --- assembly ------------------------------------------------------------------------
 
     def _event_message(self, e: Event) -> Message:
+        """The user message of a masked or summary event, one object per event value."""
+        cache = self.memo.setdefault("event_messages", {})
+        hit = cache.get(e)
+        if hit is None:
+            hit = cache[e] = self._new_event_message(e)
+        return hit
+
+    def _new_event_message(self, e: Event) -> Message:
         if e.kind == "summary":
             return placeholder_message("user", e.text, PLACEHOLDER_KIND if e.source
                                        == "placeholder" else "condensation_summary")
         return placeholder_message("user", e.text, "masked_observation")
 
     def assemble(self, view: list[Event], n: int) -> tuple[list[Message], dict[str, Any]]:
-        """The messages OpenHands sends for `view` (events of input[:n])."""
-        if self.plain:
-            out, info = self._plain(view)
-        else:
-            out, info = self._v0(view, n)
+        """The messages OpenHands sends for `view` (events of input[:n]), and their tokens."""
+        if not self.plain:
+            return self._v0(view, n)
+        out, info = self._plain(view)
         out, dropped = _filter_unmatched(out)
         info["dropped_groups"] += dropped
-        if not self.plain:
-            out = _space_user_runs(out)
-        return [self._truncate(m) for m in out], info
+        out = [self._truncate(m) for m in out]
+        info["tokens"] = self.prompt(out) - self.extras
+        return out, info
+
+    def assembled_tokens(self, view: list[Event], n: int) -> int:
+        return self.assemble(view, n)[1]["tokens"] + self.extras
 
     def _v0(self, view: list[Event], n: int) -> tuple[list[Message], dict[str, Any]]:
         events = list(view)
-        first_system = next((e for e in self.events[:self.ends[n]] if e.kind == "system"), None)
-        first_user = next((e for e in self.events[:self.ends[n]]
-                           if e.kind == "user_message"), None)
+        end = self.ends[n]
+        first_system = next((e for e in self.events[:end] if e.kind == "system"), None)
+        first_user = next((e for e in self.events[:end] if e.kind == "user_message"), None)
         if first_system is not None and not any(e.kind == "system" for e in events):
             events.insert(0, first_system)
         # OpenHands always has its system prompt at position 0 (it makes one when missing), so
@@ -267,26 +287,78 @@ class _Run:
                 len(events) == slot or events[slot].kind != "user_message"):
             events.insert(slot, first_user)
             inserted = True
-        out: list[Message] = []
-        pending: dict[int, None] = {}
-        stored: dict[str, Message] = {}
-        for e in events:
+        walk = self._walk(events)
+        return walk.out, {"dropped_groups": len(walk.pending), "inserted_initial_user": inserted,
+                          "tokens": walk.tokens}
+
+    def _walk(self, events: list[Event]) -> _Walk:
+        """`ConversationMemory.process_events` over `events`, resumed from the last checkpoint
+        of the previous walk that lies before the first event that differs.
+
+        Every group it emits is complete (its assistant message, then a result for each of
+        its calls), so OpenHands' `_filter_unmatched_tool_calls` has nothing to remove here."""
+        # A call walks the view before condensing (the request check) and the condensed one:
+        # the last few walks are kept, and the one sharing the longest prefix is resumed.
+        walks: list[_Walk] = self.memo.setdefault("walks", [])
+        walk = _Walk(events)
+        start = 0
+        best = max(((first_difference(w.events, events), w) for w in walks),
+                   key=lambda x: x[0], default=None)
+        if best is not None:
+            same, old = best
+            mark = next((c for c in reversed(old.marks) if c[0] <= same), None)
+            if mark is not None:
+                start = walk.restore(old, mark)
+        for pos in range(start, len(events)):
+            if pos % CHECKPOINT == 0:
+                walk.checkpoint(pos)
+            e = events[pos]
             if e.kind in PLAIN_KINDS:
-                out.append(self.h[e.message])
+                self._emit(walk, self.h[e.message])
             elif e.kind in ("masked", "summary"):
-                out.append(self._event_message(e))
+                self._emit(walk, self._event_message(e))
             elif e.kind == "action":
-                pending.setdefault(e.message)
+                if e.message not in walk.pending:
+                    walk.pending[e.message] = None
+                    for c in self.h[e.message].tool_calls:
+                        walk.waiting[c.id] = e.message
+                self._complete(walk, e.message)
             else:
                 m = self.h[e.message]
-                stored[m.tool_call_id] = m
-            for g in list(pending):
-                calls = self.h[g].tool_calls
-                if all(c.id in stored for c in calls):
-                    out.append(self.h[g])
-                    out.extend(stored.pop(c.id) for c in calls)
-                    del pending[g]
-        return out, {"dropped_groups": len(pending), "inserted_initial_user": inserted}
+                walk.stored[m.tool_call_id] = m
+                g = walk.waiting.get(m.tool_call_id)
+                if g is not None:
+                    self._complete(walk, g)
+        walks.insert(0, walk)
+        del walks[WALKS_KEPT:]
+        return walk
+
+    def _complete(self, walk: _Walk, g: int) -> None:
+        calls = self.h[g].tool_calls
+        if g in walk.pending and all(c.id in walk.stored for c in calls):
+            del walk.pending[g]
+            self._emit(walk, self.h[g])
+            for c in calls:
+                walk.waiting.pop(c.id, None)
+                self._emit(walk, walk.stored.pop(c.id))
+
+    def _emit(self, walk: _Walk, m: Message) -> None:
+        spaced = m.role == "user" and walk.last_role == "user"
+        m = self._shape(m, spaced)
+        walk.out.append(m)
+        walk.tokens += self.cost(m)
+        walk.last_role = m.role
+
+    def _shape(self, m: Message, spaced: bool) -> Message:
+        """`_apply_user_message_formatting` then `truncate_content`, once per message."""
+        key = (id(m), spaced)
+        hit = self.shaped.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        out = m.with_content(b"\n\n" + m.content) if spaced else m
+        out = self._truncate(out)
+        self.shaped[key] = (m, out)
+        return out
 
     def _plain(self, view: list[Event]) -> tuple[list[Message], dict[str, Any]]:
         first_seen: dict[int, int] = {}
@@ -338,10 +410,8 @@ class _Run:
         view = self.view(n, s)
         before = s
         request = bool(self._mine(self.requests, n, j))
-        assembled: list[Message] | None = None
         if not request and self.over is not None:
-            assembled = self.assemble(view, n)[0]
-            request = self.prompt(assembled) > self.over
+            request = self.assembled_tokens(view, n) > self.over
         recorded_at = self._mine([i for i, _ in self.recorded], n, j)
         recorded_now = [r for i, r in self.recorded if i in recorded_at]
         recorded_summary = next((r["summary"] for r in recorded_now
@@ -355,6 +425,7 @@ class _Run:
             running = self.view(n, s)
         members = (self.config.get("condensers", []) if self.config["type"] == "pipeline"
                    else [self.config])
+        self.masked_now = 0
         for cfg in members:
             # In recorded mode the rolling kinds return no new state: only masking runs.
             running, new, now = self.condense(cfg, running, request, n, j, s, recorded_summary)
@@ -370,7 +441,8 @@ class _Run:
                     NAME, kind, self.config["type"], source, None, None)}
             return s, (), late
         out, info = self.assemble(running, n)
-        masked = sum(1 for e in running if e.kind == "masked")
+        masked = (sum(1 for e in running if e.kind == "masked")
+                  if self.config["type"] == "pipeline" else self.masked_now)
         report: dict[str, Any] = {
             "kind": self.config["type"],
             "events_before": len(view),
@@ -393,7 +465,7 @@ class _Run:
         if kind is not None:
             report[COMPACTION_EVENTS] = [compaction_event(
                 NAME, kind, self.config["type"], source,
-                self.prompt(self.assemble(view, n)[0]), self.prompt(out))]
+                self.assembled_tokens(view, n), self.prompt(out))]
         if self.warnings:
             report["warnings"] = sorted(set(self.warnings))
         return s, tuple(out), report
@@ -419,6 +491,99 @@ class _Run:
         return State(frozenset(forgotten), summary), source
 
 
+CHECKPOINT = 128  # events between two saved states of the assembly walk
+WALKS_KEPT = 3
+
+
+@dataclass
+class _Walk:
+    """The state of one assembly walk, with checkpoints to resume a later walk from."""
+
+    events: list[Event]
+    out: list[Message] = field(default_factory=list)
+    tokens: int = 0
+    pending: dict[int, None] = field(default_factory=dict)
+    waiting: dict[str, int] = field(default_factory=dict)
+    stored: dict[str, Message] = field(default_factory=dict)
+    last_role: str = ""
+    marks: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def checkpoint(self, pos: int) -> None:
+        self.marks.append((pos, len(self.out), self.tokens, dict(self.pending),
+                           dict(self.waiting), dict(self.stored), self.last_role))
+
+    def restore(self, old: _Walk, mark: tuple[Any, ...]) -> int:
+        pos, n_out, tokens, pending, waiting, stored, last_role = mark
+        self.out = old.out[:n_out]
+        self.tokens, self.last_role = tokens, last_role
+        self.pending, self.waiting, self.stored = dict(pending), dict(waiting), dict(stored)
+        self.marks = [c for c in old.marks if c[0] < pos]
+        return pos
+
+
+def first_difference(a: Sequence[Any], b: Sequence[Any], limit: int | None = None) -> int:
+    """The first position where `a` and `b` hold different values (block-wise, in C)."""
+    n = min(len(a), len(b), len(a) if limit is None else limit)
+    i = 0
+    while i < n:
+        j = min(i + 64, n)
+        if a[i:j] != b[i:j]:
+            return next(k for k in range(i, j) if a[k] != b[k])
+        i = j
+    return n
+
+
+@dataclass
+class _Events:
+    """The events of the input and what points at them, kept in the memo and extended with
+    what was appended since the previous call (rebuilt when an earlier message changed)."""
+
+    seen: tuple[Message, ...] = ()
+    events: list[Event] = field(default_factory=list)
+    ends: list[int] = field(default_factory=lambda: [0])
+    positions: list[int] = field(default_factory=list)
+    requests: list[int] = field(default_factory=list)
+    recorded: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
+    ids: dict[Any, int] = field(default_factory=dict)  # OpenHands event id → ctxsim's
+
+    @classmethod
+    def of(cls, history: tuple[Message, ...], ctx: StageContext) -> _Events:
+        memo = ctx.memo
+        ev = memo.get("events") if memo is not None else None
+        if ev is None or changed_since(ev.seen, history, ctx, len(ev.seen)) or \
+                len(history) < len(ev.seen):
+            ev = cls()
+        for i in range(len(ev.seen), len(history)):
+            ev.add(i, history[i])
+        ev.seen = history
+        if memo is not None:
+            memo["events"] = ev
+        return ev
+
+    def add(self, i: int, m: Message) -> None:
+        events = self.events
+        if m.role == "assistant" and m.tool_calls:
+            self.positions.append(i)
+            ids = m.meta.get("call_event_ids")
+            for k in range(len(m.tool_calls)):
+                if isinstance(ids, Sequence) and k < len(ids):
+                    self.ids[ids[k]] = len(events)
+                events.append(Event(len(events), "action", i, k))
+        else:
+            kind = {"system": "system", "user": "user_message", "tool": "observation"}.get(
+                m.role, "agent_message")
+            if m.role == "assistant":
+                self.positions.append(i)
+            if m.meta.get("event_id") is not None:
+                self.ids[m.meta["event_id"]] = len(events)
+            events.append(Event(len(events), kind, i))
+        self.ends.append(len(events))
+        if m.meta.get("openhands_condensation_request"):
+            self.requests.append(i)
+        if isinstance(m.meta.get("openhands_condensation"), Mapping):
+            self.recorded.append((i, m.meta["openhands_condensation"]))
+
+
 def _filter_unmatched(messages: list[Message]) -> tuple[list[Message], int]:
     """OpenHands `_filter_unmatched_tool_calls`: results need a kept call and calls a kept
     result; an assistant message left without calls goes, even with text."""
@@ -439,17 +604,6 @@ def _filter_unmatched(messages: list[Message]) -> tuple[list[Message], int]:
         else:
             out.append(m)
     return out, dropped
-
-
-def _space_user_runs(messages: list[Message]) -> list[Message]:
-    """OpenHands `_apply_user_message_formatting`: a user message right after another user
-    message starts with a blank line."""
-    out: list[Message] = []
-    for m in messages:
-        if m.role == "user" and out and out[-1].role == "user":
-            m = m.with_content(b"\n\n" + m.content)
-        out.append(m)
-    return out
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
