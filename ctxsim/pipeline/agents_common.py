@@ -38,7 +38,10 @@ from .tokens import TokenCounter, full_prompt_tokens
 
 def u16len(s: str) -> int:
     """JavaScript `.length`: code points, plus one for each above U+FFFF."""
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+    if s.isascii():
+        return len(s)
+    # UTF-32 has 4 bytes per code point, UTF-16 2 or 4: the difference counts the astral ones.
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _u16_to_index(s: str, units: int) -> int:
@@ -231,6 +234,32 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
         memo["fold_input"] = h
         memo["fold_steps"] = saved + ([(len(h), final_state)] if reuse_current else [])
     return FoldResult(tuple(view), final_state, info, m, previous_info)
+
+
+def marker_positions(h: Sequence[Message], ctx: Any, key: str) -> list[int]:
+    """Indices of the messages of `h` whose `meta` has `key`, in order.
+
+    With a memo only the positions that changed since the previous call (and the appended
+    tail) are looked at again: a long session has a handful of markers among thousands of
+    messages, and this runs at every call."""
+    memo = ctx.memo
+    slot = "markers:" + key
+    previous = memo.get(slot) if memo is not None else None
+    if previous is None:
+        found = [i for i, m in enumerate(h) if key in m.meta]
+    else:
+        from .stages import changed_since  # here: the stages package imports this module
+
+        before, old = previous
+        n = min(len(before), len(h))
+        changed = set(changed_since(before, h, ctx))
+        found = [i for i in old if i < n and i not in changed]
+        found += [i for i in changed if key in h[i].meta]
+        found += [i for i in range(n, len(h)) if key in h[i].meta]
+        found.sort()
+    if memo is not None:
+        memo[slot] = (tuple(h), found)
+    return found
 
 
 def recorded_markers(h: Sequence[Message], key: str = "compaction",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from ..agents_common import (
     COMPACTION_EVENTS,
     ClaudeEnv,
+    assistant_positions,
     cc_rough,
     claude_env_effective,
     compaction_event,
@@ -26,6 +28,7 @@ from ..agents_common import (
     full_prompt,
     is_recorded_summary,
     leading_system_len,
+    marker_positions,
     placeholder_message,
     placeholder_text,
     text_of,
@@ -155,14 +158,16 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     env = claude_env_effective(p.get("claude_env") or {})
     th = threshold_of(p, ctx.session, env)
     mode = p.get("cc_autocompact_mode", "predict")
+    h = tuple(history)
+    starts = assistant_positions(h)
     by_call: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
-    calls = 0
-    for i, m in enumerate(history):
-        marker = m.meta.get("compaction")
+    summaries: list[int] = []
+    for i in marker_positions(h, ctx, "compaction"):
+        marker = h[i].meta["compaction"]
         if isinstance(marker, Mapping) and marker.get("source", SOURCE) == SOURCE:
-            by_call.setdefault(calls, []).append((i, marker))
-        if m.role == "assistant":
-            calls += 1
+            by_call.setdefault(bisect_left(starts, i), []).append((i, marker))
+            if marker.get("kind") == "summary":
+                summaries.append(i)
 
     def measure(v: Sequence[Message], s: State) -> int:
         if p.get("cc_token_source") == "usage":
@@ -218,12 +223,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             info["events"].append(("predicted", "auto_predicted", "placeholder"))
         return s, view(prefix, s), info
 
-    result = fold(history, ctx, State(), step)
+    result = fold(h, ctx, State(), step)
     info, out = result.info, result.view
     after = full_prompt(out, ctx)
-    in_view = {id(m) for m in out}
-    dropped = sum(1 for m in history if is_recorded_summary(m) and id(m) not in in_view
-                  and m.meta["compaction"].get("source", SOURCE) == SOURCE)
+    in_view = {id(m) for m in out} if summaries else set()
+    dropped = sum(1 for i in summaries if id(h[i]) not in in_view)
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"],
         "recorded": info["recorded"], "predicted": info["predicted"],
@@ -245,7 +249,6 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             for kind, trigger, source in info["events"]
         ],
     }
-    h = tuple(history)
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
