@@ -480,7 +480,7 @@ def claude_env_effective(env: Mapping[str, str]) -> ClaudeEnv:
                      is_env_truthy(env.get("DISABLE_COMPACT")), tuple(warnings))
 
 
-CODEX_CONFIG_KEYS = {
+CODEX_CONFIG_KEYS: dict[str, str | int] = {
     "model": "string",
     "tool_output_token_limit": 0,
     "model_context_window": 1,
@@ -502,7 +502,7 @@ def clean_codex_config(v: Any) -> dict[str, Any]:
                 raise ValueError(f"{k}: expected a string")
         elif isinstance(x, bool) or not isinstance(x, int):
             raise ValueError(f"{k}: expected an integer")
-        elif x < rule:
+        elif isinstance(rule, int) and x < rule:
             raise ValueError(f"{k}: must be at least {rule}")
         out[k] = x
     return out

@@ -35,7 +35,7 @@ from ..agents_common import (
     u16len,
 )
 from ..messages import Message
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 
 STAGE = "claude_code_autocompact"
 SOURCE = "claude-code"
@@ -175,7 +175,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
         return full_prompt(v, ctx)
 
-    def step(s: State, h: tuple[Message, ...], end: int, j: int):
+    def step(s: State, h: tuple[Message, ...], end: int,
+             j: int) -> tuple[State, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, s)
         tokens = measure(before, s)
@@ -252,3 +253,44 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("compacted") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    recorded = report.get("recorded_pre_tokens")
+    was = f" (Claude Code compacted here: {recorded:,} tokens before)" if recorded else ""
+    if report.get("compacted"):
+        return (f"Compacted ({report.get('trigger', '').replace('_', ' ')}, "
+                f"{report.get('summary_source')} summary): {report.get('tokens_before')} → "
+                f"{report.get('tokens_after')} tokens{was}.")
+    if not report.get("enabled"):
+        return "Auto-compact disabled (DISABLE_AUTO_COMPACT / DISABLE_COMPACT)."
+    return (f"{report.get('tokens_before')} tokens, below the threshold "
+            f"{report.get('threshold')}{was}.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    thresholds = [r.get("threshold") for r in facts.reports if r.get("threshold") is not None]
+    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    if not thresholds:
+        return None
+    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens, "
+            f"below the threshold of {thresholds[-1]:,} (effective window minus the safety "
+            "buffer; the 20,000-token summary reserve is ctxsim's default, not documented by "
+            "Anthropic).")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The chart's line: the threshold for the configured model (the session's own model is
+    not known here, so an unset `cc_model` means the 200K table row)."""
+    env = claude_env_effective(values.get("claude_env") or {})
+    th = threshold_of(values, {}, env)
+    return "auto-compact threshold", th.threshold if th.enabled else None
