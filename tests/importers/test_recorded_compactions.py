@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxsim.importers import load
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code-compacted.jsonl"
