@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxsim.importers import load
 from ctxsim.cli import main
+from ctxsim.importers import load
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code-compacted.jsonl"

@@ -54,3 +54,25 @@ def test_the_page_renders_and_its_form_applies_unchanged(client, personas, row, 
                                                         "HX-Target": "div#replay"})
     assert again.status_code == 200
     assert "<strong>Not applied</strong>" not in again.content.decode()
+
+
+def test_a_claude_code_session_opens_with_its_own_agents_profile(client, personas):
+    from pathlib import Path
+
+    from ctxsim.importers import load
+
+    fixtures = Path(__file__).parent.parent / "importers" / "fixtures"
+    fixture = fixtures / "claude-code-compacted.jsonl"
+    stored = save_sessions(load(fixture).sessions, team=personas.team,
+                           user=personas.users["owner"])[0]
+    client.force_login(personas.users["owner"])
+    page = client.get(reverse("session-detail", args=[stored.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'name="profile" value="claude-code"' in html
+
+
+def test_other_sessions_still_open_with_chatcli(client, personas, row):
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[row.pk])).content.decode()
+    assert 'name="profile" value="chatcli"' in html
