@@ -211,3 +211,18 @@ def test_persisted_results_go_under_the_sessions_project_folder() -> None:
     assert bare.dispatch[0]["spill_path"] == (
         "~/.claude/projects/unknown-project/unknown-session/tool-results/toolu_9.txt")
     assert resolve("claude-code").values["cc_tool_results_dir"].endswith("/tool-results")
+
+
+@pytest.mark.parametrize(("meta", "where"), [
+    ({"thinking": "t"}, "messages[0].meta.thinking: expected an array of strings"),
+    ({"timestamp": 5}, "messages[0].meta.timestamp: expected a string"),
+    ({"usage": [1]}, "messages[0].meta.usage: expected an object"),
+    ({"microcompaction": {"compacted_tool_ids": "c1"}},
+     "messages[0].meta.microcompaction.compacted_tool_ids: expected an array of strings"),
+])
+def test_bad_meta_in_a_scenario_is_one_clear_error(meta, where) -> None:
+    from ctxsim.pipeline.scenario import ScenarioError, parse_scenario_data
+
+    with pytest.raises(ScenarioError) as exc:
+        parse_scenario_data({"messages": [{"role": "assistant", "meta": meta}]})
+    assert str(exc.value) == where

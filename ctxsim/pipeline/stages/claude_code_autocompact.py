@@ -134,11 +134,16 @@ def usage_tokens(v: Sequence[Message], after: int) -> int:
         m = v[k]
         usage = m.meta.get("usage") if m.role == "assistant" else None
         if isinstance(usage, Mapping):
-            total = sum(int(usage.get(f) or 0) for f in (
+            total = sum(_count(usage.get(f)) for f in (
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
                 "output_tokens"))
             return total + sum(rough(x) for x in v[k + 1:])
     return sum(rough(m) for m in v if m.role != "system")
+
+
+def _count(value: Any) -> int:
+    """A usage field as recorded: an integer, else 0 (missing, null or malformed)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def summary_message(text: str, template: str) -> Message:

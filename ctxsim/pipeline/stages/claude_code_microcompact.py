@@ -18,6 +18,7 @@ from ..agents_common import cc_rough, recorded_markers, text_of, u16len
 from ..messages import Message
 from ..tokens import history_tokens
 from . import ReplayFacts, StageContext, StageResult
+from ._ownership import result_owners
 
 IMAGE_ESTIMATE = 2000
 
@@ -100,12 +101,13 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     report["kept_tool_ids"] = list(keep)
     target = placeholder.encode("utf-8", "surrogatepass")
     clearing = set(clear)
+    owners = result_owners(h)  # a result without a call is never touched
     out = list(h)
     changed: list[int] = []
     cleared_ids: list[str] = []
     estimate = 0
     for i, m in enumerate(h):
-        if m.role != "tool" or m.tool_call_id not in clearing or (
+        if m.role != "tool" or m.tool_call_id not in clearing or owners.get(i) is None or (
             m.content == target and not m.meta.get("binary_parts")
         ):
             continue
