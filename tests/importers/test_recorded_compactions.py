@@ -113,3 +113,22 @@ def test_anthropic_compaction_blocks_are_kept_and_replayed(tmp_path: Path) -> No
     call1 = trace["calls"][1]["anthropic_compact"]
     assert call1["summary_source"] == "recorded" and call1["dropped_messages"] == 0
     assert trace["calls"][2]["anthropic_compact"]["summary_source"] == "recorded"
+
+
+def test_odd_compaction_metadata_is_kept_without_breaking_the_replay(tmp_path: Path) -> None:
+    lines = [json.loads(x) for x in CLAUDE.read_text().splitlines()]
+    for x in lines:
+        if x.get("subtype") == "compact_boundary":
+            x["compactMetadata"] = {"trigger": ["auto"], "preTokens": "lots"}
+        if x.get("subtype") == "microcompact_boundary":
+            x["microcompactMetadata"] = "oops"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (session,) = load(path).sessions
+    assert session.messages[5].meta["compaction"]["pre_tokens"] == "lots"
+    from ctxsim.pipeline.registry import STAGES
+
+    trace = simulate(path, tmp_path, "claude-code-recorded")
+    report = trace["calls"][2]["claude_code_autocompact"]
+    assert report["compacted"] is True
+    assert "lots" not in STAGES["claude_code_autocompact"].describe(report)

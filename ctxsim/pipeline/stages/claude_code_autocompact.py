@@ -269,7 +269,9 @@ def activity(report: Mapping[str, Any]) -> int:
 
 def describe(report: Mapping[str, Any]) -> str:
     recorded = report.get("recorded_pre_tokens")
-    was = f" (Claude Code compacted here: {recorded:,} tokens before)" if recorded else ""
+    # The count comes from the transcript: only an integer is shown as one.
+    was = (f" (Claude Code compacted here: {recorded:,} tokens before)"
+           if isinstance(recorded, int) and not isinstance(recorded, bool) else "")
     if report.get("compacted"):
         return (f"Compacted ({report.get('trigger', '').replace('_', ' ')}, "
                 f"{report.get('summary_source')} summary): {report.get('tokens_before')} → "
