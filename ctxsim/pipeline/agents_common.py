@@ -216,8 +216,10 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
         old: list[tuple[int, Any]] = memo["fold_steps"]
         changed = changed_since(before, h, ctx)
         first = changed[0] if changed else min(len(before), len(h))
+        # A step that reads the response (not `reuse_current`) also needs history[a_j] kept.
         for j, (a, s) in enumerate(old):
-            if j < len(starts) and starts[j] == a and a <= first:
+            if j < len(starts) and starts[j] == a and (a <= first if reuse_current
+                                                       else a < first):
                 reuse, state = j + 1, s
             else:
                 break
