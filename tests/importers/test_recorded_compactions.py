@@ -68,7 +68,7 @@ def test_a_boundary_without_its_summary_marks_the_next_message_boundary_only(
     assert len(marked) == 1 and marked[0].text.startswith("now use Decimal")
     assert marked[0].meta["compaction"]["kind"] == "boundary_only"
     trace = simulate(path, tmp_path, "claude-code-recorded")
-    # The placeholder stands in for the summary; the marked message itself follows it.
+    # The placeholder stands in for the summary at the marked message.
     call = trace["calls"][2]["claude_code_autocompact"]
     assert (call["compacted"], call["summary_source"]) == (True, "placeholder")
 

@@ -200,14 +200,17 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             if manual or mode == "recorded" or (mode == "predict" and fires):
                 kind = marker.get("kind")
                 if kind == "summary":
-                    summary, source, anchor = prefix[i], "recorded", i
+                    summary, source = prefix[i], "recorded"
                 else:
-                    # A boundary without its summary: the marked message itself follows it.
+                    # A boundary without its summary (never seen in real transcripts): a
+                    # placeholder stands in; the anchor is the marked message, as for a
+                    # summary (SPEC-agents §2.5.3 step 1).
                     text = placeholder_text(STAGE, conversation, tokens, j,
                                             p.get("summary_placeholder_tokens", 2000),
                                             ctx.counter)
                     summary = summary_message(text, p.get("cc_summary_template", "v2"))
-                    source, anchor = "placeholder", i - 1
+                    source = "placeholder"
+                anchor = i
                 preserved = set(marker.get("preserved_uuids") or ())
                 kept = tuple(m for m in prefix if preserved and m.meta.get("uuid") in preserved)
                 s = State(anchor, summary, kept, s.count + 1)
