@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -39,7 +39,10 @@ from .tokens import TokenCounter, full_prompt_tokens
 
 def u16len(s: str) -> int:
     """JavaScript `.length`: code points, plus one for each above U+FFFF."""
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+    if s.isascii():
+        return len(s)
+    # UTF-32 has 4 bytes per code point, UTF-16 2 or 4: the difference counts the astral ones.
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _u16_to_index(s: str, units: int) -> int:
@@ -215,8 +218,10 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
         changed = changed_since(before, h, ctx)
         first = changed[0] if changed else min(len(before), len(h))
         # Below `first` the input holds the same messages, so the steps whose prefix ends
-        # there are the old ones (bisect: a scan of every old step made each call O(m)).
-        reuse = min(bisect_right(old, first, key=lambda e: e[0]), len(starts))
+        # there are the old ones; a step that reads the response (not `reuse_current`) also
+        # needs history[a_j] kept. Found by bisection: a scan made each call O(m).
+        find = bisect_right if reuse_current else bisect_left
+        reuse = min(find(old, first, key=lambda e: e[0]), len(starts))
         while reuse and starts[reuse - 1] != old[reuse - 1][0]:
             reuse -= 1
         if reuse:
@@ -234,6 +239,32 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
         memo["fold_input"] = h
         memo["fold_steps"] = saved + ([(len(h), final_state)] if reuse_current else [])
     return FoldResult(tuple(view), final_state, info, m, previous_info)
+
+
+def marker_positions(h: Sequence[Message], ctx: Any, key: str) -> list[int]:
+    """Indices of the messages of `h` whose `meta` has `key`, in order.
+
+    With a memo only the positions that changed since the previous call (and the appended
+    tail) are looked at again: a long session has a handful of markers among thousands of
+    messages, and this runs at every call."""
+    memo = ctx.memo
+    slot = "markers:" + key
+    previous = memo.get(slot) if memo is not None else None
+    if previous is None:
+        found = [i for i, m in enumerate(h) if key in m.meta]
+    else:
+        from .stages import changed_since  # here: the stages package imports this module
+
+        before, old = previous
+        n = min(len(before), len(h))
+        changed = set(changed_since(before, h, ctx))
+        found = [i for i in old if i < n and i not in changed]
+        found += [i for i in changed if key in h[i].meta]
+        found += [i for i in range(n, len(h)) if key in h[i].meta]
+        found.sort()
+    if memo is not None:
+        memo[slot] = (tuple(h), found)
+    return found
 
 
 def recorded_markers(h: Sequence[Message], key: str = "compaction",
@@ -454,7 +485,7 @@ def claude_env_effective(env: Mapping[str, str]) -> ClaudeEnv:
                      is_env_truthy(env.get("DISABLE_COMPACT")), tuple(warnings))
 
 
-CODEX_CONFIG_KEYS = {
+CODEX_CONFIG_KEYS: dict[str, str | int] = {
     "model": "string",
     "tool_output_token_limit": 0,
     "model_context_window": 1,
@@ -476,7 +507,7 @@ def clean_codex_config(v: Any) -> dict[str, Any]:
                 raise ValueError(f"{k}: expected a string")
         elif isinstance(x, bool) or not isinstance(x, int):
             raise ValueError(f"{k}: expected an integer")
-        elif x < rule:
+        elif isinstance(rule, int) and x < rule:
             raise ValueError(f"{k}: must be at least {rule}")
         out[k] = x
     return out

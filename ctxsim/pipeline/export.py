@@ -8,29 +8,16 @@ the same values for everything the format carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .params import CHATCLI_ENV, ENV_BY_NAME, PARAMS, ParamError, validate_params
 from .profiles import CHATCLI_STAGES, RunConfig
-from .registry import STAGES
+from .registry import STAGES, exported_params, family_params
 
 ANTHROPIC_EDIT = "clear_tool_uses_20250919"
 COMPRESSION_VAR = "CHATCLI_COMPRESSION"
-FAMILY_PARAMS = {
-    "chatcli": ("env", "ccr", "loop_mode", "anchor_text", "spill_dir", "tool_caps",
-                "exempt_tools", "semantics"),
-    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount",
-              "toolContextPlaceholder", "systemInstructions"),
-    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
-                  "placeholder"),
-}
-CARRIED = {
-    "chatcli": ("env", "ccr"),
-    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount"),
-    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
-}
 
 
 @dataclass(frozen=True)
@@ -50,9 +37,12 @@ def _plain(value: Any) -> Any:
 
 
 def _left_out(family: str, values: Mapping[str, Any]) -> list[str]:
+    """The tool's parameters its format does not carry (`StageDef.exported`) that differ from
+    their default, then the counter (an estimate of ctxsim's, in no tool's settings)."""
     notes = []
-    for name in FAMILY_PARAMS[family]:
-        if name in CARRIED[family]:
+    carried = exported_params(family)
+    for name in family_params(family):
+        if name in carried:
             continue
         value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
         if value != default:
@@ -70,7 +60,8 @@ def _env_value(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def export_chatcli(values: Mapping[str, Any], stages: tuple = CHATCLI_STAGES) -> Export:
+def export_chatcli(values: Mapping[str, Any],
+                   stages: tuple[tuple[str, str], ...] = CHATCLI_STAGES) -> Export:
     """`CHATCLI_...=value` lines: the env values as typed, and `ccr` off as compression off."""
     env = values.get("env") or {}
     lines = [f"{var.name}={_env_value(env[var.name])}" for var in CHATCLI_ENV if var.name in env]
@@ -309,7 +300,7 @@ def import_anthropic_request(obj: Mapping[str, Any]) -> dict[str, Any]:
         errors["context_management.edits"] = "expected a non-empty list of edits"
         raise ParamError(errors)
     raw: dict[str, Any] = {}
-    seen: set[str] = set()
+    seen: set[Any] = set()
     for n, edit in enumerate(edits):
         where = f"edits[{n}]"
         if not isinstance(edit, Mapping):
@@ -414,10 +405,6 @@ def claude_code_ignored_keys(data: str | Mapping[str, Any]) -> list[str]:
 
 CODEX_KEYS = ("model", "model_context_window", "model_auto_compact_token_limit",
               "tool_output_token_limit")
-CODEX_LEFT_OUT = ("codex_truncation_policy", "codex_use_recorded_policy",
-                  "codex_autocompact_mode", "codex_limit_semantics", "codex_token_source",
-                  "codex_user_message_budget", "codex_contextual_prefixes",
-                  "summary_placeholder_tokens")
 # Codex config keys ctxsim knows of but does not simulate: an import notes and drops them.
 CODEX_NOT_SIMULATED = ("model_auto_compact_token_limit_scope",)
 
@@ -429,29 +416,18 @@ def _toml_value(value: Any) -> str:
     return str(value)
 
 
-def _changed(names: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
-    out = []
-    for name in names:
-        value = _plain(values.get(name))
-        if value != _plain(PARAMS[name].default):
-            out.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
-    return out
-
-
 def export_codex(values: Mapping[str, Any]) -> Export:
     """`~/.codex/config.toml` lines for the keys present in `codex_config`, in the order
     model, window, compaction limit, tool-output limit (top-level keys precede tables)."""
     config = values.get("codex_config") or {}
     lines = [f"{key} = {_toml_value(config[key])}" for key in CODEX_KEYS if key in config]
-    left = _changed(CODEX_LEFT_OUT, values)
+    left = _left_out("codex", values)
     notes = []
     if values.get("codex_truncation_policy") is not None:
         lines.insert(0, "# codex_truncation_policy is a model-catalog field: Codex exposes only "
                         "tool_output_token_limit")
         notes.append("Codex has no setting for the truncation policy's mode; only "
                      "tool_output_token_limit (the limit) can be configured.")
-    if values.get("counter") != PARAMS["counter"].default:
-        left.append(f"counter = {json.dumps(values.get('counter'))} (ctxsim's estimate only)")
     text = "".join(line + "\n" for line in lines)
     return Export("codex", "config.toml", text, left, notes)
 
@@ -495,8 +471,6 @@ def codex_ignored_keys(text: str) -> list[str]:
 
 # --- OpenHands (SPEC-agents §2.5.6, §2.5.9) ----------------------------------------------------
 
-OPENHANDS_LEFT_OUT = ("openhands_assembly", "openhands_request_over_tokens", "openhands_mode",
-                      "summary_placeholder_tokens")
 PIPELINE_HINT = ("A condenser pipeline cannot be written as a [condenser] table (OpenHands' TOML "
                  "loader has no nested tables); the OpenHands server builds its default pipeline "
                  "from enable_default_condenser = true and condenser_max_size.")
@@ -507,7 +481,7 @@ def export_openhands(values: Mapping[str, Any]) -> Export:
     `[llm] max_message_chars`; a pipeline is left out with a hint."""
     condenser = dict(values.get("openhands_condenser_config") or {"type": "noop"})
     lines: list[str] = []
-    left = _changed(OPENHANDS_LEFT_OUT, values)
+    left = _left_out("openhands", values)
     notes = []
     if condenser.get("type") == "pipeline":
         left.insert(0, "openhands_condenser_config = "
@@ -522,8 +496,6 @@ def export_openhands(values: Mapping[str, Any]) -> Export:
             notes.append("OpenHands needs llm_config (the name of an [llm.<name>] section) "
                          "for this condenser; add it before use.")
     lines += ["[llm]", f"max_message_chars = {values.get('openhands_max_message_chars', 30000)}"]
-    if values.get("counter") != PARAMS["counter"].default:
-        left.append(f"counter = {json.dumps(values.get('counter'))} (ctxsim's estimate only)")
     return Export("openhands", "config.toml", "".join(line + "\n" for line in lines), left,
                   notes)
 
@@ -574,27 +546,32 @@ def export_profile(config: RunConfig) -> list[Export]:
         family = STAGES[stage].family
         if family not in families:
             families.append(family)
-    out = []
-    for family in families:
-        if family == "chatcli":
-            out.append(export_chatcli(config.values, config.stages))
-        elif family == "aivax":
-            out.append(export_aivax(config.values))
-        elif family == "anthropic":
-            agent_edits = {"anthropic_compact", "clear_thinking"}
-            if any(s in agent_edits for s, _ in config.stages):
-                out.append(export_anthropic_request(config.values, config.stages))
-            else:
-                out.append(export_anthropic(config.values))
-        elif family == "claude-code":
-            out.append(export_claude_code(config.values, config.stages))
-        elif family == "codex":
-            out.append(export_codex(config.values))
-        elif family == "openhands":
-            out.append(export_openhands(config.values))
-    return out
+    return [FORMATS[family].export(config) for family in families]
 
 
-IMPORTERS = {"chatcli": import_chatcli, "aivax": import_aivax, "anthropic": import_anthropic,
-             "claude-code": import_claude_code, "codex": import_codex,
-             "openhands": import_openhands}
+def _export_anthropic_any(config: RunConfig) -> Export:
+    """The bare `context_management` of SPEC §4 for clear_tool_uses alone; the request
+    fragment with `betas` (SPEC-agents §2.5.9) once a compaction or thinking edit is in."""
+    if any(s in ("anthropic_compact", "clear_thinking") for s, _ in config.stages):
+        return export_anthropic_request(config.values, config.stages)
+    return export_anthropic(config.values)
+
+
+@dataclass(frozen=True)
+class Format:
+    """A tool's own configuration: how a profile is written in it and read back from it."""
+
+    export: Callable[[RunConfig], Export]
+    load: Callable[[str], dict[str, Any]]
+
+
+# One per family of `registry.FAMILIES`.
+FORMATS: dict[str, Format] = {
+    "chatcli": Format(lambda c: export_chatcli(c.values, c.stages), import_chatcli),
+    "aivax": Format(lambda c: export_aivax(c.values), import_aivax),
+    "anthropic": Format(lambda c: _export_anthropic_any(c), import_anthropic),
+    "claude-code": Format(lambda c: export_claude_code(c.values, c.stages), import_claude_code),
+    "codex": Format(lambda c: export_codex(c.values), import_codex),
+    "openhands": Format(lambda c: export_openhands(c.values), import_openhands),
+}
+IMPORTERS = {name: f.load for name, f in FORMATS.items()}

@@ -115,6 +115,16 @@ PROFILES: dict[str, Profile] = {
     )
 }
 DEFAULT_PROFILE = "chatcli"
+# SPEC §4: a session opens with its own agent's profile when ctxsim has one (SPEC-agents
+# §2.5.9); the formats of the importers name the agent.
+AGENT_DEFAULT_PROFILES = {"claude-code": "claude-code", "codex": "codex", "codex-legacy": "codex",
+                          "openhands": "openhands", "openhands-eval": "openhands"}
+
+
+def default_profile_for(transcript_format: str) -> str:
+    """The profile a session of this format opens with: its agent's, else `chatcli`."""
+    name = AGENT_DEFAULT_PROFILES.get(transcript_format)
+    return name if name in PROFILES else DEFAULT_PROFILE
 
 
 @dataclass(frozen=True)
@@ -125,9 +135,6 @@ class RunConfig:
     stages: tuple[tuple[str, str], ...]
     values: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
-
-    def stage_params(self) -> Mapping[str, Any]:
-        return self.values
 
     def effective_config(self) -> dict[str, Any]:
         """The trace's `effective_config`: ChatCLI's effective knobs when a ChatCLI stage runs,

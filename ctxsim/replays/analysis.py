@@ -6,12 +6,15 @@ rules are tested on their own.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, decode_for_display
+from ctxsim.pipeline.registry import STAGES
 from ctxsim.pipeline.replay import CallResult
+from ctxsim.pipeline.stages import ReplayFacts
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 # Report lists can hold one entry per message; the cached summary keeps their length only.
@@ -54,20 +57,13 @@ CARRIED = "carried"
 
 def _savings(call: CallResult) -> dict[str, int]:
     saved = dict(call.savings)
-    if call.dispatch_saved:
-        saved["tool_cap"] = saved.get("tool_cap", 0) + call.dispatch_saved
+    for stage, n in call.dispatch_savings.items():  # what each dispatch stage saved so far
+        if n:
+            saved[stage] = saved.get(stage, 0) + n
     carried = (call.raw_tokens - call.sent_tokens) - sum(saved.values())
     if carried:
         saved[CARRIED] = carried
     return saved
-
-
-REPAIR_KEYS = (
-    "synthetic_results_injected",
-    "orphan_results_removed",
-    "duplicate_tool_use_pruned",
-    "results_relocated",
-)
 
 
 def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,9 +85,7 @@ def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "total_sent": sum(sent),
         "failed": sum(1 for c in calls if c["error"]),
         "spills": sum(c["spills"] for c in calls),
-        "repairs": sum(
-            c["reports"].get("pairing", {}).get(k, 0) for c in calls for k in REPAIR_KEYS
-        ),
+        "repairs": fired.get("pairing", 0),  # what pairing repair did is its activity
         "saved_by_stage": saved,
         "activity": fired,
     }
@@ -99,19 +93,8 @@ def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _activity(stage: str, report: Mapping[str, Any]) -> int:
     """How many things a stage did at one call (0 = it did not fire)."""
-    if stage == "microcompact":
-        return report.get("truncated", 0) + report.get("summarized", 0)
-    if stage == "pairing":
-        return sum(report.get(k, 0) for k in REPAIR_KEYS)
-    if stage == "budget":
-        return report.get("results_truncated", 0)
-    if stage == "tool_context":
-        return report.get("replaced", 0)
-    if stage == "context_limit":
-        return report.get("removed", 0) + (1 if report.get("error") else 0)
-    if stage == "clear_tool_uses":
-        return 1 if report.get("applied") else 0
-    return 0
+    definition = STAGES.get(stage)
+    return definition.activity(report) if definition is not None else 0
 
 
 # --- notes: tiers and limits that never fired, and why --------------------------------------
@@ -124,80 +107,16 @@ def notes(
     messages: Sequence[Message],
 ) -> list[str]:
     """One sentence per tier or limit of the profile that never fired in this replay, with the
-    reason when the replay shows it."""
+    reason when the replay shows it (each stage's `quiet_note`, in the profile's order)."""
+    largest = max((len(m.content) for m in messages if m.role == "tool"), default=0)
+    turns = tuple(c["turn"] for c in calls)
     out: list[str] = []
-    names = [s for s, _ in stages]
-    env = values.get("_env_effective", {})
-    results = [m for m in messages if m.role == "tool"]
-    largest = max((len(m.content) for m in results), default=0)
-    sum_of = lambda stage, key: sum(  # noqa: E731 - local shorthand over the call summaries
-        c["reports"].get(stage, {}).get(key, 0) or 0 for c in calls
-    )
-    if "microcompact" in names:
-        min_size = env.get("mc_min_content_size", 3000)
-        truncate_at = env.get("mc_turns_before_truncate", 2)
-        summarize_at = env.get("mc_turns_before_summarize", 4)
-        max_turn = max((c["turn"] for c in calls), default=0)
-        if sum_of("microcompact", "truncated") == 0 and sum_of("microcompact", "summarized") == 0:
-            if max_turn < truncate_at:
-                out.append(
-                    f"Microcompact never ran: no run reached loop turn {truncate_at} (the longest "
-                    f"reached {max_turn}), and ChatCLI skips the first {truncate_at} calls of "
-                    "every run."
-                )
-            elif largest < min_size:
-                out.append(
-                    f"Microcompact never fired: no result reached the {min_size}-byte minimum "
-                    f"(largest: {largest} bytes)."
-                )
-            else:
-                out.append("Microcompact never fired: no large result grew old enough.")
-        elif sum_of("microcompact", "summarized") == 0:
-            head = env.get("mc_truncate_head_chars", 2000)
-            tail = env.get("mc_truncate_tail_chars", 500)
-            reason = (
-                f"every result reaching age {summarize_at} had already been truncated below "
-                f"the {min_size}-byte minimum (previews are about {head}+{tail} bytes)"
-                if head + tail + 200 < min_size
-                else f"no result reached age {summarize_at} while still {min_size} bytes or more"
-            )
-            out.append(f"The summarize tier never fired: {reason}.")
-    if "budget" in names:
-        per_result = env.get("per_result_max_chars", 20000)
-        if sum_of("budget", "results_truncated") == 0:
-            out.append(
-                f"The budget never spilled: no result was over {per_result} bytes when sent "
-                f"(largest result in the transcript: {largest} bytes; the per-tool cap keeps "
-                "successful results near 6 KB)."
-            )
-    if "pairing" in names and sum(sum_of("pairing", k) for k in REPAIR_KEYS) == 0:
-        out.append("Pairing never repaired anything: every call had its result in place.")
-    if "tool_context" in names and sum_of("tool_context", "replaced") == 0:
-        count = values.get("toolContextCount", 0)
-        out.append(
-            "Tool context never replaced a result: "
-            + ("it is off (toolContextCount 0)." if not count
-               else f"no call held more than {count} tool messages.")
-        )
-    if "context_limit" in names:
-        limit = values.get("contextMaximumSize")
-        peak = max((c["reports"].get("context_limit", {}).get("tokens_before", 0)
-                    for c in calls), default=0)
-        if limit is None:
-            out.append("The context limit never applied: contextMaximumSize is unset.")
-        elif not any(_activity("context_limit", c["reports"].get("context_limit", {}))
-                     for c in calls):
-            out.append(
-                f"The context limit never fired: the prompt estimate peaked at {peak} tokens, "
-                f"within the limit of {limit}."
-            )
-    if "clear_tool_uses" in names and sum_of("clear_tool_uses", "cleared_tool_uses") == 0:
-        trigger = values.get("trigger") or {}
-        out.append(
-            f"Clear tool uses never cleared anything: the trigger ({trigger.get('type')} > "
-            f"{trigger.get('value')}) never fired, or nothing older than the kept tool uses "
-            "was clearable."
-        )
+    for stage, _ in stages:
+        facts = ReplayFacts(tuple(c["reports"].get(stage, {}) for c in calls), turns, values,
+                            largest)
+        note = STAGES[stage].quiet_note(facts)
+        if note:
+            out.append(note)
     return out
 
 
@@ -384,3 +303,87 @@ def display(data: bytes, limit: int | None = None) -> tuple[str, int]:
     if limit is None or len(data) <= limit:
         return decode_for_display(data), 0
     return decode_for_display(data[:limit]), len(data) - limit
+
+
+# --- recorded vs simulated compactions (SPEC-agents §2.5.0.7, issue 16) ---------------------
+
+# Recorded markers that replace the conversation (a microcompaction only clears results).
+CONVERSATION_COMPACTIONS = ("summary", "boundary_only", "compaction_block", "condensation")
+PREDICTED_KINDS = ("predicted", "predicted_and_recorded")
+
+
+def recorded_compaction_calls(calls: Sequence[Mapping[str, Any]],
+                              recorded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The session's recorded compactions (`meta.recorded_compactions`) that replace the
+    conversation, each with the call it belongs to: the number of model calls answered
+    before its message (SPEC-agents §2.5.0.4, r(i))."""
+    answered = sorted(c["resp"] for c in calls if c.get("resp") is not None)
+    out = []
+    for entry in recorded:
+        index = entry.get("message_index")
+        if entry.get("kind") not in CONVERSATION_COMPACTIONS or not isinstance(index, int):
+            continue
+        out.append({**entry, "call_index": bisect_left(answered, index)})
+    return out
+
+
+def predicted_compactions(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The compactions the replay's own thresholds made, in call order, from the stage
+    reports' `compaction_events`, with the tokens the stage measured before compacting."""
+    out = []
+    for c in calls:
+        for stage, report in c.get("reports", {}).items():
+            for event in report.get("compaction_events") or ():
+                if event.get("kind") in PREDICTED_KINDS:
+                    out.append({"call_index": event.get("call_index", c["i"]), "stage": stage,
+                                "tokens_before": event.get("tokens_before")})
+    return out
+
+
+def recorded_vs_simulated(calls: Sequence[Mapping[str, Any]],
+                          recorded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per recorded compaction beside the call where this replay predicts it:
+    `same`, `earlier`, `later` or `none`. The prediction is the replay's first compaction
+    after the previous recorded one (and before the next): where the profile, with these
+    thresholds, would have compacted instead. Each prediction is used once; the others
+    follow as `not_recorded`."""
+    marks = recorded_compaction_calls(calls, recorded)
+    predicted = predicted_compactions(calls)
+    used: set[int] = set()
+    rows = []
+    for k, mark in enumerate(marks):
+        r = mark["call_index"]
+        low = marks[k - 1]["call_index"] if k else -1
+        high = marks[k + 1]["call_index"] if k + 1 < len(marks) else None
+        choices = [n for n, p in enumerate(predicted) if n not in used
+                   and (p["call_index"] == r or (low < p["call_index"]
+                                                 and (high is None or p["call_index"] < high)))]
+        best = min(choices, key=lambda n: predicted[n]["call_index"], default=None)
+        row = {"recorded_call": r, "source": mark.get("source"), "trigger": mark.get("trigger"),
+               "pre_tokens": mark.get("pre_tokens"),
+               "tokens_at_recorded": _tokens_at(calls, r), "predicted_call": None,
+               "tokens_at_predicted": None, "relation": "none"}
+        if best is not None:
+            used.add(best)
+            p = predicted[best]["call_index"]
+            row.update(predicted_call=p, tokens_at_predicted=predicted[best]["tokens_before"],
+                       relation="same" if p == r else "earlier" if p < r else "later")
+        rows.append(row)
+    for n, p in enumerate(predicted):
+        if n not in used:
+            rows.append({"recorded_call": None, "source": None, "trigger": None,
+                         "pre_tokens": None, "tokens_at_recorded": None,
+                         "predicted_call": p["call_index"],
+                         "tokens_at_predicted": p["tokens_before"], "relation": "not_recorded"})
+    return rows
+
+
+def _tokens_at(calls: Sequence[Mapping[str, Any]], index: int) -> int | None:
+    """What the replay estimated the conversation held at a call before any compaction there:
+    the compaction stage's own `tokens_before` when it reports one, else the raw history."""
+    if not 0 <= index < len(calls):
+        return None
+    for report in calls[index].get("reports", {}).values():
+        if "compaction_events" in report and isinstance(report.get("tokens_before"), int):
+            return report["tokens_before"]
+    return calls[index].get("raw")

@@ -294,12 +294,13 @@ def _profile_from_query(ref: str, team, errors: Errors):
     return DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE], None
 
 
-def settings_from_query(query: Mapping[str, Any], team) -> tuple[ReplaySettings, Errors]:
+def settings_from_query(query: Mapping[str, Any], team,
+                        default: str = DEFAULT_PROFILE) -> tuple[ReplaySettings, Errors]:
     """Parse the page state; returns settings (bad fields fall back to the profile's values)
-    and a message per bad field."""
+    and a message per bad field. `default` is the profile when the query names none (a
+    session's own agent's, `profiles.default_profile_for`)."""
     errors: Errors = {}
-    ref, profile, saved = _profile_from_query(query.get("profile") or DEFAULT_PROFILE, team,
-                                              errors)
+    ref, profile, saved = _profile_from_query(query.get("profile") or default, team, errors)
     stages = _stages_from_query(query, profile, errors)
     try:
         base = resolve(profile, {}, stages)

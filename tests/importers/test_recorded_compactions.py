@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ctxsim.cli import main
 from ctxsim.importers import load
-from ctxsim.pipeline.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code-compacted.jsonl"
@@ -68,7 +68,7 @@ def test_a_boundary_without_its_summary_marks_the_next_message_boundary_only(
     assert len(marked) == 1 and marked[0].text.startswith("now use Decimal")
     assert marked[0].meta["compaction"]["kind"] == "boundary_only"
     trace = simulate(path, tmp_path, "claude-code-recorded")
-    # The placeholder stands in for the summary; the marked message itself follows it.
+    # The placeholder stands in for the summary at the marked message.
     call = trace["calls"][2]["claude_code_autocompact"]
     assert (call["compacted"], call["summary_source"]) == (True, "placeholder")
 
@@ -113,3 +113,22 @@ def test_anthropic_compaction_blocks_are_kept_and_replayed(tmp_path: Path) -> No
     call1 = trace["calls"][1]["anthropic_compact"]
     assert call1["summary_source"] == "recorded" and call1["dropped_messages"] == 0
     assert trace["calls"][2]["anthropic_compact"]["summary_source"] == "recorded"
+
+
+def test_odd_compaction_metadata_is_kept_without_breaking_the_replay(tmp_path: Path) -> None:
+    lines = [json.loads(x) for x in CLAUDE.read_text().splitlines()]
+    for x in lines:
+        if x.get("subtype") == "compact_boundary":
+            x["compactMetadata"] = {"trigger": ["auto"], "preTokens": "lots"}
+        if x.get("subtype") == "microcompact_boundary":
+            x["microcompactMetadata"] = "oops"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (session,) = load(path).sessions
+    assert session.messages[5].meta["compaction"]["pre_tokens"] == "lots"
+    from ctxsim.pipeline.registry import STAGES
+
+    trace = simulate(path, tmp_path, "claude-code-recorded")
+    report = trace["calls"][2]["claude_code_autocompact"]
+    assert report["compacted"] is True
+    assert "lots" not in STAGES["claude_code_autocompact"].describe(report)

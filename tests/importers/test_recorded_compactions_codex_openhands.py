@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ctxsim.cli import main
 from ctxsim.importers import load
-from ctxsim.pipeline.cli import main
 
 ENCRYPTED = "A" * 40
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ctxsim.pipeline import agents_common as ac
-from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.stages import StageContext
 from ctxsim.pipeline.tokens import get_counter, message_tokens
 
@@ -190,3 +190,39 @@ def test_a_trace_without_agent_stages_has_no_compaction_lists() -> None:
     trace = build_trace(replay(marked, "none", {"counter": "bytes4"}))
     assert trace["compactions"] == []
     assert trace["recorded_compactions"][0]["call_index"] == 0
+
+
+def test_persisted_results_go_under_the_sessions_project_folder() -> None:
+    from ctxsim.pipeline.profiles import resolve
+    from ctxsim.pipeline.replay import replay
+    from ctxsim.pipeline.spill import MemorySpillSink
+
+    msgs = [Message.of("user", "go"),
+            Message.of("assistant", "", tool_calls=[ToolCall("toolu_9", "Grep", "{}")]),
+            Message.of("tool", "y" * 60, tool_call_id="toolu_9")]
+    config = {"counter": "bytes4", "cc_persist_threshold_chars": 50}
+    rep = replay(msgs, "claude-code", config, sink=MemorySpillSink(),
+                 session={"cwd": "/work/demo", "session_id": "sess-1"})
+    list(rep.calls())
+    assert rep.dispatch[0]["spill_path"] == (
+        "~/.claude/projects/-work-demo/sess-1/tool-results/toolu_9.txt")
+    bare = replay(msgs, "claude-code", config, sink=MemorySpillSink())
+    list(bare.calls())
+    assert bare.dispatch[0]["spill_path"] == (
+        "~/.claude/projects/unknown-project/unknown-session/tool-results/toolu_9.txt")
+    assert resolve("claude-code").values["cc_tool_results_dir"].endswith("/tool-results")
+
+
+@pytest.mark.parametrize(("meta", "where"), [
+    ({"thinking": "t"}, "messages[0].meta.thinking: expected an array of strings"),
+    ({"timestamp": 5}, "messages[0].meta.timestamp: expected a string"),
+    ({"usage": [1]}, "messages[0].meta.usage: expected an object"),
+    ({"microcompaction": {"compacted_tool_ids": "c1"}},
+     "messages[0].meta.microcompaction.compacted_tool_ids: expected an array of strings"),
+])
+def test_bad_meta_in_a_scenario_is_one_clear_error(meta, where) -> None:
+    from ctxsim.pipeline.scenario import ScenarioError, parse_scenario_data
+
+    with pytest.raises(ScenarioError) as exc:
+        parse_scenario_data({"messages": [{"role": "assistant", "meta": meta}]})
+    assert str(exc.value) == where

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 from tests.pipeline.test_agents_reference_cases import compare, normalise
 from tests.pipeline.test_reference_cases import assert_contains
 

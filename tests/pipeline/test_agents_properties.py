@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxsim.pipeline.agents_common import leading_system_len
+from ctxsim.pipeline.agents_common import is_recorded_summary, leading_system_len
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.profiles import resolve
 from ctxsim.pipeline.replay import Replay
@@ -31,8 +31,12 @@ def transcripts(draw) -> list[Message]:
         out.append(Message.of("system", "be brief"))
     n = 0
     for _ in range(draw(st.integers(1, 4))):
+        # Now and then the turn opens with a recorded Claude Code summary.
+        meta = ({"compaction": {"source": "claude-code", "kind": "summary",
+                                "trigger": draw(st.sampled_from(["auto", "manual"]))}}
+                if draw(st.integers(0, 4)) == 0 else {})
         out.append(Message.of("user", "u" * draw(st.integers(1, 300)),
-                              agent_feedback=draw(st.booleans()) and bool(out)))
+                              agent_feedback=draw(st.booleans()) and bool(out), meta=meta))
         for _ in range(draw(st.integers(0, 3))):
             calls = []
             for _ in range(draw(st.integers(1, 2))):
@@ -99,8 +103,10 @@ def test_after_autocompact_the_history_stays_paired_and_starts_with_the_summary(
         assert_paired(out)
         if run.report["compactions_so_far"]:
             lead = leading_system_len(out)
-            assert out[lead].meta.get("kind") == "placeholder_summary"
+            assert (out[lead].meta.get("kind") == "placeholder_summary"
+                    or is_recorded_summary(out[lead]))
             assert out[lead].role == "user"
+        assert not any(is_recorded_summary(m) for m in out[leading_system_len(out) + 1:])
 
 
 @settings(max_examples=60)
@@ -130,8 +136,15 @@ def test_the_fold_memo_never_changes_a_result(h, window) -> None:
     config = {"cc_context_window": window, "cc_max_output_tokens": 10,
               "cc_autocompact_buffer_tokens": 0, "cc_microcompact_trigger": "count",
               "cc_microcompact_count_trigger": 1, "claude_env": {"BASH_MAX_OUTPUT_LENGTH": "100"}}
-    with_memo = _replay(h, "claude-code-thinking", config)
-    without = _replay(h, "claude-code-thinking", config, use_memos=False)
+    for profile in ("claude-code-thinking", "claude-code-recorded"):
+        with_memo = _replay(h, profile, config)
+        without = _replay(h, profile, config, use_memos=False)
+        assert [history_json(c.sent) for c in with_memo] == [
+            history_json(c.sent) for c in without]
+        assert [[r.report for r in c.stages] for c in with_memo] == [
+            [r.report for r in c.stages] for c in without]
+    with_memo = _replay(h, "anthropic-context-management", {})
+    without = _replay(h, "anthropic-context-management", {}, use_memos=False)
     assert [history_json(c.sent) for c in with_memo] == [history_json(c.sent) for c in without]
     assert [[r.report for r in c.stages] for c in with_memo] == [
         [r.report for r in c.stages] for c in without]

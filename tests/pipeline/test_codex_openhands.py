@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 from tests.pipeline.test_agents_reference_cases import compare
 from tests.shared import requires_shared, shared_files
 

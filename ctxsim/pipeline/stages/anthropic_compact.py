@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 
 STAGE = "anthropic_compact"
 BLOCK_KIND = "compaction_block"
@@ -61,7 +61,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     trigger = (p.get("compact_trigger") or {"value": 150000})["value"]
     mode = p.get("anthropic_compact_mode", "predict")
 
-    def step(b: Block | None, h: tuple[Message, ...], end: int, j: int):
+    def step(b: Block | None, h: tuple[Message, ...], end: int,
+             j: int) -> tuple[Block | None, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, b)
         tokens = full_prompt(before, ctx)
@@ -74,7 +75,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
                                 "summary_source": b.source if b is not None else None,
                                 "recorded": recorded is not None, "before": before,
                                 "summary": None}
-        text = source = None
+        text: str | None = None
+        source = "placeholder"
         if recorded is not None and (mode == "recorded" or fires):
             text, source = recorded, "recorded"
         elif mode == "predict" and fires:
@@ -123,3 +125,33 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("applied") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("applied"):
+        return (f"Compacted ({report.get('summary_source')} summary): "
+                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens, "
+                f"{report.get('dropped_messages')} message(s) dropped.")
+    start = (f"; starts at a {report['summary_source']} compaction block"
+             if report.get("summary_source") else "")
+    return f"{report.get('tokens_before')} tokens, not over the trigger{start}."
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if any(activity(r) for r in facts.reports) or any(
+            r.get("summary_source") for r in facts.reports):
+        return None
+    trigger = facts.value("compact_trigger") or {}
+    return (f"Anthropic compaction never fired: no input was over the trigger of "
+            f"{trigger.get('value'):,} tokens.")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    return "compaction trigger", (values.get("compact_trigger") or {}).get("value")

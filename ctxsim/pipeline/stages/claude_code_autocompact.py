@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from ..agents_common import (
     COMPACTION_EVENTS,
     ClaudeEnv,
+    assistant_positions,
     cc_rough,
     claude_env_effective,
     compaction_event,
@@ -26,13 +28,14 @@ from ..agents_common import (
     full_prompt,
     is_recorded_summary,
     leading_system_len,
+    marker_positions,
     placeholder_message,
     placeholder_text,
     text_of,
     u16len,
 )
 from ..messages import Message
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 
 STAGE = "claude_code_autocompact"
 SOURCE = "claude-code"
@@ -131,11 +134,16 @@ def usage_tokens(v: Sequence[Message], after: int) -> int:
         m = v[k]
         usage = m.meta.get("usage") if m.role == "assistant" else None
         if isinstance(usage, Mapping):
-            total = sum(int(usage.get(f) or 0) for f in (
+            total = sum(_count(usage.get(f)) for f in (
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
                 "output_tokens"))
             return total + sum(rough(x) for x in v[k + 1:])
     return sum(rough(m) for m in v if m.role != "system")
+
+
+def _count(value: Any) -> int:
+    """A usage field as recorded: an integer, else 0 (missing, null or malformed)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def summary_message(text: str, template: str) -> Message:
@@ -155,14 +163,16 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     env = claude_env_effective(p.get("claude_env") or {})
     th = threshold_of(p, ctx.session, env)
     mode = p.get("cc_autocompact_mode", "predict")
+    h = tuple(history)
+    starts = assistant_positions(h)
     by_call: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
-    calls = 0
-    for i, m in enumerate(history):
-        marker = m.meta.get("compaction")
+    summaries: list[int] = []
+    for i in marker_positions(h, ctx, "compaction"):
+        marker = h[i].meta["compaction"]
         if isinstance(marker, Mapping) and marker.get("source", SOURCE) == SOURCE:
-            by_call.setdefault(calls, []).append((i, marker))
-        if m.role == "assistant":
-            calls += 1
+            by_call.setdefault(bisect_left(starts, i), []).append((i, marker))
+            if marker.get("kind") == "summary":
+                summaries.append(i)
 
     def measure(v: Sequence[Message], s: State) -> int:
         if p.get("cc_token_source") == "usage":
@@ -170,7 +180,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
         return full_prompt(v, ctx)
 
-    def step(s: State, h: tuple[Message, ...], end: int, j: int):
+    def step(s: State, h: tuple[Message, ...], end: int,
+             j: int) -> tuple[State, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, s)
         tokens = measure(before, s)
@@ -189,14 +200,17 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             if manual or mode == "recorded" or (mode == "predict" and fires):
                 kind = marker.get("kind")
                 if kind == "summary":
-                    summary, source, anchor = prefix[i], "recorded", i
+                    summary, source = prefix[i], "recorded"
                 else:
-                    # A boundary without its summary: the marked message itself follows it.
+                    # A boundary without its summary (never seen in real transcripts): a
+                    # placeholder stands in; the anchor is the marked message, as for a
+                    # summary (SPEC-agents §2.5.3 step 1).
                     text = placeholder_text(STAGE, conversation, tokens, j,
                                             p.get("summary_placeholder_tokens", 2000),
                                             ctx.counter)
                     summary = summary_message(text, p.get("cc_summary_template", "v2"))
-                    source, anchor = "placeholder", i - 1
+                    source = "placeholder"
+                anchor = i
                 preserved = set(marker.get("preserved_uuids") or ())
                 kept = tuple(m for m in prefix if preserved and m.meta.get("uuid") in preserved)
                 s = State(anchor, summary, kept, s.count + 1)
@@ -218,12 +232,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             info["events"].append(("predicted", "auto_predicted", "placeholder"))
         return s, view(prefix, s), info
 
-    result = fold(history, ctx, State(), step)
+    result = fold(h, ctx, State(), step)
     info, out = result.info, result.view
     after = full_prompt(out, ctx)
-    in_view = {id(m) for m in out}
-    dropped = sum(1 for m in history if is_recorded_summary(m) and id(m) not in in_view
-                  and m.meta["compaction"].get("source", SOURCE) == SOURCE)
+    in_view = {id(m) for m in out} if summaries else set()
+    dropped = sum(1 for i in summaries if id(h[i]) not in in_view)
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"],
         "recorded": info["recorded"], "predicted": info["predicted"],
@@ -245,7 +258,49 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             for kind, trigger, source in info["events"]
         ],
     }
-    h = tuple(history)
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("compacted") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    recorded = report.get("recorded_pre_tokens")
+    # The count comes from the transcript: only an integer is shown as one.
+    was = (f" (Claude Code compacted here: {recorded:,} tokens before)"
+           if isinstance(recorded, int) and not isinstance(recorded, bool) else "")
+    if report.get("compacted"):
+        return (f"Compacted ({report.get('trigger', '').replace('_', ' ')}, "
+                f"{report.get('summary_source')} summary): {report.get('tokens_before')} → "
+                f"{report.get('tokens_after')} tokens{was}.")
+    if not report.get("enabled"):
+        return "Auto-compact disabled (DISABLE_AUTO_COMPACT / DISABLE_COMPACT)."
+    return (f"{report.get('tokens_before')} tokens, below the threshold "
+            f"{report.get('threshold')}{was}.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    thresholds = [r.get("threshold") for r in facts.reports if r.get("threshold") is not None]
+    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    if not thresholds:
+        return None
+    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens, "
+            f"below the threshold of {thresholds[-1]:,} (effective window minus the safety "
+            "buffer; the 20,000-token summary reserve is ctxsim's default, not documented by "
+            "Anthropic).")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The chart's line: the threshold for the configured model (the session's own model is
+    not known here, so an unset `cc_model` means the 200K table row)."""
+    env = claude_env_effective(values.get("claude_env") or {})
+    th = threshold_of(values, {}, env)
+    return "auto-compact threshold", th.threshold if th.enabled else None

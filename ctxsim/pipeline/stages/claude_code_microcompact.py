@@ -8,7 +8,7 @@ markers) and the number of results kept are parameters with ctxsim's defaults.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
@@ -17,7 +17,8 @@ from typing import Any
 from ..agents_common import cc_rough, recorded_markers, text_of, u16len
 from ..messages import Message
 from ..tokens import history_tokens
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
+from ._ownership import result_owners
 
 IMAGE_ESTIMATE = 2000
 
@@ -100,12 +101,13 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     report["kept_tool_ids"] = list(keep)
     target = placeholder.encode("utf-8", "surrogatepass")
     clearing = set(clear)
+    owners = result_owners(h)  # a result without a call is never touched
     out = list(h)
     changed: list[int] = []
     cleared_ids: list[str] = []
     estimate = 0
     for i, m in enumerate(h):
-        if m.role != "tool" or m.tool_call_id not in clearing or (
+        if m.role != "tool" or m.tool_call_id not in clearing or owners.get(i) is None or (
             m.content == target and not m.meta.get("binary_parts")
         ):
             continue
@@ -132,3 +134,34 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 def ctx_call(h: Sequence[Message]) -> int:
     """The call this history is sent at: one per assistant message before it."""
     return sum(1 for m in h if m.role == "assistant")
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return len(report.get("cleared_tool_ids") or ()) if report.get("applied") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if not report.get("applied"):
+        gap = report.get("gap_minutes")
+        since = f" (idle {gap:.1f} min)" if isinstance(gap, float) else ""
+        return f"Nothing cleared: {(report.get('reason') or 'off').replace('_', ' ')}{since}."
+    return (f"Cleared {len(report.get('cleared_tool_ids') or ())} old result(s) "
+            f"({report.get('trigger')} trigger), kept {len(report.get('kept_tool_ids') or ())}; "
+            f"{report.get('cleared_tokens', 0)} tokens saved.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    trigger = facts.value("cc_microcompact_trigger")
+    if trigger == "time":
+        return (f"Claude Code microcompact never cleared a result: no idle gap reached "
+                f"{facts.value('cc_microcompact_gap_minutes')} minutes between an answer and "
+                "the next message (or the transcript has no timestamps). The trigger and the "
+                "gap are ctxsim's defaults; not documented by Anthropic.")
+    if trigger == "recorded":
+        return "Claude Code microcompact: the transcript records no microcompaction."
+    return f"Claude Code microcompact never cleared a result (trigger {trigger})."

@@ -194,3 +194,18 @@ def _record_spill(ctx: StageContext, path: str, data: bytes, report: dict[str, A
         # Claude Code writes under the user's home; a sink that cannot does not change what
         # the model received, only that the file is missing.
         report["spill_error"] = str(exc)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    """One dispatch entry in a sentence."""
+    if report.get("skipped"):
+        return f"{report.get('tool') or 'Result'} left as is ({report['skipped']})."
+    rule = report.get("rule")
+    if not rule:
+        return f"{report.get('tool') or 'Result'}: under every limit, unchanged."
+    where = f", saved to {report['spill_path']}" if report.get("spill_path") else ""
+    return (f"{report.get('tool')}: {rule.replace('_', ' ')}, {report.get('units_before')} → "
+            f"{report.get('units_after')} UTF-16 units{where}.")

@@ -7,13 +7,13 @@ thinking turns are removed; those kept are sent, so from here on they cost token
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 
 
 def thinking_turns(h: Sequence[Message]) -> list[list[int]]:
@@ -76,3 +76,28 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if not changed:
         return StageResult(h, report, ())
     return StageResult(tuple(out), report, tuple(sorted(changed)))
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("cleared_thinking_turns", 0) or 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    kept = (f"kept {report.get('kept_thinking_turns', 0)} thinking turn(s) "
+            f"({report.get('kept_thinking_tokens', 0)} tokens, now counted)")
+    if not report.get("applied"):
+        return f"Nothing cleared; {kept}."
+    return (f"Cleared the thinking of {report.get('cleared_thinking_turns')} turn(s) "
+            f"({report.get('cleared_input_tokens')} tokens); {kept}.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if facts.total("cleared_thinking_turns"):
+        return None
+    if not facts.total("kept_thinking_turns"):
+        return "Clear thinking had nothing to do: the transcript records no thinking."
+    return ("Clear thinking never cleared anything: no call had more thinking turns than it "
+            f"keeps ({facts.value('thinking_keep')}).")

@@ -417,3 +417,55 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
+
+
+# --- what the report means (registry.StageDef) ---------------------------------------------
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("compacted") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    phase = str(report.get("phase", "")).replace("_", "-")
+    if report.get("compacted"):
+        return (f"Compacted {phase} ({report.get('trigger')}, {report.get('summary_source')} "
+                f"summary, {report.get('selected_user_messages')} user messages kept): "
+                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens.")
+    if report.get("limit") is None:
+        return (f"{report.get('tokens_before')} tokens; no auto-compaction limit (unknown "
+                "window: set codex_config.model_context_window).")
+    recorded = " (a recorded compaction here was not reached)" if report.get("recorded") else ""
+    return (f"{report.get('tokens_before')} tokens, below the limit {report.get('limit')} "
+            f"{phase}{recorded}.")
+
+
+def quiet_note(facts: Any) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    limits = [r.get("limit") for r in facts.reports if r]
+    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    if not limits:
+        return None
+    if limits[-1] is None:
+        return ("Codex auto-compaction never fired: the model's context window is unknown, so "
+                "Codex would not compact (set codex_config.model_context_window).")
+    return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens, below "
+            f"the limit of {limits[-1]:,} (90 % of the window, or the configured "
+            "model_auto_compact_token_limit).")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The chart's line: the limit from `codex_config` (the session's recorded window is not
+    known here; without a configured window or model, none)."""
+    config = values.get("codex_config") or {}
+    window = config.get("model_context_window")
+    if window is None:
+        row = model_row(config.get("model"))
+        window = row[1] if row else None
+    limit90 = window * 9 // 10 if window is not None else None
+    configured = config.get("model_auto_compact_token_limit")
+    if configured is None:
+        return "auto-compaction limit", limit90
+    if values.get("codex_limit_semantics", "min") == "override" or limit90 is None:
+        return "auto-compaction limit", configured
+    return "auto-compaction limit", min(configured, limit90)

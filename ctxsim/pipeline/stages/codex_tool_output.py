@@ -80,3 +80,37 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if after == m.content:
         return StageResult(tuple(history), report, ())
     return StageResult((*history[:-1], m.with_content(after)), report, (len(history) - 1,))
+
+
+# --- what the report means (registry.StageDef) ---------------------------------------------
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("truncated") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    budget = report.get("history_budget") or {}
+    unit = "tokens" if budget.get("mode") == "tokens" else "bytes"
+    source = {"param": "the parameter", "recorded": "the rollout's turn_context",
+              "model": "the model table", "default": "the default row"}.get(
+        str(report.get("policy_source")), "?")
+    if report.get("truncated"):
+        return (f"{report.get('tool') or 'Tool'} output truncated to {budget.get('limit')} "
+                f"{unit} (policy from {source}): {report.get('bytes_before')} → "
+                f"{report.get('bytes_after')} bytes.")
+    return (f"{report.get('tool') or 'Tool'} output kept whole ({report.get('bytes_before')} "
+            f"bytes, within {budget.get('limit')} {unit}).")
+
+
+def quiet_note(facts: Any) -> str | None:
+    """Dispatch reports are not per call: the note speaks of the largest result."""
+    if any(activity(r) for r in facts.reports):
+        return None
+    policy = facts.value("codex_truncation_policy")
+    config = facts.value("codex_config") or {}
+    where = (f"{policy['mode']} {policy['limit']} × 1.2" if policy else
+             "the recorded turn_context policy or the model table's (10 000 × 1.2)")
+    if config.get("tool_output_token_limit") is not None:
+        where += f", limit {config['tool_output_token_limit']} from tool_output_token_limit"
+    return (f"No tool output needs truncating at {where} unless it is longer: the largest "
+            f"result of this transcript is {facts.largest_result:,} bytes.")

@@ -623,3 +623,58 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
         return StageResult(h, report, ())
     return StageResult(out, report)
+
+
+# --- what the report means (registry.StageDef) ---------------------------------------------
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("condensed") or report.get("masked") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    kind = report.get("kind")
+    parts = [f"{kind}: {report.get('events_before')} events → {report.get('events_after')}"]
+    if report.get("condensed"):
+        parts.append(f"condensed, {report.get('forgotten_now')} forgotten now"
+                     + (f", {report.get('summary_source')} summary"
+                        if report.get("summary_source") else ""))
+    if report.get("forgotten_total"):
+        parts.append(f"{report.get('forgotten_total')} forgotten in all")
+    if report.get("masked"):
+        parts.append(f"{report.get('masked')} observations masked")
+    if report.get("request"):
+        parts.append("condensation requested")
+    if report.get("dropped_groups"):
+        parts.append(f"{report.get('dropped_groups')} tool groups left out (a result "
+                     "forgotten or masked)")
+    if report.get("inserted_initial_user"):
+        parts.append("first user message re-inserted")
+    return "; ".join(parts) + "."
+
+
+def quiet_note(facts: Any) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    config = facts.value("openhands_condenser_config") or {}
+    kind = config.get("type")
+    if kind == "noop":
+        return "The OpenHands condenser is noop: the whole event history is sent."
+    if kind == "conversation_window":
+        over = facts.value("openhands_request_over_tokens")
+        return ("OpenHands' conversation_window condenser never ran: it acts only on a "
+                "condensation request, and no call " + (
+                    f"went over {over:,} tokens." if over else "recorded one."))
+    if "max_size" in config:
+        return (f"OpenHands' {kind} condenser never fired: the view never exceeded "
+                f"max_size = {config['max_size']} events.")
+    if kind == "observation_masking":
+        return (f"OpenHands' observation masking never masked: no observation was older than "
+                f"the last {config.get('attention_window')} events.")
+    if kind == "recent":
+        return (f"OpenHands' recent-events condenser kept everything: the view never held more "
+                f"than max_events = {config.get('max_events')} events.")
+    if kind == "browser_output_masking":
+        return ("browser_output_masking acts as noop in ctxsim: its tool results do not carry "
+                "the visited URL.")
+    return (f"OpenHands' {kind} condenser never condensed or masked anything in this "
+            "replay.")
