@@ -130,7 +130,8 @@ def _calls(raw: Any) -> tuple[ToolCall, ...]:
         if isinstance(c, ToolCall):
             calls.append(c)
         elif isinstance(c, Mapping):
-            fn = c.get("function") if isinstance(c.get("function"), Mapping) else {}
+            fn: Mapping[str, Any] = c["function"] if isinstance(c.get("function"), Mapping) \
+                else {}
             args = fn.get("arguments", "")
             calls.append(ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
                                   args if isinstance(args, str) else "",

@@ -269,9 +269,10 @@ class _Run:
         if mine and (self.mode == "recorded" or fires):
             for i, marker in mine:
                 view, src = self.view(n, s)
-                history = marker.get("replacement_history")
-                if isinstance(history, (list, tuple)):
-                    kept = tuple(m for m in replacement_messages(history) if m.role != "system")
+                replacement = marker.get("replacement_history")
+                if isinstance(replacement, (list, tuple)):
+                    kept = tuple(m for m in replacement_messages(replacement)
+                                 if m.role != "system")
                     s = self.state(i, kept)
                     info = {"summary_source": "recorded"}
                 else:
@@ -294,9 +295,9 @@ class _Run:
         if not current:
             late = None
             if any(i == n for i, _ in mine):
-                kind = _kind(True, applied_recorded, predicted, True)
+                late_kind = _kind(True, applied_recorded, predicted, True) or "recorded"
                 late = {"call_index": j, **compaction_event(
-                    NAME, kind, "recorded" if applied_recorded else None,
+                    NAME, late_kind, "recorded" if applied_recorded else None,
                     info.get("summary_source"), tokens_before, None)}
             return s, (), late
         after, _ = self.view(n, s)

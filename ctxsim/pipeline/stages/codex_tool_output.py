@@ -31,7 +31,8 @@ def resolve_policy(m: Message, ctx: StageContext) -> tuple[dict[str, Any], str]:
     recorded = m.meta.get("codex_truncation_policy")
     if p.get("codex_truncation_policy") is not None:
         policy, source = dict(p["codex_truncation_policy"]), "param"
-    elif p.get("codex_use_recorded_policy", True) and _is_policy(recorded):
+    elif p.get("codex_use_recorded_policy", True) and isinstance(recorded, Mapping) and \
+            _is_policy(recorded):
         policy, source = {"mode": recorded["mode"], "limit": recorded["limit"]}, "recorded"
     else:
         row = model_row(config.get("model") or session_meta(ctx).get("model"))

@@ -435,10 +435,10 @@ class _Run:
         if not current:
             late = None
             if n in recorded_at:
-                kind = ("recorded" if self.recorded_mode else
-                        "predicted_and_recorded" if condensed else "recorded_not_predicted")
+                late_kind = ("recorded" if self.recorded_mode else
+                             "predicted_and_recorded" if condensed else "recorded_not_predicted")
                 late = {"call_index": j, **compaction_event(
-                    NAME, kind, self.config["type"], source, None, None)}
+                    NAME, late_kind, self.config["type"], source, None, None)}
             return s, (), late
         out, info = self.assemble(running, n)
         masked = (sum(1 for e in running if e.kind == "masked")
