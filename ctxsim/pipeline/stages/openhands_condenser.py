@@ -169,7 +169,7 @@ class _Run:
             for e in reversed(view):
                 if len(chosen) >= wanted:
                     break
-                if e.id is not None and e.id not in chosen and e.id not in head_ids:
+                if e.id is not None and e.id not in chosen:  # head ids count too (source)
                     chosen.add(e.id)
             return self._forget(view, s, [e for e in view if e.id is not None
                                           and e.id not in chosen and e.id not in head_ids])
