@@ -3,6 +3,11 @@
 Only `response_item` lines are conversation (the `event_msg` lines repeat them for the UI);
 `event_msg/token_count` gives each request's usage (`last_token_usage`, not the cumulative
 total). The session's `instructions` become a leading system message (SPEC §7).
+
+Usage is aligned by count, never by position (SPEC §11): 0.40 writes a response's
+`token_count` before its items, 0.58 after them and again (unchanged) after the next turn
+context. Only the events whose `total_token_usage.total_tokens` grew are responses; the k-th
+of them answered the k-th model call, i.e. the k-th assistant message.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import codex_recorded
 
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
@@ -53,6 +59,8 @@ def parse(source: Source) -> list[Session]:
     models: list[str] = []
     human_prompt = ""
     first_timestamp = last_timestamp = None
+    usages: list[Any] = []
+    last_total: int | None = None
     for line, record in source.records():
         if not isinstance(record, dict):
             raise TranscriptError(
@@ -70,9 +78,13 @@ def parse(source: Source) -> list[Session]:
             payload = expect_dict(payload, "payload", line)
             event = payload.get("type")
             if event == "token_count" and isinstance(payload.get("info"), dict):
-                usage = payload["info"].get("last_token_usage")
-                if usage is not None:
-                    mapper.attach_usage(usage)
+                info = payload["info"]
+                total = info.get("total_token_usage")
+                total = total.get("total_tokens") if isinstance(total, dict) else None
+                if isinstance(total, int) and (last_total is None or total > last_total):
+                    usages.append(info.get("last_token_usage"))
+                if isinstance(total, int):
+                    last_total = total if last_total is None else max(last_total, total)
             elif event == "user_message" and not human_prompt:
                 message = payload.get("message")
                 human_prompt = message if isinstance(message, str) else ""
@@ -97,6 +109,7 @@ def parse(source: Source) -> list[Session]:
                 "user", summary if isinstance(summary, str) else "",
                 meta={"source_line": line, "timestamp": timestamp, "compacted": True},
             ))
+    mapper.assign_usages(usages, codex_recorded)
     messages = history.messages()
     if not messages:
         require_sessions([], "the rollout has no conversation items")

@@ -25,7 +25,7 @@ from .stages import (
 
 PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
-ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
+ENGINE_PARAMS = ("counter", "image_rule", "loop_mode", "anchor_text")
 
 
 @dataclass(frozen=True)
