@@ -143,3 +143,16 @@ def provider_family(format: str, model: str | None = None) -> str | None:
     if format in ("codex", "codex-legacy", "openai-chat", "openai-responses"):
         return "openai"
     return None
+
+
+def guess_provider(messages: Sequence[Message]) -> str | None:
+    """The provider family a history shows on its own (a model name, an image's provider),
+    for callers that have no session at hand."""
+    for m in messages:
+        model = m.meta.get("model")
+        if isinstance(model, str) and (family := provider_family("", model)):
+            return family
+        for part in m.meta.get("binary_parts", ()) or ():
+            if part.get("provider") in ("anthropic", "openai"):
+                return part["provider"]
+    return None
