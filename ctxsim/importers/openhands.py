@@ -22,6 +22,7 @@ from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.pipeline.usage import openai_recorded
 
 from .common import (
+    AssistantDraft,
     HistoryBuilder,
     compact_json,
     data_url_part,
@@ -103,6 +104,35 @@ def usages_by_response(token_usages: Any) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _fill_between_anchors(drafts: list[AssistantDraft], token_usages: Any) -> None:
+    """Responses no event names (a final message without tool metadata) still have their
+    `token_usages` entry, in call order. Between two calls matched by response id, when the
+    unmatched calls and the unmatched entries are equally many, they pair up in order; any
+    other gap is left without usage rather than guessed."""
+    entries = [u for u in token_usages if isinstance(u, dict)] \
+        if isinstance(token_usages, list) else []
+    if not entries or not drafts:
+        return
+    position = {u.get("response_id"): i for i, u in reversed(list(enumerate(entries)))
+                if isinstance(u.get("response_id"), str)}
+    anchors = [(d, position.get(d.meta.get("response_id"))) for d in drafts]
+    gap: list[AssistantDraft] = []
+    last = -1
+    for draft, at in [*anchors, (None, len(entries))]:
+        if draft is not None and (at is None or at <= last):
+            if "recorded" not in draft.meta:
+                gap.append(draft)
+            continue
+        between = entries[last + 1:at]
+        if gap and len(gap) == len(between):
+            for waiting, usage in zip(gap, between, strict=True):
+                recorded = token_usage_recorded(usage)
+                if recorded is not None:
+                    waiting.meta["recorded"] = recorded
+        gap = []
+        last = at  # type: ignore[assignment]
+
+
 def _record_usage(meta: dict[str, Any], metadata: dict[str, Any],
                   usages: dict[str, dict[str, Any]], billed: set[str]) -> None:
     """Put the response's recorded usage on the message it starts, once per response."""
@@ -111,6 +141,8 @@ def _record_usage(meta: dict[str, Any], metadata: dict[str, Any],
     response_id = response.get("id") if isinstance(response.get("id"), str) else None
     if response_id is not None and response_id in billed:
         return
+    if response_id is not None:
+        meta["response_id"] = response_id
     recorded = usages.get(response_id) if response_id else None
     if recorded is None:
         recorded = openai_recorded(response.get("usage"))
@@ -235,6 +267,10 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
             ))
         elif kind == "error" and content:
             history.add(Message.of("user", content, is_error=True, meta=meta))
+    if token_usages:
+        _fill_between_anchors(
+            [item for item in history.items if isinstance(item, AssistantDraft)], token_usages
+        )
     return history.messages(), tools
 
 

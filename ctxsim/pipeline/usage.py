@@ -156,3 +156,30 @@ def guess_provider(messages: Sequence[Message]) -> str | None:
             if part.get("provider") in ("anthropic", "openai"):
                 return part["provider"]
     return None
+
+
+# Input context windows by model-name prefix, longest prefix first (taken 2026-11 from the
+# providers' model pages; Claude's 1M-token window is an opt-in beta, so 200k is shown).
+CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4", 8_192),
+    ("o4-mini", 200_000),
+    ("o3", 200_000),
+    ("o1", 200_000),
+    ("codex-mini", 200_000),
+    ("claude", 200_000),
+)
+
+
+def context_window(model: str | None) -> int | None:
+    """The model's context window in tokens, when the model is known to the table."""
+    if not model:
+        return None
+    name = model.lower().rsplit("/", 1)[-1]  # "anthropic/claude-…", "openai/gpt-…"
+    for prefix, window in sorted(CONTEXT_WINDOWS, key=lambda e: -len(e[0])):
+        if name.startswith(prefix):
+            return window
+    return None

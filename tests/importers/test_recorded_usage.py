@@ -201,6 +201,35 @@ def test_openhands_eval_runs_have_one_model_call_per_token_usage(tmp_path):
                            "cache_write": 600, "output": 80, "reasoning": None}
 
 
+def _eval_run(tmp_path: Path, token_usages: list[dict]) -> list:
+    lines = [json.loads(line) for line in (FIXTURES / "openhands-eval-output.jsonl")
+             .read_text().splitlines()]
+    lines[0]["metrics"]["token_usages"] = token_usages
+    path = tmp_path / "output.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return [m.meta.get("recorded") for m in _assistants(load(path).sessions[0])]
+
+
+def _token_usage(prompt: int, response_id: str) -> dict:
+    return {"prompt_tokens": prompt, "completion_tokens": 9, "cache_read_tokens": 0,
+            "cache_write_tokens": 0, "response_id": response_id}
+
+
+def test_openhands_responses_no_event_names_pair_up_in_order_between_matched_ones(tmp_path):
+    # The run's three model calls: the grep/view response (named by its events), then the
+    # edit and the final message, whose events carry no response id.
+    recorded = _eval_run(tmp_path, [_token_usage(5100, "chatcmpl-1"),
+                                    _token_usage(5400, "chatcmpl-2"),
+                                    _token_usage(5600, "chatcmpl-3")])
+    assert [r and r["total_input"] for r in recorded] == [5100, 5400, 5600]
+
+
+def test_openhands_leaves_a_gap_without_usage_when_the_counts_do_not_match(tmp_path):
+    recorded = _eval_run(tmp_path, [_token_usage(5100, "chatcmpl-1"),
+                                    _token_usage(5400, "chatcmpl-2")])
+    assert [r and r["total_input"] for r in recorded] == [5100, None, None]
+
+
 # --- SWE-agent: per-trajectory totals only --------------------------------------------------
 
 @requires_shared

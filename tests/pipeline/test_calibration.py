@@ -243,3 +243,14 @@ def test_the_codex_file_with_the_image_and_the_openhands_runs_are_within_the_bou
             print(f"\n[calibration accuracy] {Path(path).name}: median {median:.2%}, "
                   f"p90 {p90:.2%} over {len(errors)} calls")
         assert median <= 0.02 and p90 <= 0.05
+
+
+def test_the_context_window_is_known_for_the_models_of_the_shared_set():
+    from ctxsim.pipeline.usage import context_window
+
+    assert context_window("claude-opus-4-5-20251101") == 200_000
+    assert context_window("gpt-5-codex") == 400_000
+    assert context_window("anthropic/claude-3-5-sonnet-20241022") == 200_000
+    assert context_window("gpt-4o-2024-08-06") == 128_000
+    assert context_window("gpt-4-0613") == 8_192
+    assert context_window("my-local-llama") is None and context_window(None) is None
