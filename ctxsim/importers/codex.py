@@ -84,6 +84,8 @@ def parse(source: Source) -> list[Session]:
                 total = total.get("total_tokens") if isinstance(total, dict) else None
                 if isinstance(total, int) and (last_total is None or total > last_total):
                     usages.append(info.get("last_token_usage"))
+                elif total is None and isinstance(info.get("last_token_usage"), dict):
+                    usages.append(info["last_token_usage"])  # no running total to dedupe by
                 if isinstance(total, int):
                     last_total = total if last_total is None else max(last_total, total)
             elif event == "user_message" and not human_prompt:
