@@ -161,6 +161,8 @@ class Replay:
     dispatch: list[dict[str, Any]] = field(default_factory=list)
     final_history: tuple[Message, ...] = ()
     use_memos: bool = True
+    # The session's provider family (SPEC §11), when the replay was made from a session.
+    provider: str | None = None
 
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
@@ -338,9 +340,11 @@ def replay(
     `source` is a list of messages or a whole session (whose tools and response schema then
     come along); `profile` is resolved with `config` and `stages` (ParamError on bad values)
     unless it is an already resolved `RunConfig`."""
+    provider = None
     if isinstance(source, Session):
         tools = source.tools if tools is None else tools
         response_schema = source.response_schema if response_schema is None else response_schema
+        provider = source.meta.get("provider")
         source = source.messages
     if isinstance(profile, RunConfig):
         if config or stages is not None:
@@ -348,4 +352,4 @@ def replay(
         run_config = profile
     else:
         run_config = resolve(profile, config, stages)
-    return Replay(source, run_config, sink, tools, response_schema)
+    return Replay(source, run_config, sink, tools, response_schema, provider=provider)

@@ -97,7 +97,7 @@ def replay_calibration(rep: Replay, provider: str | None = None) -> Calibration 
     """The calibration of a replay's transcript for the replay's counter and image rule."""
     return calibrate(rep.messages, rep.counter, image_rule=rep.image_rule, tools=rep.tools,
                      response_schema=rep.response_schema,
-                     provider=provider or guess_provider(rep.messages))
+                     provider=provider or rep.provider or guess_provider(rep.messages))
 
 
 def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
