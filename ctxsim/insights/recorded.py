@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import CallCache
 from .prices import CacheRule
 
 
@@ -65,13 +64,14 @@ class RecordedComparison:
         return self.simulated_cached / self.simulated_input if self.simulated_input else None
 
 
-def compare(recorded: Sequence[Mapping[str, Any] | None], simulated: Sequence[CallCache],
+def compare(recorded: Sequence[Mapping[str, Any] | None], simulated: Sequence[Any],
             rule: CacheRule, calibration_a: float | None = None,
             calibration_b: float | None = None) -> RecordedComparison | None:
     """Recorded against simulated, over the calls that have a recorded usage (the simulated
     calls at the same positions); None when the session records no usage.
 
-    `recorded[i]` and `simulated[i]` are call i (the replay's numbering)."""
+    `recorded[i]` and `simulated[i]` are call i (the replay's numbering); a simulated call is
+    a `CallCache` or anything with its `input_tokens`, `cached`, `written` and `cost`."""
     pairs = [(i, r, s) for i, (r, s) in enumerate(zip(recorded, simulated, strict=False)) if r]
     if not pairs:
         return None
