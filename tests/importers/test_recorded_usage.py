@@ -151,34 +151,57 @@ def test_legacy_rollouts_record_no_usage(path):
 
 # --- OpenHands: model_response.usage by response id -----------------------------------------
 
-def openhands_billed(path: Path) -> dict[int, int | None]:
-    """Event id of each agent action → its response's prompt tokens (first event of a
-    response only; later events of the same response are not new calls)."""
-    events = json.loads(path.read_text(encoding="utf-8"))
-    events = events if isinstance(events, list) else events.get("history", [])
-    billed: dict[int, int | None] = {}
+def openhands_billed(events: list, token_usages: list | None = None) -> dict:
+    """Event id of each agent action → its response's prompt tokens: the run's
+    `token_usages` entry with the response's id, else the event's own `model_response`
+    usage (first event of a response only; later events of it are not new calls)."""
+    by_id = {u["response_id"]: u["prompt_tokens"] for u in reversed(token_usages or [])
+             if isinstance(u, dict) and u.get("response_id")}
+    billed: dict = {}
     seen: set[str] = set()
     for event in events:
+        if not isinstance(event, dict) or event.get("action") == "recall":
+            continue
         response = (event.get("tool_call_metadata") or {}).get("model_response") or {}
         if response.get("id") and response["id"] not in seen:
             seen.add(response["id"])
-            billed[event["id"]] = response["usage"]["prompt_tokens"]
+            usage = response.get("usage") or {}
+            billed[str(event["id"])] = by_id.get(response["id"], usage.get("prompt_tokens"))
+    if by_id or token_usages:
+        billed["token_usages"] = True  # unnamed responses may take their entry in order
     return billed
 
 
+def openhands_runs(path: Path) -> list[dict]:
+    """(events, token_usages) per session: one event array, or one eval instance per line."""
+    if path.suffix == ".jsonl":
+        return [openhands_billed(record.get("history") or [],
+                                 (record.get("metrics") or {}).get("token_usages"))
+                for record in _jsonl(path)]
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(document, dict):
+        events = document.get("history") or document.get("trajectory") or []
+        return [openhands_billed(events, (document.get("metrics") or {}).get("token_usages"))]
+    return [openhands_billed(document)]
+
+
 @requires_shared
-@pytest.mark.parametrize("path", _params("transcripts/openhands", "*.json"))
+@pytest.mark.parametrize("path", _params("transcripts/openhands", "*.json*"))
 def test_openhands_calls_carry_their_responses_prompt_tokens(path):
-    billed = openhands_billed(path)
-    (session,) = load(path).sessions
-    found = {}
-    for message in _assistants(session):
-        recorded = message.meta.get("recorded")
-        if message.meta.get("event_id") in billed:
-            found[message.meta["event_id"]] = recorded and recorded["total_input"]
-        else:
-            assert recorded is None  # no response figure in the file for this call
-    assert found == billed
+    runs = openhands_runs(path)
+    sessions = load(path).sessions
+    assert len(sessions) == len(runs)
+    for billed, session in zip(runs, sessions, strict=True):
+        found = {}
+        for message in _assistants(session):
+            recorded = message.meta.get("recorded")
+            event = str(message.meta.get("event_id"))
+            if event in billed:
+                found[event] = recorded and recorded["total_input"]
+            elif not billed.get("token_usages"):
+                assert recorded is None  # no response figure in the file for this call
+        billed.pop("token_usages", None)
+        assert found == billed
 
 
 def test_openhands_eval_runs_have_one_model_call_per_token_usage(tmp_path):
