@@ -51,7 +51,6 @@ __all__ = [
     "ImportResult",
     "TranscriptError",
     "detect",
-    "format_names",
     "load",
     "load_sessions",
 ]
@@ -195,11 +194,6 @@ def _trajectory_totals(meta: dict) -> dict | None:
         "output": stats.get("tokens_received"), "input": None, "cache_read": None,
         "cache_write": None, "reasoning": None, "cache_read_share": None, "per_call": False,
     }
-
-
-def format_names() -> tuple[str, ...]:
-    """The names `--format` accepts."""
-    return FORMATS
 
 
 def load_sessions(path: str | os.PathLike[str], raw: bytes | None = None) -> list[Session]:

@@ -32,7 +32,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openai-chat"
-LINE_BASED = False
 
 ROLES = Names({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -87,7 +86,7 @@ def response_message(response: dict[str, Any], line: int | None) -> Message | No
     choice = expect_dict(choices[0], "response.choices[0]", line)
     item = expect_dict(choice.get("message"), "response.choices[0].message", line)
     mapped = map_messages([dict(item, role="assistant")], "response.choices", line)[0]
-    meta = {"source": "response"}
+    meta: dict[str, Any] = {"source": "response"}
     if response.get("usage") is not None:
         meta["usage"] = response["usage"]
         recorded = openai_recorded(response["usage"])
@@ -98,7 +97,12 @@ def response_message(response: dict[str, Any], line: int | None) -> Message | No
     return Message.of("assistant", mapped.content, tool_calls=mapped.tool_calls, meta=meta)
 
 
-def content_text(content: Any, field: str, line: int | None = None):
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def content_text(content: Any, field: str, line: int | None = None
+                 ) -> tuple[str, list[dict[str, Any]]]:
     """`content`: a string, null, or parts (text joined with no separator)."""
     if content is None:
         return "", []
@@ -126,10 +130,10 @@ def content_text(content: Any, field: str, line: int | None = None):
                 detail=detail if isinstance(detail, str) else None,
             ))
         elif kind == "input_audio":
-            audio = part.get("input_audio") if isinstance(part.get("input_audio"), dict) else {}
+            audio = _object(part.get("input_audio"))
             parts.append(binary_part("audio", str(audio.get("format", "")), audio.get("data")))
         elif kind == "file":
-            file = part.get("file") if isinstance(part.get("file"), dict) else {}
+            file = _object(part.get("file"))
             parts.append(binary_part(
                 "file", "", file.get("file_data"), filename=file.get("filename"),
                 file_id=file.get("file_id"),

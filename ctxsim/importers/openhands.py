@@ -35,7 +35,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openhands"
-LINE_BASED = False
 
 
 def is_event_list(value: Any) -> bool:
@@ -153,7 +152,7 @@ def _record_usage(meta: dict[str, Any], metadata: dict[str, Any],
 
 
 def map_events(events: list[Any], counter: list[int], prefix: str, field: str = "events",
-               token_usages: Any = None):
+               token_usages: Any = None) -> tuple[tuple[Message, ...], Any]:
     """Events → (messages, tools); `counter` carries the synthetic call number across
     sessions of one file; `token_usages` is the run's `metrics.token_usages` when known."""
     events = _flatten(events)
@@ -174,8 +173,9 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
                 results[cause] = index
     actions_by_id: dict[str, int] = {}
     for index, event in enumerate(events):
-        if "action" in event and _key(event.get("id")) is not None:
-            actions_by_id.setdefault(_key(event.get("id")), index)  # type: ignore[arg-type]
+        action_id = _key(event.get("id")) if "action" in event else None
+        if action_id is not None:
+            actions_by_id.setdefault(action_id, index)
     result_events = {
         results[action_id]: action_id for action_id in results if action_id in actions_by_id
     }

@@ -106,7 +106,7 @@ class ItemMapper:
         self.history = history or HistoryBuilder()
         self._response = 0
 
-    def _assistant(self, meta: dict[str, Any]):
+    def _assistant(self, meta: dict[str, Any]) -> AssistantDraft:
         draft = self.history.open_assistant
         if draft is None:
             self._response += 1

@@ -152,54 +152,60 @@ def _is_off(recorded: int, calibrated: float) -> bool:
 
 def fit(points: Sequence[CallEstimate], counter: str, provider: str | None = None
         ) -> Calibration | None:
-    """Calibrate from the calls with recorded usage; None when there are none."""
-    used = [p for p in points if p.recorded is not None and p.recorded > 0]
+    """Calibrate from the calls with recorded usage; None when there are none.
+
+    Invariant: a flagged call is more than max(500, 5 %) away from the returned line, and
+    every call the line was fitted on is within it (method theil-sen)."""
+    used = [(p.call_index, p.estimate, p.recorded) for p in points
+            if p.recorded is not None and p.recorded > 0]
     if not used:
         return None
-    line, method = None, "theil-sen"
+    line: tuple[float, float] | None = None
+    method = "theil-sen"
     if len(used) >= 3:
         kept = used
         for _ in range(4):  # flag, refit without the flagged calls, until it settles
-            line = theil_sen([p.estimate for p in kept], [p.recorded for p in kept])
+            line = theil_sen([x for _, x, _ in kept], [y for _, _, y in kept])
             if line is None:
                 break
             a, b = line
-            still = [p for p in used if not _is_off(p.recorded, a + b * p.estimate)]  # type: ignore[arg-type]
-            if len(still) < 3 or [p.call_index for p in still] == [p.call_index for p in kept]:
+            still = [u for u in used if not _is_off(u[2], a + b * u[1])]
+            if len(still) < 3 or still == kept:
                 break
             kept = still
     if line is None:
         line, method = _fallback(used, counter, provider)
     a, b = line
-    flagged = []
-    kept = []
-    for p in used:
-        calibrated = a + b * p.estimate
-        if method == "theil-sen" and _is_off(p.recorded, calibrated):  # type: ignore[arg-type]
-            flagged.append({"call_index": p.call_index, "recorded": p.recorded,
+    flagged: list[dict[str, int]] = []
+    residuals: list[float] = []
+    for call_index, estimate, recorded in used:
+        calibrated = a + b * estimate
+        if method == "theil-sen" and _is_off(recorded, calibrated):
+            flagged.append({"call_index": call_index, "recorded": recorded,
                             "calibrated": round(calibrated),
-                            "difference": p.recorded - round(calibrated)})  # type: ignore[operator]
+                            "difference": recorded - round(calibrated)})
         else:
-            kept.append(p.recorded - calibrated)  # type: ignore[operator]
-    residual_sd = statistics.stdev(kept) if len(kept) >= 2 else None
-    return Calibration(counter, a, b, method, len(kept), residual_sd, tuple(flagged))
+            residuals.append(recorded - calibrated)
+    residual_sd = statistics.stdev(residuals) if len(residuals) >= 2 else None
+    return Calibration(counter, a, b, method, len(residuals), residual_sd, tuple(flagged))
 
 
-def _fallback(used: Sequence[CallEstimate], counter: str, provider: str | None
+def _fallback(used: Sequence[tuple[int, int, int]], counter: str, provider: str | None
               ) -> tuple[tuple[float, float], str]:
     """Fewer than three calls (or no spread): `a` from the first call, `b` from the table;
     bytes4 has no table entry, so its factor is measured from two calls when there are two."""
     table = FACTOR_TABLE.get(counter)
-    first = used[0]
+    _, x0, y0 = used[0]
+    _, x1, y1 = used[-1]
     if table is not None:
         b = table.get(provider or "", table["openai"])
         method = "table"
-    elif len(used) >= 2 and used[-1].estimate != first.estimate:
-        b = (used[-1].recorded - first.recorded) / (used[-1].estimate - first.estimate)  # type: ignore[operator]
+    elif len(used) >= 2 and x1 != x0:
+        b = (y1 - y0) / (x1 - x0)
         method = "two-point"
     else:
         b, method = 1.0, "offset"
-    return (first.recorded - b * first.estimate, b), method  # type: ignore[operator]
+    return (y0 - b * x0, b), method
 
 
 def calibrate(
@@ -222,7 +228,7 @@ def calibrate(
 def relative_errors(points: Sequence[CallEstimate], calibration: Calibration) -> list[float]:
     """|calibrated raw − recorded| / recorded for every call with usage."""
     return [
-        abs(calibration.value(p.estimate) - p.recorded) / p.recorded  # type: ignore[operator]
+        abs((calibration.value(p.estimate) or 0) - p.recorded) / p.recorded
         for p in points
         if p.recorded
     ]

@@ -121,8 +121,8 @@ def session_totals(recorded: Sequence[Recorded | None]) -> dict[str, Any] | None
         return None
     totals: dict[str, Any] = {"calls": len(present)}
     for key in FIELDS:
-        values = [r[key] for r in present if r.get(key) is not None]
-        totals[key] = sum(values) if values else None  # type: ignore[arg-type]
+        values = [v for r in present if (v := r.get(key)) is not None]
+        totals[key] = sum(values) if values else None
     total_input = totals["total_input"] or 0
     totals["cache_read_share"] = (
         round((totals["cache_read"] or 0) / total_input, 4) if total_input else None
