@@ -68,8 +68,10 @@ class Calibration:
     def as_json(self) -> dict[str, Any]:
         return {
             "counter": self.counter,
-            "a": round(self.a, 1),
-            "b": round(self.b, 4),
+            # Unrounded, so a stored calibration gives the same calibrated values as a
+            # fresh one (the trace of a stored session equals `simulate`'s, number for number).
+            "a": self.a,
+            "b": self.b,
             "method": self.method,
             "calls_used": self.calls_used,
             "residual_sd": None if self.residual_sd is None else round(self.residual_sd, 1),

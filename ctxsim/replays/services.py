@@ -138,7 +138,9 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)
     totals["calibration"] = calibration.as_json() if calibration else None
-    totals["recorded"] = session_totals([c["rec"] for c in calls])
+    # Per-call sums, else what the file records for the whole session (SWE-agent).
+    totals["recorded"] = (session_totals([c["rec"] for c in calls])
+                          or canonical.meta.get("recorded_totals"))
     totals["model"] = canonical.meta.get("model")
     try:
         with transaction.atomic():

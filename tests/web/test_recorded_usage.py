@@ -173,3 +173,19 @@ def test_outsiders_get_404_with_the_toggle_too(personas, billed):
     assert client.get(reverse("session-detail", args=[billed.pk])
                       + "?numbers=raw").status_code == 404
     assert client.get(reverse("session-insights", args=[billed.pk])).status_code == 404
+
+
+def test_a_trajectory_with_only_session_totals_says_so_and_stays_uncalibrated(personas):
+    session = Session(format="swe-agent", title="Totals only", messages=(
+        Message.of("user", "fix it"),
+        Message.of("assistant", "ls", tool_calls=[ToolCall("a1", "bash", '"ls"')]),
+        Message.of("tool", "README.md", tool_call_id="a1"),
+        Message.of("assistant", "done"),
+    ), meta={"model_stats": {"tokens_sent": 122_612, "api_calls": 12},
+             "recorded_totals": {"calls": 12, "total_input": 122_612, "per_call": False,
+                                 "cache_read_share": None}})
+    (row,) = save_sessions([session], team=personas.team, user=personas.users["owner"])
+    html = page(personas.client("viewer"), row)
+    assert "Uncalibrated:" in html
+    assert "Recorded by the provider (whole session only): 122612 input tokens over 12 calls" \
+        in html
