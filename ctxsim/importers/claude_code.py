@@ -253,9 +253,9 @@ def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ..
             recorded = draft.meta.get("recorded")
             if recorded is not None and isinstance(node.usage, dict):
                 # Streamed lines repeat the input figures; the output grows to the last line.
-                output = anthropic_recorded(node.usage)
-                if output is not None and (output["output"] or 0) > (recorded["output"] or 0):
-                    recorded["output"] = output["output"]
+                output = node.usage.get("output_tokens")
+                if type(output) is int and output > (recorded["output"] or 0):
+                    recorded["output"] = output
             draft.texts.extend(content.texts)
             if content.thinking:
                 draft.meta.setdefault("thinking", []).extend(content.thinking)

@@ -22,6 +22,8 @@ Recorded = dict[str, int | None]
 
 
 def _int(value: Any) -> int | None:
+    if type(value) is int:  # the common case, first (bool is a subclass of int)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
