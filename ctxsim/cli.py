@@ -97,8 +97,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if not 0 <= args.session < len(sessions):
         raise UsageError(f"--session {args.session}: the file has {len(sessions)} session(s)")
     s = sessions[args.session]
-    # The whole session: its tools, schema and provider family (for the calibration) come along.
-    rep = replay(s, args.profile or DEFAULT_PROFILE, overrides)
+    rep = replay(s.messages, args.profile or DEFAULT_PROFILE, overrides, tools=s.tools,
+                 response_schema=s.response_schema, session=dict(s.meta))
     return rep, overrides
 
 

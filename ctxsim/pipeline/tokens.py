@@ -286,6 +286,11 @@ def message_tokens(m: Message, counter: TokenCounter, image_rule: str = "bytes4"
             total += math.ceil(int(part.get("base64_length", 0) or 0) / 4)
         else:
             total += part_tokens(part, image_rule)
+    # Thinking costs tokens only once `clear_thinking` has decided it is sent (SPEC-agents
+    # §2.5.0.8); a redacted block is "" and costs 0.
+    if m.meta.get("thinking_counted"):
+        for t in m.meta.get("thinking", ()) or ():
+            total += c(t.encode("utf-8", "surrogatepass"))
     return total
 
 

@@ -11,6 +11,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
+from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
 from .calibration import Calibration, calibrate
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
@@ -97,7 +98,8 @@ def replay_calibration(rep: Replay, provider: str | None = None) -> Calibration 
     """The calibration of a replay's transcript for the replay's counter and image rule."""
     return calibrate(rep.messages, rep.counter, image_rule=rep.image_rule, tools=rep.tools,
                      response_schema=rep.response_schema,
-                     provider=provider or rep.provider or guess_provider(rep.messages))
+                     provider=provider or (rep.session or {}).get("provider")
+                     or guess_provider(rep.messages))
 
 
 def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
@@ -111,13 +113,15 @@ def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
     if calibration is AUTO:
         calibration = replay_calibration(rep, provider)
     calls = []
+    compactions: list[dict[str, Any]] = []
     peak = total = 0
     for call in rep.calls():
-        recorded = call_recorded(rep.messages, call.response_input_index)
-        calls.append(call_json(call, summary, recorded=recorded, calibration=calibration))
+        billed = call_recorded(rep.messages, call.response_input_index)
+        calls.append(call_json(call, summary, recorded=billed, calibration=calibration))
+        compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
-    return {
+    trace = {
         "effective_config": rep.config.effective_config(),
         "dispatch": rep.dispatch,
         "calls": calls,
@@ -126,3 +130,16 @@ def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
         "calibration": calibration.as_json() if calibration else None,
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
+    # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.
+    recorded = recorded_compactions(rep.messages)
+    if compactions or recorded:
+        trace["compactions"] = merge_compactions(compactions)
+        trace["recorded_compactions"] = recorded
+    return trace
+
+
+def call_compactions(call: CallResult) -> list[dict[str, Any]]:
+    """The compactions the call's stages applied or predicted (SPEC-agents §2.5.0.7)."""
+    return [{"stage": e["stage"], "call_index": e.get("call_index", call.call_index),
+             **{k: v for k, v in e.items() if k not in ("stage", "call_index")}}
+            for run in call.stages for e in run.report.get(COMPACTION_EVENTS, ())]

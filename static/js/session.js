@@ -10,7 +10,8 @@
 
   var COLORS = { raw: "#adb5bd", sent: "#3b5bdb", other: "#e8590c", failed: "#c92a2a",
                  spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285", comment: "#7048e8",
-                 recorded: "#2b8a3e", flagged: "#c92a2a", window: "#495057" };
+                 predicted: "#2b8a3e", recorded: "#212529", billed: "#d6336c",
+                 flagged: "#c92a2a", window: "#495057" };
   var charts = {};
 
   function pointStyle(data, failed, color) {
@@ -82,17 +83,32 @@
         backgroundColor: COLORS.comment, pointStyle: "rectRounded", pointRadius: 6,
         data: data.labels.map(function (i, n) { return (data.comments || {})[i] ? data.sent[n] : null; }) }
     ];
+    // Compactions: where this replay's thresholds compact, and where the agent itself did
+    // (recorded in the transcript), with different glyphs. Recorded ones sit on the raw line.
+    if ((data.predicted || []).length) {
+      var predictedSet = new Set(data.predicted);
+      datasets.push({ label: "compacted (simulated)", type: "scatter", showLine: false,
+        borderColor: COLORS.predicted, backgroundColor: COLORS.predicted, pointStyle: "rectRot",
+        pointRadius: 7, data: data.labels.map(function (i, n) { return predictedSet.has(i) ? data.sent[n] : null; }) });
+    }
+    if ((data.recorded || []).length) {
+      var recordedSet = new Set(data.recorded);
+      datasets.push({ label: "compacted (recorded)", type: "scatter", showLine: false,
+        borderColor: COLORS.recorded, backgroundColor: COLORS.recorded, pointStyle: "star",
+        pointRadius: 9, borderWidth: 2,
+        data: data.labels.map(function (i, n) { return recordedSet.has(i) ? data.raw[n] : null; }) });
+    }
     // SPEC §11: what the provider billed, as points beside the (calibrated) lines.
-    if ((data.recorded || []).some(function (v) { return v !== null; })) {
+    if ((data.billed || []).some(function (v) { return v !== null; })) {
       var flaggedSet = new Set(data.flagged || []);
       datasets.push({ label: "recorded by the provider", type: "scatter", showLine: false,
-        borderColor: COLORS.recorded, backgroundColor: COLORS.recorded, pointRadius: 3,
-        data: data.recorded });
+        borderColor: COLORS.billed, backgroundColor: COLORS.billed, pointRadius: 3,
+        data: data.billed });
       if (flaggedSet.size) {
         datasets.push({ label: "flagged: context the transcript does not show", type: "scatter",
           showLine: false, borderColor: COLORS.flagged, backgroundColor: COLORS.flagged,
           pointStyle: "crossRot", pointRadius: 8, borderWidth: 2,
-          data: data.labels.map(function (i, n) { return flaggedSet.has(i) ? data.recorded[n] : null; }) });
+          data: data.labels.map(function (i, n) { return flaggedSet.has(i) ? data.billed[n] : null; }) });
       }
     }
     if (data.window) {

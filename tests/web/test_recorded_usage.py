@@ -75,7 +75,7 @@ def test_the_chart_shows_recorded_points_calibrated_lines_window_and_flags(perso
     html = page(personas.client("viewer"), billed)
     chart = chart_of(html)
     recorded = [c["recorded"]["total_input"] for c in billed_session_calls()]
-    assert chart["recorded"] == recorded
+    assert chart["billed"] == recorded
     assert chart["calibrated"] is True
     assert chart["flagged"] == [FLAGGED_CALL]
     assert chart["window"] == 200_000 and chart["model"] == "claude-sonnet-4-5"
@@ -97,7 +97,7 @@ def test_the_raw_toggle_shows_estimates_and_survives_stepping(personas, billed):
     raw = chart_of(html)
     assert raw["calibrated"] is False
     assert raw["raw"] != calibrated["raw"]
-    assert raw["recorded"] == calibrated["recorded"]  # the provider's figures never change
+    assert raw["billed"] == calibrated["billed"]  # the provider's figures never change
     assert "<strong>raw estimates</strong>" in html and "show calibrated" in html
     assert "&amp;numbers=raw" in html or "&numbers=raw" in html  # the stepper keeps it
     # A submitted form lands on the canonical URL, and the choice goes with it.
@@ -128,7 +128,7 @@ def test_the_last_call_of_a_session_ending_in_a_result_is_the_next_call(personas
     assert "the transcript records no usage for this call" in html
     chart = chart_of(html)
     assert chart["calibrated"] is False and chart["window"] is None
-    assert all(v is None for v in chart["recorded"])
+    assert all(v is None for v in chart["billed"])
 
 
 def test_the_trace_download_carries_the_summarys_calibration(personas, billed):
