@@ -156,8 +156,13 @@ def calibration_summary(run: ReplayRun) -> dict[str, Any] | None:
     quality = f"{method} over {cal['calls_used']} calls with recorded usage"
     if sd is not None:
         quality += f", residual SD {round(sd):,} tokens"
+    note = ""
+    if cal["a"] < 0:
+        note = ("a is negative: ctxsim counts more than the provider billed for something every "
+                "request carries (an image counted as base64/4, for instance; see Image rule)")
     return {
         **cal,
+        "note": note,
         "a_tokens": round(cal["a"]),
         "line": f"a = {round(cal['a']):,} tokens the transcript does not show (system prompt, "
                 f"tools) · b = {cal['b']:.2f} (tokenizer factor)",

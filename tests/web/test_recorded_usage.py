@@ -18,10 +18,10 @@ A, B = 12_000, 1.22
 FLAGGED_CALL, INJECTED = 5, 6_000
 
 
-def billed_session() -> Session:
+def billed_session(a: int = A, preamble: str = "") -> Session:
     """A Claude-like session whose every call was billed a + b · estimate (cl100k), except
     one call that read 6,000 tokens of context the transcript does not show."""
-    history = [Message.of("user", "Please fix the failing build.")]
+    history = [Message.of("user", "Please fix the failing build." + preamble)]
     for i in range(9):
         history.append(Message.of("assistant", f"Step {i}: running the build.", tool_calls=[
             ToolCall(f"toolu_{i}", "Bash", '{"command":"make test"}')]))
@@ -32,7 +32,7 @@ def billed_session() -> Session:
     out, k = [], 0
     for m in history:
         if m.role == "assistant":
-            total = round(A + B * estimates[k].estimate) + (INJECTED if k == FLAGGED_CALL else 0)
+            total = round(a + B * estimates[k].estimate) + (INJECTED if k == FLAGGED_CALL else 0)
             m = Message.of("assistant", m.content, tool_calls=m.tool_calls, meta={
                 "model": "claude-sonnet-4-5", "recorded": {
                     "total_input": total, "input": 3, "cache_read": total - 503,
@@ -189,3 +189,13 @@ def test_a_trajectory_with_only_session_totals_says_so_and_stays_uncalibrated(pe
     assert "Uncalibrated:" in html
     assert "Recorded by the provider (whole session only): 122612 input tokens over 12 calls" \
         in html
+
+
+def test_a_negative_offset_is_explained(personas):
+    # ctxsim over-counts something every request carries (here: billed 2,000 below the line).
+    session = billed_session(a=-2_000, preamble=" Log:\n" + "warning: deprecated call\n" * 400)
+    (row,) = save_sessions([session], team=personas.team, user=personas.users["owner"])
+    html = page(personas.client("viewer"), row)
+    offset = re.search(r"a = (-[\d,]+) tokens the transcript does not show", html)
+    assert offset and abs(int(offset.group(1).replace(",", "")) + 2_000) <= 2
+    assert "a is negative: ctxsim counts more than the provider billed" in html
