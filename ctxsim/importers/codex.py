@@ -3,6 +3,11 @@
 Only `response_item` lines are conversation (the `event_msg` lines repeat them for the UI);
 `event_msg/token_count` gives each request's usage (`last_token_usage`, not the cumulative
 total). The session's `instructions` become a leading system message (SPEC §7).
+
+Usage is aligned by count, never by position (SPEC §11): 0.40 writes a response's
+`token_count` before its items, 0.58 after them and again (unchanged) after the next turn
+context. Only the events whose `total_token_usage.total_tokens` grew are responses; the k-th
+of them answered the k-th model call, i.e. the k-th assistant message.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import codex_recorded
 
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
@@ -60,6 +66,8 @@ def parse(source: Source) -> list[Session]:
     compacted_events: set[int] = set()
     policy: dict[str, Any] | None = None
     window: int | None = None
+    usages: list[Any] = []
+    last_total: int | None = None
     for line, record in source.records():
         if not isinstance(record, dict):
             raise TranscriptError(
@@ -87,11 +95,17 @@ def parse(source: Source) -> list[Session]:
                 else:
                     boundary_lines.append(line)
             if event == "token_count" and isinstance(payload.get("info"), dict):
-                if window is None and _positive_int(payload["info"].get("model_context_window")):
-                    window = payload["info"]["model_context_window"]
-                usage = payload["info"].get("last_token_usage")
-                if usage is not None:
-                    mapper.attach_usage(usage)
+                info = payload["info"]
+                if window is None and _positive_int(info.get("model_context_window")):
+                    window = info["model_context_window"]
+                total = info.get("total_token_usage")
+                total = total.get("total_tokens") if isinstance(total, dict) else None
+                if isinstance(total, int) and (last_total is None or total > last_total):
+                    usages.append(info.get("last_token_usage"))
+                elif total is None and isinstance(info.get("last_token_usage"), dict):
+                    usages.append(info["last_token_usage"])  # no running total to dedupe by
+                if isinstance(total, int):
+                    last_total = total if last_total is None else max(last_total, total)
             elif event == "user_message" and not human_prompt:
                 message = payload.get("message")
                 human_prompt = message if isinstance(message, str) else ""
@@ -121,6 +135,7 @@ def parse(source: Source) -> list[Session]:
                       "compaction": _compaction_marker(summary, payload, line)},
             )
             history.add(compacted_pending)
+    mapper.assign_usages(usages, codex_recorded)
     messages = codex_markers(history.messages(), boundary_lines, compacted_events)
     if not messages:
         require_sessions([], "the rollout has no conversation items")

@@ -36,8 +36,10 @@ def parse(source: Source) -> list[Session]:
             )
         history = record.get("history")
         history = [] if history is None else expect_list(history, "history", line)
+        metrics = record.get("metrics")
+        token_usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
         try:
-            messages, tools = map_events(history, counter, NAME, "history")
+            messages, tools = map_events(history, counter, NAME, "history", token_usages)
         except TranscriptError as error:
             raise TranscriptError(error.reason, line=line) from None
         instruction = record.get("instruction")
@@ -45,7 +47,6 @@ def parse(source: Source) -> list[Session]:
             messages = (Message.of("user", instruction, meta={"source": "instruction"}),)
         instance = str(record.get("instance_id", ""))
         meta: dict[str, Any] = {"instance_id": instance, "source_line": line}
-        metrics = record.get("metrics")
         if isinstance(metrics, dict):
             meta["metrics"] = {
                 key: metrics[key]

@@ -10,6 +10,7 @@ their `*_output` items are the results, linked by `call_id` (not the item `id`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, ToolCall
@@ -69,8 +70,9 @@ def _content_text(content: Any, field: str, line: int | None) -> tuple[str, list
             texts.append(optional_str(part.get("refusal"), f"{field}[{index}].refusal", line))
         elif kind == "input_image":
             url = part.get("image_url")
+            detail = part.get("detail") if isinstance(part.get("detail"), str) else None
             if isinstance(url, str):
-                parts.append(data_url_part("image", url))
+                parts.append(data_url_part("image", url, detail=detail))
             else:
                 parts.append(binary_part("image", "", None, file_id=part.get("file_id")))
         elif kind == "input_file":
@@ -130,6 +132,7 @@ class ItemMapper:
             self._output(kind, item, meta, line)
         elif kind == "reasoning":
             draft = self._assistant(meta)
+            draft.meta["reasoning_items"] = draft.meta.get("reasoning_items", 0) + 1
             summary, _ = _content_text(item.get("summary"), "summary", line)
             if summary:
                 draft.meta.setdefault("reasoning", []).append(summary)
@@ -204,9 +207,25 @@ class ItemMapper:
         # The next output item answers a new model call, made after this result.
         self.history.close()
 
-    def attach_usage(self, usage: Any) -> None:
-        """Per-request usage reported after a response belongs to its assistant message."""
-        for item in reversed(self.history.items):
-            if not isinstance(item, Message):
-                item.meta["usage"] = usage
-                return
+    def assign_usages(self, usages: list[Any], normalize: Callable[[Any], Any]) -> None:
+        """Give the k-th response's usage to the k-th assistant message (SPEC §11: by count,
+        never by position); a message past the last usage (the session was cut) gets none.
+
+        A message holding reasoning items also gets `reasoning_tokens`, the response's
+        recorded reasoning: Codex sends those items back, billed as input, for the rest of
+        the user turn.
+        """
+        drafts = [item for item in self.history.items if isinstance(item, AssistantDraft)]
+        for draft, usage in zip(drafts, usages, strict=False):
+            if not isinstance(usage, dict):
+                continue
+            draft.meta["usage"] = usage
+            recorded = normalize(usage)
+            if recorded is None:
+                continue
+            draft.meta["recorded"] = recorded
+            if recorded.get("reasoning") and (
+                draft.meta.get("reasoning") or draft.meta.get("reasoning_encrypted_chars")
+                or draft.meta.get("reasoning_items")
+            ):
+                draft.meta["reasoning_tokens"] = recorded["reasoning"]

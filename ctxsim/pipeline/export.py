@@ -49,6 +49,9 @@ def _left_out(family: str, values: Mapping[str, Any]) -> list[str]:
             notes.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
     if values.get("counter") != PARAMS["counter"].default:
         notes.append(f"counter = {json.dumps(values.get('counter'))} (ctxsim's estimate only)")
+    if values.get("image_rule", "auto") != PARAMS["image_rule"].default:
+        notes.append(f"image_rule = {json.dumps(values.get('image_rule'))} "
+                     "(ctxsim's estimate only)")
     return notes
 
 

@@ -242,6 +242,7 @@ AIVAX_PLACEHOLDER_EN = "[tool response truncated - call this tool again]"
 AIVAX_PLACEHOLDER_PT = "[resposta da ferramenta truncada - chame esta ferramenta novamente]"
 DEFAULT_EXEMPT_TOOLS = ("write", "edit", "patch", "exec", "run", "bash", "shell")
 COUNTERS = ("cl100k_base", "o200k_base", "bytes4")
+IMAGE_RULES = ("auto", "anthropic", "openai", "bytes4")  # see images.IMAGE_RULES
 
 # In the order the thresholds form shows them.
 PARAMS: dict[str, ParamSpec] = {
@@ -249,6 +250,10 @@ PARAMS: dict[str, ParamSpec] = {
     for p in (
         ParamSpec("counter", "Token counter", "cl100k_base", "How tokens are estimated.",
                   _choice(*COUNTERS), kind="choice", choices=COUNTERS),
+        ParamSpec("image_rule", "Image rule", "auto", "How images are counted: the provider's "
+                  "rule from the image's size (auto: the session's provider), or base64/4 "
+                  "(bytes4, AIVAX's estimate). The AIVAX stages always use bytes4.",
+                  _choice(*IMAGE_RULES), kind="choice", choices=IMAGE_RULES),
         ParamSpec("env", "ChatCLI environment", {}, "CHATCLI_* variables as typed; each is read "
                   "like Go strconv.Atoi and used only when > 0.", _env, kind="env",
                   env_vars=CHATCLI_ENV),

@@ -52,7 +52,7 @@ from .stages import (
 
 PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
-ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
+ENGINE_PARAMS = ("counter", "image_rule", "loop_mode", "anchor_text")
 
 Report = Mapping[str, Any]  # what a stage's run reported at one call
 Values = Mapping[str, Any]  # a replay's parameter values (`RunConfig.values`)
