@@ -31,6 +31,7 @@ from django.utils import timezone
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.replays.models import SpilledFile, storage_name_for
 from ctxsim.teams.models import Team
+from ctxsim.transcripts import redaction
 from ctxsim.transcripts.imports import import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 
@@ -99,6 +100,7 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     error: str = ""
     job: ImportJob | None = None
+    redactions: dict[str, int] = field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -142,12 +144,21 @@ def import_uploads(
         if result.error:
             results.append(result)
             continue
-        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not _archive(upload):
             result.job = queue_import(upload, team=team, user=user, format=format)
         else:
             _import_now(upload, result, team=team, user=user, format=format)
         results.append(result)
     return results
+
+
+def _archive(upload: UploadedFile) -> bool:
+    # An archive cannot be redacted line by line before it is stored: it is imported now.
+    try:
+        upload.open("rb")
+        return redaction.is_archive(upload.file)
+    except OSError:
+        return False
 
 
 def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format: str) -> None:
@@ -166,6 +177,7 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
     result.sessions = list(outcome.sessions)
     result.format = outcome.format
     result.warnings = outcome.warnings
+    result.redactions = outcome.redactions
 
 
 def fill_default_stats(rows: Iterable[Session]) -> None:
@@ -192,13 +204,24 @@ def fill_default_stats(rows: Iterable[Session]) -> None:
 
 
 def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") -> ImportJob:
-    """Store the upload, create its job and enqueue the worker task."""
+    """Store the upload (its secrets replaced first when the team redacts), create its job and
+    enqueue the worker task."""
+    counts: dict[str, int] = {}
+    content = upload
+    if getattr(team, "redact_secrets", True):
+        upload.open("rb")
+        content, counts = redaction.redacted_copy(upload.file)
     # The stored name never contains the user's file name: it is untrusted and only displayed.
-    stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
+    try:
+        stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", content)
+    finally:
+        if content is not upload:
+            content.close()
     job = ImportJob.objects.create(
+        redactions=counts,
         team=team,
         user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=(upload.name or "upload")[:500],
+        file_name=redaction.displayed_name(upload.name or "upload", team)[:500],
         size=upload.size or 0,
         stored_name=stored,
         format=format,
@@ -335,6 +358,7 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
                 format=job.format or None,
                 source_name=job.file_name,
                 before_save=reporter_saving,
+                redactions=job.redactions,
             )
     except TranscriptError as error:
         return _finish(job, ImportJob.Status.FAILED, str(error))

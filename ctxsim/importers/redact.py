@@ -1,0 +1,182 @@
+"""Secret redaction on import (SPEC §12): a high-precision pattern list, applied before anything
+is stored or counted. Pure Python (no Django).
+
+Every match is replaced by `[REDACTED:<kind>]` (for passwords in URLs, connection strings and
+`Authorization:` headers only the secret part; the scheme, user and header name stay readable).
+The patterns are chosen so that a replacement never crosses a JSON string boundary or splits
+an escape sequence: none of them matches a `"` or a backslash inside the secret. That makes the
+same list safe on the raw bytes of a JSON or JSON Lines file (what a background import stores)
+and on the decoded text of canonical messages (which also catches secrets the raw pass could
+not see, e.g. written with `\\/` or `\\u` escapes).
+
+Public API: `KINDS`, `redact_text`, `redact_bytes`, `redact_lines`, `redact_value`,
+`redact_sessions`, `merge_counts`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ctxsim.pipeline.messages import Message, Session, ToolCall
+
+# (kind, pattern, group holding the secret or 0 for the whole match). Order matters where two
+# patterns could see the same text: Anthropic keys start with "sk-" too.
+_PEM_BODY = r"(?:[A-Za-z0-9+/=\s:,-]|\\[nrt])"
+_RULES: tuple[tuple[str, str, int], ...] = (
+    ("private-key",
+     r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----[^\"]{0,20000}?-----END \1PRIVATE KEY-----",
+     0),
+    # A block cut off before its END line (a truncated tool output): the header and its body.
+    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----" + _PEM_BODY + "{16,20000}", 0),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", 0),
+    ("aws-secret-key",
+     r"(?i)\baws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+     1),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0),
+    ("gitlab-token", r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}", 0),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    ("slack-token", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}", 0),
+    ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
+    ("anthropic-key", r"\bsk-ant-(?:api|admin|oat)\d{0,3}-[A-Za-z0-9_-]{20,}", 0),
+    ("openai-key",
+     r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"
+     r"|[A-Za-z0-9]{48}\b)",
+     0),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
+    ("password-in-url",
+     r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'\\<>]{1,200}:([^\s:/@\"'\\<>]{1,200})@"
+     r"(?=[A-Za-z0-9\[])",
+     1),
+    ("connection-string-password",
+     r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*([^;\s\"'\\]{1,200})(?=;|$|[\s\"'\\])", 1),
+    ("authorization-header",
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*:\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
+     r"([A-Za-z0-9._~+/=-]{8,})",
+     1),
+)
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for kind, _, _ in _RULES))
+
+_TEXT_RULES = [(kind, re.compile(pattern, re.MULTILINE), group) for kind, pattern, group in _RULES]
+_BYTE_RULES = [
+    (kind, re.compile(pattern.encode(), re.MULTILINE), group, f"[REDACTED:{kind}]".encode())
+    for kind, pattern, group in _RULES
+]
+# Cheap pre-check: a text without any of these cannot match a rule, and most lines have none.
+_HINT_TEXT = re.compile(
+    r"PRIVATE KEY|AKIA|ASIA|ABIA|ACCA|(?i:secret)|gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox"
+    r"|hooks\.slack|_live_|_test_|sk-|eyJ|://|(?i:password|pwd|authorization)"
+)
+_HINT_BYTES = re.compile(_HINT_TEXT.pattern.encode())
+
+
+def _apply(text, rules, hint, marker_of) -> tuple[Any, Counter[str]]:
+    counts: Counter[str] = Counter()
+    if not hint.search(text):
+        return text, counts
+    for kind, pattern, group, *rest in rules:
+        marker = rest[0] if rest else marker_of(kind)
+
+        def substitute(match, kind=kind, group=group, marker=marker):
+            counts[kind] += 1
+            if group == 0:
+                return marker
+            start, end = match.start(group) - match.start(), match.end(group) - match.start()
+            whole = match.group(0)
+            return whole[:start] + marker + whole[end:]
+
+        text = pattern.sub(substitute, text)
+    return text, counts
+
+
+def redact_text(text: str) -> tuple[str, Counter[str]]:
+    """The text with every secret replaced, and how many of each kind were replaced."""
+    return _apply(text, _TEXT_RULES, _HINT_TEXT, lambda kind: f"[REDACTED:{kind}]")
+
+
+def redact_bytes(data: bytes) -> tuple[bytes, Counter[str]]:
+    """The same on bytes (a raw file line, or a content that may hold invalid UTF-8: the bytes
+    outside the matches are kept exactly)."""
+    return _apply(data, _BYTE_RULES, _HINT_BYTES, None)
+
+
+def redact_lines(lines: Iterable[bytes]) -> Iterator[tuple[bytes, Counter[str]]]:
+    """Each raw line redacted, with its counts; for streaming a file through the patterns."""
+    for line in lines:
+        yield redact_bytes(line)
+
+
+def redact_value(value: Any, counts: Counter[str]) -> Any:
+    """A JSON-like value with every string redacted (keys too); adds to `counts`."""
+    if isinstance(value, str):
+        text, found = redact_text(value)
+        counts.update(found)
+        return text
+    if isinstance(value, Mapping):
+        return {redact_value(k, counts): redact_value(v, counts) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(item, counts) for item in value]
+    return value
+
+
+def _redact_message(message: Message, counts: Counter[str]) -> Message:
+    content, found = redact_bytes(message.content)
+    counts.update(found)
+    calls = tuple(
+        ToolCall(
+            id=redact_value(call.id, counts),
+            name=redact_value(call.name, counts),
+            arguments=redact_value(call.arguments, counts),
+            type=call.type,
+        )
+        for call in message.tool_calls
+    )
+    return replace(
+        message,
+        content=content,
+        name=redact_value(message.name, counts),
+        tool_calls=calls,
+        tool_call_id=redact_value(message.tool_call_id, counts),
+        error_code=redact_value(message.error_code, counts),
+        meta=redact_value(dict(message.meta), counts) if message.meta else message.meta,
+    )
+
+
+def redact_sessions(sessions: Iterable[Session]) -> tuple[list[Session], Counter[str]]:
+    """Every field of every session that comes from the transcript, redacted.
+
+    Guarantee: no string a stored session row or message row is built from still matches a
+    rule; the counts say how many secrets of each kind were replaced.
+    """
+    counts: Counter[str] = Counter()
+    redacted = []
+    for session in sessions:
+        redacted.append(
+            replace(
+                session,
+                title=redact_value(session.title, counts),
+                messages=tuple(_redact_message(m, counts) for m in session.messages),
+                tools=redact_value(session.tools, counts),
+                response_schema=redact_value(session.response_schema, counts),
+                meta=redact_value(dict(session.meta), counts),
+                warnings=tuple(redact_value(list(session.warnings), counts)),
+            )
+        )
+    return redacted, counts
+
+
+def merge_counts(*parts: Mapping[str, int] | None) -> dict[str, int]:
+    """Counts added up by kind, in `KINDS` order, without zeros (what a session stores)."""
+    total: Counter[str] = Counter()
+    for part in parts:
+        if part:
+            total.update({k: int(v) for k, v in part.items()})
+    return {kind: total[kind] for kind in sorted(total, key=_kind_order) if total[kind]}
+
+
+def _kind_order(kind: str) -> tuple[int, str]:
+    return (KINDS.index(kind), kind) if kind in KINDS else (len(KINDS), kind)
