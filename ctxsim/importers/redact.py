@@ -47,12 +47,15 @@ _RULES: tuple[tuple[str, str, int], ...] = (
      r"|[A-Za-z0-9]{48}\b)",
      0),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
+    # "://" also as JSON may write it, ":\/\/", so the raw-file pass sees it too.
     ("password-in-url",
-     r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'\\<>]{1,200}:([^\s:/@\"'\\<>]{1,200})@"
-     r"(?=[A-Za-z0-9\[])",
+     r"(?i)\b[a-z][a-z0-9+.-]{1,20}:(?://|\\/\\/)[^\s:/@\"'\\<>]{1,200}:"
+     r"(?!\[REDACTED:)([^\s:/@\"'\\<>]{1,200})@(?=[A-Za-z0-9\[])",
      1),
     ("connection-string-password",
-     r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*([^;\s\"'\\]{1,200})(?=;|$|[\s\"'\\])", 1),
+     r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*(?!\[REDACTED:)([^;\s\"'\\]{1,200})"
+     r"(?=;|$|[\s\"'\\])",
+     1),
     ("authorization-header",
      r"(?i)\b(?:proxy-)?authorization[\"']?\s*:\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
      r"([A-Za-z0-9._~+/=-]{8,})",
@@ -69,7 +72,7 @@ _BYTE_RULES = [
 # Cheap pre-check: a text without any of these cannot match a rule, and most lines have none.
 _HINT_TEXT = re.compile(
     r"PRIVATE KEY|AKIA|ASIA|ABIA|ACCA|(?i:secret)|gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox"
-    r"|hooks\.slack|_live_|_test_|sk-|eyJ|://|(?i:password|pwd|authorization)"
+    r"|hooks\.slack|_live_|_test_|sk-|eyJ|://|:\\/\\/|(?i:password|pwd|authorization)"
 )
 _HINT_BYTES = re.compile(_HINT_TEXT.pattern.encode())
 
@@ -153,17 +156,20 @@ def redact_sessions(sessions: Iterable[Session]) -> tuple[list[Session], Counter
     rule; the counts say how many secrets of each kind were replaced.
     """
     counts: Counter[str] = Counter()
+    # The title and the meta mostly repeat what the messages say (a title is the first request):
+    # redacted, but not counted again, so the count is of secrets, not of copies.
+    copies: Counter[str] = Counter()
     redacted = []
     for session in sessions:
         redacted.append(
             replace(
                 session,
-                title=redact_value(session.title, counts),
+                title=redact_value(session.title, copies),
                 messages=tuple(_redact_message(m, counts) for m in session.messages),
                 tools=redact_value(session.tools, counts),
                 response_schema=redact_value(session.response_schema, counts),
-                meta=redact_value(dict(session.meta), counts),
-                warnings=tuple(redact_value(list(session.warnings), counts)),
+                meta=redact_value(dict(session.meta), copies),
+                warnings=tuple(redact_value(list(session.warnings), copies)),
             )
         )
     return redacted, counts

@@ -178,10 +178,13 @@ def test_an_over_limit_body_is_413(personas, api_tokens, settings):
     assert nothing_stored()
 
 
-def test_a_large_file_is_queued_with_202_and_its_job_is_followed(personas, api_tokens, settings):
+def test_a_large_file_is_queued_with_202_and_its_job_is_followed(
+    personas, api_tokens, settings, tmp_path
+):
     from ctxsim.transcripts.services import run_import_job
 
     settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 100
+    settings.MEDIA_ROOT = tmp_path / "media"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ctxsim.transcripts.services.enqueue", lambda job: None)
         response = post(generated(), api_tokens.ingest, "?session_key=abc")
