@@ -246,13 +246,18 @@ def get_session(request: HttpRequest, session_id: int):
     }
 
 
+class TraceQuery(Schema):
+    profile: str = ""
+    summary: str = ""
+
+
 @api.get(
     "/sessions/{session_id}/trace",
     url_name="session-trace",
     response={200: dict, 400: Error, 401: Error, 403: Error, 404: Error},
     summary="The session's trace (SPEC §6)",
 )
-def get_trace(request: HttpRequest, session_id: int):
+def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`),
     `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
     token = _token(request, Scope.READ)
