@@ -31,7 +31,7 @@ from django.utils import timezone
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.replays.models import SpilledFile, storage_name_for
 from ctxsim.teams.models import Team
-from ctxsim.transcripts import redaction
+from ctxsim.transcripts import bundles, redaction
 from ctxsim.transcripts.imports import import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 
@@ -135,8 +135,17 @@ def size_error(size: int) -> str:
 def import_uploads(
     files: Sequence[UploadedFile], *, team: Team, user, format: str = ""
 ) -> list[FileResult]:
-    """Import each file: small ones now, large ones by the worker; one result per file."""
+    """Import each file: small ones now, large ones by the worker; one result per file.
+
+    Claude Code's request-body files uploaded together are imported as one archive."""
     results = []
+    if bundles.is_request_bundle(files):
+        packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES)
+        if packed is None:
+            total = sum(f.size or 0 for f in files)
+            return [FileResult(name="claude-code-requests.zip", size=total,
+                               error=size_error(total))]
+        files = [packed]
     for upload in files:
         name = upload.name or "upload"
         result = FileResult(name=name, size=upload.size or 0)
