@@ -72,6 +72,13 @@ def _unauthorized(request: HttpRequest, exc: AuthenticationError):
     return response
 
 
+def _text(value: str, name: str, limit: int = 500) -> str:
+    """A query parameter as text the database accepts: PostgreSQL refuses NUL characters."""
+    if "\x00" in value:
+        raise HttpError(400, f"{name}: contains a NUL character")
+    return value.strip()[:limit]
+
+
 def _token(request: HttpRequest, *scopes: str) -> ApiToken:
     """The request's token, refused with 403 unless it has one of `scopes`."""
     token: ApiToken = request.auth  # type: ignore[attr-defined]
@@ -153,8 +160,9 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
     token = _token(request, Scope.INGEST)
     try:
         received = ingest.receive(
-            request, token, format=params.format.strip(), name=params.name.strip(),
-            session_key=params.session_key.strip()[:200],
+            request, token, format=_text(params.format, "format", 40),
+            name=_text(params.name, "name"),
+            session_key=_text(params.session_key, "session_key", 200),
         )
     except ingest.IngestError as error:
         return Status(error.status, {"detail": error.message})
@@ -189,8 +197,9 @@ def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
     ingest.settle_finished(token.team)
     page = adapters.list_sessions(
         token.team,
-        adapters.SessionFilters(format=filters.format.strip(), status=filters.status.strip(),
-                                query=filters.q.strip()[:200]),
+        adapters.SessionFilters(format=_text(filters.format, "format", 40),
+                                status=_text(filters.status, "status", 20),
+                                query=_text(filters.q, "q", 200)),
         max(1, min(filters.page, MAX_ID)),
     )
     base = request.build_absolute_uri(reverse("api:sessions"))
@@ -262,6 +271,8 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
     token = _token(request, Scope.READ)
     session = _session(token, session_id)
+    for name, value in request.GET.items():
+        _text(value, name)
     settings, errors = adapters.replay_settings(request.GET, token.team)
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})

@@ -161,6 +161,7 @@ def test_a_malformed_file_is_400_with_the_upload_pages_line_and_nothing_stored(
     assert post(b"", api_tokens.ingest).json()["detail"] == "the file is empty"
     assert post(b"not gzip", api_tokens.ingest, HTTP_CONTENT_ENCODING="gzip").status_code == 400
     assert post(generated(), api_tokens.ingest, "?format=nope").status_code == 400
+    assert post(generated(), api_tokens.ingest, "?session_key=a%00b").status_code == 400
     assert nothing_stored() and not ReceivedFile.objects.exists()
 
 
