@@ -1,13 +1,13 @@
 """The cache & information-loss page and sweeps: from a request's query to pure insights.
 
-Replays come from the lead's services (`settings_from_query`, `new_replay`); the analysis itself
-is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger ones go to the task
-worker and record their progress on the `Sweep` row.
+Settings come from `ctxsim.replays.state`, sessions from `ctxsim.replays.services`; the
+analysis itself is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger
+ones go to the task worker (`tasks.py`, imported here, never importing this module) and
+record their progress on the `Sweep` row.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,86 +17,26 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.http import QueryDict
 from django.urls import reverse
-from django.utils import timezone
 
+# The page's cache choice is part of this module's API (the views call it through here).
+from ctxsim.analysis.choices import CacheChoice, cache_choice
+from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
+from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import Sweep
+from ctxsim.analysis.tasks import run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
-from ctxsim.insights.prices import (
-    DEFAULT_MODEL,
-    LIFETIMES,
-    MODELS,
-    CacheRule,
-    PriceError,
-    cache_rule,
-)
+from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.report import ProfileInsights, analyse
+from ctxsim.pipeline.params import env_var_of
+from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.spill import NullSpillSink
+from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
-
-logger = logging.getLogger(__name__)
+from ctxsim.replays.state import ReplaySettings, settings_from_query
 
 DEFAULT_PROFILES = ("none", "chatcli", "aivax")
 # Sweeps whose work (combinations x model calls) is above this run in the task worker.
 INLINE_SWEEP_WORK = 1200
-
-
-# --- the provider model, lifetime and price chosen on the page ---------------------------------
-
-
-@dataclass
-class CacheChoice:
-    model: str = DEFAULT_MODEL
-    lifetime: str = ""
-    price: float | None = None
-
-    def rule(self) -> CacheRule:
-        return cache_rule(self.model, self.lifetime or None, self.price)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "lifetime": self.lifetime, "price": self.price}
-
-    def query(self) -> list[tuple[str, str]]:
-        out = [("model", self.model), ("lifetime", self.lifetime)]
-        return out + ([("price", f"{self.price:g}")] if self.price is not None else [])
-
-
-def cache_choice(query: Mapping[str, Any]) -> tuple[CacheChoice, dict[str, str]]:
-    """The page's cache settings; bad values fall back to the table's, with a message."""
-    errors: dict[str, str] = {}
-    model = query.get("model") or DEFAULT_MODEL
-    if model not in MODELS:
-        errors["model"] = f"unknown model {model!r}"
-        model = DEFAULT_MODEL
-    lifetimes = LIFETIMES[MODELS[model].provider]
-    lifetime = query.get("lifetime") or next(iter(lifetimes))
-    if lifetime not in lifetimes:
-        errors["lifetime"] = f"{MODELS[model].label} caches for {' or '.join(lifetimes)}"
-        lifetime = next(iter(lifetimes))
-    price = None
-    text = (query.get("price") or "").strip()
-    if text:
-        try:
-            price = float(text)
-            if not price >= 0 or price > 1000:  # also rejects NaN
-                raise ValueError
-        except ValueError:
-            errors["price"] = f"{text!r} is not a price in dollars per million tokens"
-            price = None
-    choice = CacheChoice(model, lifetime, price)
-    try:
-        choice.rule()
-    except PriceError as exc:  # pragma: no cover - every field was checked above
-        errors["model"] = str(exc)
-        choice = CacheChoice()
-    return choice, errors
-
-
-def all_lifetimes() -> list[str]:
-    return list(dict.fromkeys(name for options in LIFETIMES.values() for name in options))
-
-
-def model_options() -> list[dict[str, Any]]:
-    return [{"key": m.key, "label": m.label, "price": m.input_per_mtok, "provider": m.provider,
-             "lifetimes": list(LIFETIMES[m.provider])} for m in MODELS.values()]
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -108,7 +48,7 @@ class Column:
 
     ref: str
     label: str
-    settings: replays.ReplaySettings
+    settings: ReplaySettings
     insights: ProfileInsights
 
     @property
@@ -139,27 +79,27 @@ def insight_columns(session, query: QueryDict, rule: CacheRule,
     canonical = canonical or replays.canonical_session(session)
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
-    wanted: list[tuple[str, replays.ReplaySettings]] = []
+    wanted: list[tuple[str, ReplaySettings]] = []
     if with_current:
-        current, problems = replays.settings_from_query(query, session.team)
+        current, problems = settings_from_query(query, session.team)
         errors.update(problems)
         if current.config or current.stages is not None or current.profile_ref not in refs:
             wanted.append((f"current: {current.profile.name}", current))
     for ref in refs:
-        settings, problems = replays.settings_from_query({"profile": ref}, session.team)
+        settings, problems = settings_from_query({"profile": ref}, session.team)
         if problems:
             errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
             continue
         wanted.append((settings.profile.name, settings))
     columns = []
     for label, settings in wanted:
-        rep = replays.new_replay(canonical, settings.run_config())
+        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
         columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
     return columns, errors
 
 
 def profile_options(team) -> list[tuple[str, str]]:
-    return replays.profile_choices(team)
+    return profiles.profile_choices(team)
 
 
 def call_link(session, column: Column, call: int) -> str:
@@ -172,7 +112,7 @@ def call_link(session, column: Column, call: int) -> str:
 
 @dataclass
 class SweepForm:
-    settings: replays.ReplaySettings
+    settings: ReplaySettings
     params: list[sweeps.SweepParam]
     cache: CacheChoice
     values: dict[str, str]
@@ -187,7 +127,7 @@ AXIS_FIELDS = ("param", "start", "stop", "step")
 
 
 def sweep_form(session, query: Mapping[str, Any]) -> tuple[SweepForm, dict[str, str]]:
-    settings, errors = replays.settings_from_query(query, session.team)
+    settings, errors = settings_from_query(query, session.team)
     cache, cache_errors = cache_choice(query)
     errors.update(cache_errors)
     params = sweeps.sweepable(settings.effective_stages)
@@ -262,8 +202,6 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
 
 
 def _enqueue(sweep: Sweep) -> None:
-    from ctxsim.analysis.tasks import run_sweep  # the task module imports this one
-
     def send() -> None:
         result = run_sweep.enqueue(sweep.pk)
         Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
@@ -271,44 +209,10 @@ def _enqueue(sweep: Sweep) -> None:
     transaction.on_commit(send)
 
 
-def run_sweep_job(sweep_id: int) -> dict:
-    """Run a stored sweep, saving progress after every point (the page polls it)."""
-    sweep = Sweep.objects.select_related("session__team").get(pk=sweep_id)
-    if sweep.status not in (Sweep.Status.QUEUED, Sweep.Status.RUNNING):
-        return {"status": sweep.status}
-    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.RUNNING, done=0)
-    try:
-        settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
-        cache, _ = cache_choice(sweep.cache | {"price": _price_text(sweep.cache)})
-        canonical = replays.canonical_session(sweep.session)
-        source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
-                                   settings.config, canonical.tools, canonical.response_schema)
-        axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]
-
-        def progress(done: int, total: int) -> None:
-            Sweep.objects.filter(pk=sweep.pk).update(done=done, total=total)
-
-        points = sweeps.run_sweep(source, axes, cache.rule(), progress)
-    except Exception as exc:
-        logger.exception("sweep %s failed", sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(
-            status=Sweep.Status.FAILED, message=str(exc)[:2000], finished_at=timezone.now())
-        return {"status": "failed"}
-    Sweep.objects.filter(pk=sweep.pk).update(
-        status=Sweep.Status.DONE, points=[p.as_dict() for p in points],
-        done=len(points), finished_at=timezone.now())
-    return {"status": "done", "points": len(points)}
-
-
-def _price_text(cache: Mapping[str, Any]) -> str:
-    price = cache.get("price")
-    return "" if price is None else f"{price}"
-
-
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:
     """The session page's query with a sweep point's values as the current parameters."""
-    settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
-    settings.config = sweeps.with_point(settings.config, values)
+    settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
+    settings = settings.with_config(sweeps.with_point(settings.config, values))
     return settings.query()
 
 
@@ -324,7 +228,7 @@ def sweep_points(session, sweep: Sweep) -> list[dict[str, Any]]:
 
 
 def _short(name: str) -> str:
-    return name.removeprefix(sweeps.ENV_PREFIX).removeprefix("CHATCLI_")
+    return (env_var_of(name) or name).removeprefix("CHATCLI_")
 
 
 def chart_data(points: list[dict[str, Any]]) -> dict[str, Any]:

@@ -143,6 +143,7 @@ def receive(
 ) -> Received:
     """Handle one POST; raises IngestError for what the API answers with 400 or 413."""
     team = token.team
+    settle_finished(team)  # earlier queued imports first, so a session key sees them
     spool, sha256, multipart_name, size = read_body(request)
     with spool:
         if size == 0:
@@ -178,6 +179,7 @@ def receive(
     )
     record.sessions.set(outcome.sessions)
     settle_key(record)
+    record.refresh_from_db(fields=["outcome", "previous"])
     return Received(status=201, sessions=list(outcome.sessions), format=outcome.format,
                     warnings=outcome.warnings, redactions=outcome.redactions, record=record)
 
@@ -200,26 +202,32 @@ def _has_review(sessions: list[Session]) -> bool:
 
 
 def settle_key(record: ReceivedFile) -> None:
-    """Replace or link the earlier uploads of the record's session key (SPEC §12)."""
+    """Replace or link the uploads of the record's session key (SPEC §12).
+
+    The newest settled upload of a key wins, whichever finished importing last: a queued
+    import that ends after a newer file was imported directly is the one replaced.
+    """
     if not record.session_key:
         return
-    earlier = (
+    group = list(
         ReceivedFile.objects.filter(team_id=record.team_id, session_key=record.session_key)
-        .exclude(pk=record.pk)
         .exclude(outcome__in=[ReceivedFile.Outcome.PENDING, ReceivedFile.Outcome.FAILED])
-        .order_by("-created_at", "-pk")
+        .order_by("-pk")
     )
+    if len(group) < 2:
+        return
+    newest, older = group[0], group[1:]
     old = list(
-        Session.objects.filter(team_id=record.team_id, received_files__in=earlier)
-        .exclude(pk__in=record.sessions.values("pk"))
+        Session.objects.filter(team_id=record.team_id, received_files__in=older)
+        .exclude(pk__in=newest.sessions.values("pk"))
         .distinct()
     )
     if not old:
         return
     if _has_review(old):
-        record.previous = earlier.first()
-        record.outcome = ReceivedFile.Outcome.LINKED
-        record.save(update_fields=["previous", "outcome"])
+        newest.previous = older[0]
+        newest.outcome = ReceivedFile.Outcome.LINKED
+        newest.save(update_fields=["previous", "outcome"])
         return
     with transaction.atomic():
         old_ids = {s.pk for s in old}
@@ -227,8 +235,8 @@ def settle_key(record: ReceivedFile) -> None:
             # Sidechains go with their parent; a sidechain whose parent is not ours stays.
             if session.parent_id is None or session.parent_id not in old_ids:
                 adapters.delete_session(session)
-        record.outcome = ReceivedFile.Outcome.REPLACED
-        record.save(update_fields=["outcome"])
+        newest.outcome = ReceivedFile.Outcome.REPLACED
+        newest.save(update_fields=["outcome"])
 
 
 def settle(record: ReceivedFile) -> None:

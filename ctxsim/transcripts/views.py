@@ -11,10 +11,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ctxsim.htmx import render_page_or_partial
 from ctxsim.teams.access import check_role, get_scoped
 from ctxsim.teams.current import current_membership
 from ctxsim.teams.models import Membership
-from ctxsim.transcripts import services
+from ctxsim.transcripts import search, services
 from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
 from ctxsim.transcripts.models import ImportJob, Session
 
@@ -35,20 +36,18 @@ def session_list(request: HttpRequest) -> HttpResponse:
         return render(request, "transcripts/session_list.html", {"page": None})
     form = SessionFilterForm(request.GET, formats=services.team_formats(membership.team))
     filters = services.SessionFilters(
-        format=form.value("format"), status=form.value("status"), query=form.value("q")
+        format=form.value("format"), status=form.value("status"), query=form.value("q"),
+        contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
     context = {"form": form, "page": page, "filtered": filters != services.SessionFilters()}
-    template = "transcripts/session_list.html"
-    if request.htmx:
-        template += "#session-table"
-    return render(request, template, context)
+    return render_page_or_partial(request, "transcripts/session_list.html", "session-table",
+                                  context)
 
 
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     membership = _membership(request, "write" if request.method == "POST" else "read")
-    services.fail_stuck_jobs()
     results = []
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -59,10 +58,14 @@ def upload(request: HttpRequest) -> HttpResponse:
             format=form.cleaned_data["format"],
         )
         form = UploadForm()
+    jobs = list(services.jobs_to_show(membership.team, besides=results))
+    # A job whose worker went away is shown as failed (with its re-queue button), not running.
+    if services.fail_stuck_jobs(among=jobs):
+        jobs = list(services.jobs_to_show(membership.team, besides=results))
     context = {
         "form": form,
         "results": results,
-        "jobs": services.jobs_to_show(membership.team, besides=results),
+        "jobs": jobs,
         "limit": services.size_limit_text(),
     }
     return render(request, "transcripts/upload.html", context)
@@ -70,12 +73,11 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
-    services.fail_stuck_jobs()
     job, membership = get_scoped(ImportJob.objects.select_related("user"), request.user, pk=job_id)
-    template = "transcripts/import_job.html"
-    if request.htmx:
-        template += "#import-job"
-    return render(request, template, {"job": job, "membership": membership})
+    if services.fail_stuck_jobs(among=[job]):  # its worker went away: say so, stop polling
+        job.refresh_from_db()
+    return render_page_or_partial(request, "transcripts/import_job.html", "import-job",
+                                  {"job": job, "membership": membership})
 
 
 @require_POST
@@ -97,3 +99,19 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     services.delete_session(session)
     messages.success(request, f"Deleted “{title}”.")
     return redirect("home")
+
+
+@require_GET
+def search_contents(request: HttpRequest) -> HttpResponse:
+    """Messages of the current team's sessions that hold the text (contents and arguments)."""
+    membership = _membership(request)
+    query = request.GET.get("q", "")
+    hits: list[search.Hit] = []
+    error = ""
+    if query.strip():
+        try:
+            hits = search.search(membership.team, query)
+        except search.SearchError as exc:
+            error = str(exc)
+    return render(request, "transcripts/search.html",
+                  {"query": query, "hits": hits, "error": error, "team": membership.team})

@@ -34,8 +34,7 @@ from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.conftest import PERSONAS
-from tests.web.test_session_page import spilling_session
+from tests.factories import PERSONAS, spilling_session
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +71,7 @@ RULES: dict[str, dict[str, dict]] = {
     # Logging out lands on the login page (LOGOUT_REDIRECT_URL), whoever asks.
     "logout": {"GET": roles(405, outsider=405), "POST": roles(LOGIN, outsider=LOGIN)},
     # Lists of the user's own teams: an outsider sees their own team there, hence 200.
-    "team-list": {"GET": roles(200, outsider=200), "POST": roles(200, outsider=200)},
+    "team-list": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "team-switch": {"GET": POST_ONLY, "POST": roles(302)},
     "team-members": {"GET": manage(200), "POST": POST_ONLY},
     "team-member-add": {"GET": POST_ONLY, "POST": manage(302)},
@@ -92,6 +91,8 @@ RULES: dict[str, dict[str, dict]] = {
     "home": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "upload": {"GET": roles(200, outsider=200), "POST": roles(200, 200, 403, outsider=200)},
     "import-job": {"GET": READ, "POST": GET_ONLY},
+    # search inside contents, in the user's current team (an outsider searches beta)
+    "search": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "import-job-requeue": {"GET": POST_ONLY, "POST": write(302)},
     # owners delete sessions
     "session-delete": {"GET": POST_ONLY, "POST": manage(302)},
@@ -113,10 +114,10 @@ RULES: dict[str, dict[str, dict]] = {
     "comment-permalink": {"GET": roles(302), "POST": GET_ONLY},
     "comment-resolve": {"GET": POST_ONLY, "POST": write(302)},
     # cache & information loss, sweeps (an empty sweep form is answered 400 with its errors)
-    "session-insights": {"GET": READ, "POST": READ},
-    "session-sweeps": {"GET": READ, "POST": READ},
+    "session-insights": {"GET": READ, "POST": GET_ONLY},
+    "session-sweeps": {"GET": READ, "POST": GET_ONLY},
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
-    "sweep-detail": {"GET": READ, "POST": READ},
+    "sweep-detail": {"GET": READ, "POST": GET_ONLY},
 }
 
 # Query strings some views need to reach their permission-checked object.
@@ -217,7 +218,8 @@ def test_each_persona_gets_the_expected_status_everywhere(persona, personas, wor
 
 def test_outsiders_never_get_a_success_from_alpha_objects(personas, world):
     """A summary over the rules: only views of the user's own teams answer an outsider 2xx."""
-    own_team_views = {"team-list", "home", "upload", "invite-accept", "login", "logout"}
+    own_team_views = {"team-list", "home", "upload", "search", "invite-accept", "login",
+                      "logout"}
     for name, rule in RULES.items():
         for method, expected in rule.items():
             if name not in own_team_views:

@@ -209,6 +209,23 @@ def test_a_new_file_for_the_same_session_key_replaces_the_unreviewed_one(persona
     assert Session.objects.count() == 1
 
 
+def test_a_queued_import_that_ends_late_is_replaced_by_the_newer_file(
+    personas, api_tokens, settings, tmp_path, monkeypatch
+):
+    from ctxsim.transcripts.services import run_import_job
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    monkeypatch.setattr("ctxsim.transcripts.services.enqueue", lambda job: None)
+    settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 100
+    queued = post(generated(calls=4), api_tokens.ingest, "?session_key=s-3").json()
+    settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 10**9
+    newer = post(generated(calls=6), api_tokens.ingest, "?session_key=s-3").json()
+    run_import_job(queued["job"]["id"])
+    job = Client().get(queued["job"]["url"], **bearer(api_tokens.ingest)).json()
+    assert job["status"] == "done"
+    assert list(Session.objects.values_list("pk", flat=True)) == [newer["sessions"][0]["id"]]
+
+
 def test_a_new_file_for_a_commented_session_is_stored_beside_it(personas, api_tokens):
     first = post(generated(calls=4), api_tokens.ingest, "?session_key=s-2").json()
     old = Session.objects.get(pk=first["sessions"][0]["id"])

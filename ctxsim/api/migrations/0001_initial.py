@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('teams', '0003_redaction'),
-        ('transcripts', '0004_redaction'),
+        ('transcripts', '0005_importjob_redactions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
