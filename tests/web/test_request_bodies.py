@@ -52,3 +52,39 @@ def test_a_zip_that_is_not_request_bodies_keeps_the_plain_refusal(personas, api_
     assert response.status_code == 400
     assert "ZIP archive" in response.json()["detail"]
     assert not Session.objects.exists()
+
+
+def test_the_call_view_shows_the_recorded_request_beside_the_profile(personas, api_tokens):
+    response = Client().post("/api/v1/transcripts", data=archive_bytes(folder_files()),
+                             content_type="application/octet-stream",
+                             **bearer(api_tokens.ingest))
+    main = response.json()["sessions"][0]["id"]
+    viewer = personas.client("viewer")
+    none = viewer.get(reverse("session-detail", args=[main]), {"profile": "none", "call": 1})
+    html = none.content.decode()
+    assert "Recorded request" in html and "0002-request.request.json" in html
+    assert "identical to the recorded request" in html  # profile "none" sends what it got
+    # A profile that rewrites history departs from the recording somewhere.
+    last = viewer.get(reverse("session-detail", args=[main]), {"profile": "chatcli", "call": 3})
+    assert "0005-request.request.json" in last.content.decode()
+
+
+def test_the_first_difference_is_the_first_message_the_profile_changed():
+    from types import SimpleNamespace
+
+    from ctxsim.pipeline.messages import Message
+    from ctxsim.replays.recorded import compare
+
+    raw = tuple(Message.of(role, text, origin=i) for i, (role, text) in enumerate(
+        [("system", "s"), ("user", "u"), ("assistant", "a"), ("user", "v")]))
+    meta = {"recorded_requests": [{"request_file": "r.json", "messages": 3,
+                                   "matches_history": True}]}
+    same = compare(meta, SimpleNamespace(raw_history=raw, sent=raw), 0)
+    assert same["first_difference"] is None and same["sent"] == 4
+    rewritten = (*raw[:2], Message.of("assistant", "[cleared]", origin=2), raw[3])
+    changed = compare(meta, SimpleNamespace(raw_history=raw, sent=rewritten), 0)
+    assert changed["first_difference"] == 2 and changed["difference"].startswith("rewritten")
+    dropped = compare(meta, SimpleNamespace(raw_history=raw, sent=(raw[0], raw[3])), 0)
+    assert dropped["first_difference"] == 1
+    assert compare(meta, SimpleNamespace(raw_history=raw, sent=raw), 1) is None
+    assert compare({}, SimpleNamespace(raw_history=raw, sent=raw), 0) is None
