@@ -77,7 +77,7 @@ _HINT_TEXT = re.compile(
 _HINT_BYTES = re.compile(_HINT_TEXT.pattern.encode())
 
 
-def _apply(text, rules, hint, marker_of) -> tuple[Any, Counter[str]]:
+def _apply(text, rules, hint, marker_of, seen=None) -> tuple[Any, Counter[str]]:
     counts: Counter[str] = Counter()
     if not hint.search(text):
         return text, counts
@@ -86,6 +86,10 @@ def _apply(text, rules, hint, marker_of) -> tuple[Any, Counter[str]]:
 
         def substitute(match, kind=kind, group=group, marker=marker):
             counts[kind] += 1
+            if seen is not None:
+                secret = match.group(group)
+                seen.append((kind, secret.decode("utf-8", "replace")
+                             if isinstance(secret, bytes) else secret))
             if group == 0:
                 return marker
             start, end = match.start(group) - match.start(), match.end(group) - match.start()
@@ -96,15 +100,53 @@ def _apply(text, rules, hint, marker_of) -> tuple[Any, Counter[str]]:
     return text, counts
 
 
-def redact_text(text: str) -> tuple[str, Counter[str]]:
-    """The text with every secret replaced, and how many of each kind were replaced."""
-    return _apply(text, _TEXT_RULES, _HINT_TEXT, lambda kind: f"[REDACTED:{kind}]")
+def redact_text(text: str, seen: list | None = None) -> tuple[str, Counter[str]]:
+    """The text with every secret replaced, and how many of each kind were replaced; `seen`,
+    when given, collects each (kind, secret) found."""
+    return _apply(text, _TEXT_RULES, _HINT_TEXT, lambda kind: f"[REDACTED:{kind}]", seen)
 
 
-def redact_bytes(data: bytes) -> tuple[bytes, Counter[str]]:
+def redact_bytes(data: bytes, seen: list | None = None) -> tuple[bytes, Counter[str]]:
     """The same on bytes (a raw file line, or a content that may hold invalid UTF-8: the bytes
     outside the matches are kept exactly)."""
-    return _apply(data, _BYTE_RULES, _HINT_BYTES, None)
+    return _apply(data, _BYTE_RULES, _HINT_BYTES, None, seen)
+
+
+# A shortened copy of a secret (a title cut to its first characters and "…") no longer
+# matches its pattern; a prefix this long of a secret found elsewhere is cut out too.
+MIN_CUT_PREFIX = 8
+_CUT_ENDS = ("…", "...", "")
+
+
+def _cut_secrets(text: str, seen: list[tuple[str, str]]) -> str:
+    for kind, secret in seen:
+        if len(secret) < MIN_CUT_PREFIX:
+            continue
+        start = text.find(secret[:MIN_CUT_PREFIX])
+        while start >= 0:
+            length = MIN_CUT_PREFIX
+            while (start + length < len(text) and length < len(secret)
+                   and text[start + length] == secret[length]):
+                length += 1
+            rest = text[start + length:]
+            if any(rest.startswith(end) and (end or not rest) for end in _CUT_ENDS):
+                marker = f"[REDACTED:{kind}]"
+                text = text[:start] + marker + rest
+                start += len(marker)
+            else:
+                start += 1
+            start = text.find(secret[:MIN_CUT_PREFIX], start)
+    return text
+
+
+def _cut_value(value: Any, seen: list[tuple[str, str]]) -> Any:
+    if isinstance(value, str):
+        return _cut_secrets(value, seen)
+    if isinstance(value, Mapping):
+        return {k: _cut_value(v, seen) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cut_value(item, seen) for item in value]
+    return value
 
 
 def redact_lines(lines: Iterable[bytes]) -> Iterator[tuple[bytes, Counter[str]]]:
@@ -113,39 +155,43 @@ def redact_lines(lines: Iterable[bytes]) -> Iterator[tuple[bytes, Counter[str]]]
         yield redact_bytes(line)
 
 
-def redact_value(value: Any, counts: Counter[str]) -> Any:
+def redact_value(value: Any, counts: Counter[str], seen: list | None = None) -> Any:
     """A JSON-like value with every string redacted (keys too); adds to `counts`."""
     if isinstance(value, str):
-        text, found = redact_text(value)
+        text, found = redact_text(value, seen)
         counts.update(found)
         return text
     if isinstance(value, Mapping):
-        return {redact_value(k, counts): redact_value(v, counts) for k, v in value.items()}
+        return {redact_value(k, counts, seen): redact_value(v, counts, seen)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_value(item, counts) for item in value]
+        return [redact_value(item, counts, seen) for item in value]
     return value
 
 
-def _redact_message(message: Message, counts: Counter[str]) -> Message:
-    content, found = redact_bytes(message.content)
+def _redact_message(message: Message, counts: Counter[str], seen: list) -> Message:
+    content, found = redact_bytes(message.content, seen)
     counts.update(found)
     calls = tuple(
         ToolCall(
-            id=redact_value(call.id, counts),
-            name=redact_value(call.name, counts),
-            arguments=redact_value(call.arguments, counts),
+            id=redact_value(call.id, counts, seen),
+            name=redact_value(call.name, counts, seen),
+            arguments=redact_value(call.arguments, counts, seen),
             type=call.type,
         )
         for call in message.tool_calls
     )
+    meta = message.meta
+    if meta:
+        meta = _cut_value(redact_value(dict(meta), counts, seen), seen)
     return replace(
         message,
         content=content,
-        name=redact_value(message.name, counts),
+        name=redact_value(message.name, counts, seen),
         tool_calls=calls,
-        tool_call_id=redact_value(message.tool_call_id, counts),
-        error_code=redact_value(message.error_code, counts),
-        meta=redact_value(dict(message.meta), counts) if message.meta else message.meta,
+        tool_call_id=redact_value(message.tool_call_id, counts, seen),
+        error_code=redact_value(message.error_code, counts, seen),
+        meta=meta,
     )
 
 
@@ -158,18 +204,27 @@ def redact_sessions(sessions: Iterable[Session]) -> tuple[list[Session], Counter
     counts: Counter[str] = Counter()
     # The title and the meta mostly repeat what the messages say (a title is the first request):
     # redacted, but not counted again, so the count is of secrets, not of copies.
+    # Shortened copies (a title cut with "…") are cut out by the prefix of a secret found in
+    # the messages.
     copies: Counter[str] = Counter()
     redacted = []
     for session in sessions:
+        seen: list[tuple[str, str]] = []
+        messages = tuple(_redact_message(m, counts, seen) for m in session.messages)
+        tools = redact_value(session.tools, counts, seen)
+        schema = redact_value(session.response_schema, counts, seen)
+        title = redact_value(session.title, copies, seen)
+        meta = redact_value(dict(session.meta), copies, seen)
+        warnings = redact_value(list(session.warnings), copies, seen)
         redacted.append(
             replace(
                 session,
-                title=redact_value(session.title, copies),
-                messages=tuple(_redact_message(m, counts) for m in session.messages),
-                tools=redact_value(session.tools, counts),
-                response_schema=redact_value(session.response_schema, counts),
-                meta=redact_value(dict(session.meta), copies),
-                warnings=tuple(redact_value(list(session.warnings), copies)),
+                title=_cut_secrets(title, seen),
+                messages=messages,
+                tools=tools,
+                response_schema=schema,
+                meta=_cut_value(meta, seen),
+                warnings=tuple(_cut_value(warnings, seen)),
             )
         )
     return redacted, counts

@@ -4,6 +4,7 @@ raw-byte and decoded-text passes agree, and JSON stays JSON."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -111,6 +112,19 @@ def test_sessions_are_redacted_everywhere_a_secret_can_hide():
     # message and is redacted without being counted twice.
     assert counts == {"github-token": 5}
     assert core not in repr(sessions)
+
+
+def test_a_title_cut_inside_a_secret_loses_the_secrets_first_characters():
+    import io
+
+    secret = PLANTED["aws-secret-key"][0]
+    document = {"messages": [{"role": "user", "content": f"Fix the deploy. {secret} please"},
+                             {"role": "assistant", "content": "ok"}]}
+    (session,) = load(io.BytesIO(json.dumps(document).encode())).sessions
+    cut = replace(session, title=f"Fix the deploy. {secret[:40]}…")
+    (redacted,), counts = redact_sessions([cut])
+    assert redacted.title == "Fix the deploy. aws_secret_access_key = [REDACTED:aws-secret-key]…"
+    assert counts == {"aws-secret-key": 1}
 
 
 def test_merge_counts_adds_by_kind_in_a_fixed_order():
