@@ -76,8 +76,8 @@ class _Archive:
             if self._zip is not None:
                 info = self._zip.getinfo(name)
                 self._spend(info.file_size, name)
-                with self._zip.open(info) as member:
-                    data = member.read(self.budget + 1)
+                with self._zip.open(info) as stream:
+                    data = stream.read(self.budget + 1)
             else:
                 assert self._tar is not None
                 member = self._tar.getmember(name)
@@ -288,8 +288,10 @@ def _chain_session(chain: list[_Call], session_id: str, key: str, parent: str | 
         history.append({"role": "assistant", "content": last.response["content"],
                         **({"usage": last.response["usage"]}
                            if isinstance(last.response.get("usage"), dict) else {})})
-    document = {key_: last.request[key_] for key_ in ("model", "system", "tools", "max_tokens")
-                if key_ in last.request}
+    document: dict[str, Any] = {
+        key_: last.request[key_] for key_ in ("model", "system", "tools", "max_tokens")
+        if key_ in last.request
+    }
     document["messages"] = history
     try:
         parsed = anthropic_messages.parse(_Document(document))[0]  # type: ignore[arg-type]

@@ -77,14 +77,16 @@ _HINT_TEXT = re.compile(
 _HINT_BYTES = re.compile(_HINT_TEXT.pattern.encode())
 
 
-def _apply(text, rules, hint, marker_of, seen=None) -> tuple[Any, Counter[str]]:
+def _apply(text: Any, rules: list[Any], hint: re.Pattern[Any], marker_of: Any,
+           seen: list[tuple[str, str]] | None = None) -> tuple[Any, Counter[str]]:
     counts: Counter[str] = Counter()
     if not hint.search(text):
         return text, counts
     for kind, pattern, group, *rest in rules:
         marker = rest[0] if rest else marker_of(kind)
 
-        def substitute(match, kind=kind, group=group, marker=marker):
+        def substitute(match: re.Match[Any], kind: str = kind, group: int = group,
+                       marker: Any = marker) -> Any:
             counts[kind] += 1
             if seen is not None:
                 secret = match.group(group)
