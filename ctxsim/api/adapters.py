@@ -46,8 +46,19 @@ def default_totals(session: Session) -> dict[str, Any]:
     return dict(run.totals)
 
 
-def trace_chunks(session: Session, settings, *, summary: bool) -> Iterator[str]:
-    """The SPEC §6 trace of the session in pieces, for a streamed response."""
+def trace_chunks(session: Session, settings, *, summary: bool) -> Iterator[str | bytes]:
+    """The SPEC §6 trace of the session in pieces, for a streamed response; nothing is
+    computed until the response is read.
+
+    When the replays app writes traces to a file (`trace_file`, so a long session's trace is
+    never held in memory whole), the pieces are read from it; else from `trace_json`.
+    """
+    make_file = getattr(replays, "trace_file", None)
+    if make_file is not None:
+        with make_file(session, settings, summary=summary) as handle:
+            while chunk := handle.read(TRACE_CHUNK):
+                yield chunk
+        return
     body = replays.trace_json(session, settings, summary=summary)
     for start in range(0, len(body), TRACE_CHUNK):
         yield body[start : start + TRACE_CHUNK]
