@@ -48,10 +48,11 @@ def claude_session(folder: Path) -> tuple[Path, Path]:
 
 
 def run_push(args: list[str], *, url: str, token: str, stdin: str = ""):
-    """The script as a hook runs it: its own process, only the variables it documents."""
+    """The script as a hook runs it: its own process, only the variables it documents, and
+    without site-packages (`-S`): it needs nothing but the standard library."""
     env = {"CTXSIM_URL": url, "CTXSIM_TOKEN": token, "CTXSIM_TIMEOUT": "30",
            "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, str(PUSH), *args], input=stdin, env=env,
+    return subprocess.run([sys.executable, "-S", str(PUSH), *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -130,3 +131,20 @@ def test_ctxsim_push_exits_1_with_the_servers_message(personas, live_server, tmp
     assert again.returncode == 0 and "already imported" in again.stdout
     refused = run_push([str(good)], url=live_server.url, token="ctx_wrong")
     assert refused.returncode == 1 and ": 401 " in refused.stderr
+
+
+def test_the_plugin_and_hook_files_point_at_the_script():
+    contrib = ROOT / "contrib"
+    plugin = json.loads((contrib / "claude-code" / ".claude-plugin" / "plugin.json").read_text())
+    assert plugin["name"] == "ctxsim-capture"
+    market = json.loads((contrib / ".claude-plugin" / "marketplace.json").read_text())
+    assert [p["name"] for p in market["plugins"]] == ["ctxsim-capture"]
+    assert (contrib / market["plugins"][0]["source"] / ".claude-plugin").is_dir()
+    hooks = json.loads((contrib / "claude-code" / "hooks" / "hooks.json").read_text())
+    (command,) = [h["command"] for group in hooks["hooks"]["SessionEnd"] for h in group["hooks"]]
+    assert "${CLAUDE_PLUGIN_ROOT}/bin/ctxsim-push" in command and "--hook claude-code" in command
+    assert (contrib / "claude-code" / "bin" / "ctxsim-push").is_file()
+    codex = json.loads((contrib / "codex" / "hooks.json").read_text())
+    (command,) = [h["command"] for group in codex["hooks"]["Stop"] for h in group["hooks"]]
+    assert command.endswith("contrib/bin/ctxsim-push --hook codex")
+    assert PUSH.resolve() == (contrib / "claude-code" / "bin" / "ctxsim-push").resolve()
