@@ -234,6 +234,13 @@ def test_a_new_file_for_a_commented_session_is_stored_beside_it(personas, api_to
     assert second["outcome"] == "linked" and Session.objects.count() == 2
     newest = ReceivedFile.objects.order_by("-pk").first()
     assert newest.previous.sessions.get() == old
+    viewer = personas.client("viewer")
+    old_page = viewer.get(reverse("session-detail", args=[old.pk])).content.decode()
+    new_id = second["sessions"][0]["id"]
+    assert "A newer upload of this agent session exists" in old_page
+    assert f'href="/sessions/{new_id}/"' in old_page
+    new_page = viewer.get(reverse("session-detail", args=[new_id])).content.decode()
+    assert f'Newer upload of <a href="/sessions/{old.pk}/"' in new_page
 
 
 # -- reading -----------------------------------------------------------------------------------
