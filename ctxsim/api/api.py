@@ -32,10 +32,7 @@ MAX_ID = 2**63 - 1  # beyond this no row exists, and some databases refuse the n
 
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        found = tokens.authenticate(token)
-        if found is not None:
-            request.api_token = found  # type: ignore[attr-defined]
-        return found
+        return tokens.authenticate(token)
 
 
 api = NinjaAPI(

@@ -75,12 +75,15 @@ def leaks_in_media(root: Path) -> list[str]:
 
 def leaks_in_pages(personas, api_tokens) -> list[str]:
     client = personas.client("owner")
-    bodies = {"home": client.get(reverse("home")).content}
+    bodies = {"home": client.get(reverse("home")).content,
+              "search": client.get(reverse("search"), {"q": "deploy"}).content}
     for session in Session.objects.all():
         pk = session.pk
         bodies[f"session {pk}"] = client.get(reverse("session-detail", args=[pk])).content
         bodies[f"trace {pk}"] = client.get(reverse("session-trace", args=[pk])).content
         bodies[f"activity {pk}"] = client.get(reverse("session-activity", args=[pk])).content
+        for name in ("session-compare", "session-insights", "profile-export"):
+            bodies[f"{name} {pk}"] = client.get(reverse(name, args=[pk])).content
         for call in range(1, session.model_call_count + 1):
             for row in range(session.message_count + 1):
                 response = client.get(reverse("session-message", args=[pk]),
