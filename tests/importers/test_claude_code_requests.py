@@ -9,20 +9,16 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from pathlib import Path
 
 import pytest
 
 from ctxsim.importers import FORMATS, TranscriptError, detect, load
 from ctxsim.importers.claude_code_requests import NAME, archive_bytes
+from tests.factories import REQUEST_BODIES, REQUEST_BODIES_SESSION, request_body_files
 
-FOLDER = Path(__file__).parent / "fixtures" / "claude-code-requests" / "provider-bodies"
-SESSION_ID = "7f3c2a10-5b4e-4c8d-9a61-0e2f4b6d8c11"
-
-
-def folder_files(prefix: str = "provider-bodies/", skip: tuple[str, ...] = ()) -> dict:
-    return {prefix + p.name: p.read_bytes() for p in sorted(FOLDER.iterdir())
-            if p.name not in skip}
+FOLDER = REQUEST_BODIES
+SESSION_ID = REQUEST_BODIES_SESSION
+folder_files = request_body_files
 
 
 def as_zip(**kwargs) -> io.BytesIO:

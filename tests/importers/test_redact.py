@@ -10,32 +10,10 @@ import pytest
 
 from ctxsim.importers import load
 from ctxsim.importers.redact import KINDS, merge_counts, redact_bytes, redact_sessions, redact_text
+from tests.factories import PLANTED_SECRETS
 from tests.shared import SHARED_DIR, requires_shared
 
-# One planted secret per kind, and the part of it that must disappear.
-PLANTED = {
-    "private-key": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u"
-                    "ZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH PRIVATE KEY-----",
-                    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u"),
-    "aws-access-key": ("AKIAQ7PLANTEDKEY0001", "AKIAQ7PLANTEDKEY0001"),
-    "aws-secret-key": ("aws_secret_access_key = Zp1antedSecretKeyZp1antedSecretKeyZp1ant",
-                       "Zp1antedSecretKeyZp1antedSecretKeyZp1an"),
-    "github-token": ("ghp_PlantedGithubToken0123456789abcdefABCD", "PlantedGithubToken0123"),
-    "gitlab-token": ("glpat-PlantedGitlab0123456789", "PlantedGitlab0123456789"),
-    "slack-token": ("xoxb-1111111111-PlantedSlackToken", "PlantedSlackToken"),
-    "stripe-key": ("sk_live_PlantedStripeKey0123456789", "PlantedStripeKey0123456789"),
-    "anthropic-key": ("sk-ant-api03-PlantedAnthropicKey0123456789-abcdefXYZ",
-                      "PlantedAnthropicKey0123456789"),
-    "openai-key": ("sk-proj-PlantedOpenaiKey0123456789abcdefghij", "PlantedOpenaiKey0123456789"),
-    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkand0In0.PlantedJwtSignature0123456789",
-            "PlantedJwtSignature0123456789"),
-    "password-in-url": ("postgres://app:PlantedUrlPassw0rd@db.internal:5432/prod",
-                        "PlantedUrlPassw0rd"),
-    "connection-string-password": ("Server=db;User Id=app;Password=PlantedConnPassw0rd;",
-                                   "PlantedConnPassw0rd"),
-    "authorization-header": ("Authorization: Bearer PlantedBearerToken0123456789",
-                             "PlantedBearerToken0123456789"),
-}
+PLANTED = PLANTED_SECRETS
 
 
 def test_every_kind_has_a_planted_example():

@@ -24,7 +24,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 
 from ctxsim.analysis.models import Sweep
 from ctxsim.api.tokens import create_token
@@ -34,7 +34,7 @@ from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.factories import PERSONAS, spilling_session
+from tests.factories import PERSONAS, spilling_session, url_patterns
 
 pytestmark = pytest.mark.django_db
 
@@ -122,16 +122,6 @@ RULES: dict[str, dict[str, dict]] = {
 
 # Query strings some views need to reach their permission-checked object.
 QUERIES = {"session-message": "call=1&row=0"}
-
-
-def url_patterns(patterns=None, prefix: str = "", namespace: str | None = None):
-    """(namespace, name, route, parameter names) of every URL, includes walked recursively."""
-    for p in get_resolver().url_patterns if patterns is None else patterns:
-        if isinstance(p, URLResolver):
-            yield from url_patterns(p.url_patterns, prefix + str(p.pattern),
-                                    p.namespace or namespace)
-        elif isinstance(p, URLPattern):
-            yield namespace, p.name, prefix + str(p.pattern), list(p.pattern.converters)
 
 
 def app_patterns():

@@ -17,8 +17,8 @@ from ctxsim.api.tokens import hash_token
 from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.reviews.models import Comment
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
+from tests.factories import bearer
 from tests.shared import SHARED_DIR, requires_shared
-from tests.web.api_helpers import bearer
 
 pytestmark = pytest.mark.django_db
 

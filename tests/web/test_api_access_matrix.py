@@ -17,9 +17,7 @@ from django.urls import reverse
 
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.web.api_helpers import bearer
-from tests.web.test_access_matrix import url_patterns
-from tests.web.test_session_page import spilling_session
+from tests.factories import bearer, spilling_session, url_patterns
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from ctxsim.transcripts.models import ImportJob, Session
 from ctxsim.transcripts.services import run_import_job
-from tests.importers.test_redact import PLANTED
-from tests.web.api_helpers import bearer
+from tests.factories import PLANTED_SECRETS as PLANTED
+from tests.factories import bearer
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,10 @@ from django.urls import reverse
 
 from ctxsim.importers.claude_code_requests import archive_bytes
 from ctxsim.transcripts.models import Session
-from tests.importers.test_claude_code_requests import FOLDER, SESSION_ID, folder_files
-from tests.web.api_helpers import bearer
+from tests.factories import REQUEST_BODIES as FOLDER
+from tests.factories import REQUEST_BODIES_SESSION as SESSION_ID
+from tests.factories import bearer
+from tests.factories import request_body_files as folder_files
 
 pytestmark = pytest.mark.django_db
 
