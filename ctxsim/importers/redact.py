@@ -23,67 +23,92 @@ from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
-# (kind, pattern, group holding the secret or 0 for the whole match). Order matters where two
-# patterns could see the same text: Anthropic keys start with "sk-" too.
+# (kind, pattern, group holding the secret or 0 for the whole match, needles). A rule runs
+# only on text holding one of its needles (a substring test is far cheaper than the regex, and
+# most text has none); lower-case needles of a case-insensitive rule are looked for in the
+# lower-cased text. Order matters where two patterns could see the same text: Anthropic keys
+# start with "sk-" too.
 _PEM_BODY = r"(?:[A-Za-z0-9+/=\s:,-]|\\[nrt])"
-_RULES: tuple[tuple[str, str, int], ...] = (
+_RULES: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
     ("private-key",
      r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----[^\"]{0,20000}?-----END \1PRIVATE KEY-----",
-     0),
+     0, ("PRIVATE KEY",)),
     # A block cut off before its END line (a truncated tool output): the header and its body.
-    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----" + _PEM_BODY + "{16,20000}", 0),
-    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", 0),
+    ("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----" + _PEM_BODY + "{16,20000}",
+     0, ("PRIVATE KEY",)),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+     0, ("AKIA", "ASIA", "ABIA", "ACCA")),
     ("aws-secret-key",
      r"(?i)\baws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-     1),
-    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0),
-    ("gitlab-token", r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}", 0),
-    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
-    ("slack-token", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}", 0),
-    ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
-    ("anthropic-key", r"\bsk-ant-(?:api|admin|oat)\d{0,3}-[A-Za-z0-9_-]{20,}", 0),
+     1, ("secret",)),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+     0, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    ("gitlab-token", r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}",
+     0, ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-")),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0, ("xox",)),
+    ("slack-token", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+     0, ("hooks.slack.com",)),
+    ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", 0, ("_live_", "_test_")),
+    ("anthropic-key", r"\bsk-ant-(?:api|admin|oat)\d{0,3}-[A-Za-z0-9_-]{20,}", 0, ("sk-ant-",)),
     ("openai-key",
      r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"
      r"|[A-Za-z0-9]{48}\b)",
-     0),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
+     0, ("sk-",)),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, ("eyJ",)),
     # "://" also as JSON may write it, ":\/\/", so the raw-file pass sees it too.
     ("password-in-url",
      r"(?i)\b[a-z][a-z0-9+.-]{1,20}:(?://|\\/\\/)[^\s:/@\"'\\<>]{1,200}:"
      r"(?!\[REDACTED:)([^\s:/@\"'\\<>]{1,200})@(?=[A-Za-z0-9\[])",
-     1),
+     1, ("://", ":\\/\\/")),
     ("connection-string-password",
      r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*(?!\[REDACTED:)([^;\s\"'\\]{1,200})"
      r"(?=;|$|[\s\"'\\])",
-     1),
+     1, ("password", "pwd")),
     ("authorization-header",
      r"(?i)\b(?:proxy-)?authorization[\"']?\s*:\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
      r"([A-Za-z0-9._~+/=-]{8,})",
-     1),
+     1, ("authorization",)),
 )
 
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for kind, _, _ in _RULES))
-
-_TEXT_RULES = [(kind, re.compile(pattern, re.MULTILINE), group) for kind, pattern, group in _RULES]
-_BYTE_RULES = [
-    (kind, re.compile(pattern.encode(), re.MULTILINE), group, f"[REDACTED:{kind}]".encode())
-    for kind, pattern, group in _RULES
-]
-# Cheap pre-check: a text without any of these cannot match a rule, and most lines have none.
-_HINT_TEXT = re.compile(
-    r"PRIVATE KEY|AKIA|ASIA|ABIA|ACCA|(?i:secret)|gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox"
-    r"|hooks\.slack|_live_|_test_|sk-|eyJ|://|:\\/\\/|(?i:password|pwd|authorization)"
-)
-_HINT_BYTES = re.compile(_HINT_TEXT.pattern.encode())
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule[0] for rule in _RULES))
 
 
-def _apply(text: Any, rules: list[Any], hint: re.Pattern[Any], marker_of: Any,
+def _compiled(as_bytes: bool) -> list[tuple[str, re.Pattern[Any], int, tuple[Any, ...], Any]]:
+    rules: list[tuple[str, re.Pattern[Any], int, tuple[Any, ...], Any]] = []
+    for kind, pattern, group, needles in _RULES:
+        marker = f"[REDACTED:{kind}]"
+        lowered = tuple(n.lower() for n in needles)
+        if as_bytes:
+            rules.append((kind, re.compile(pattern.encode(), re.MULTILINE), group,
+                          tuple(n.encode() for n in lowered), marker.encode()))
+        else:
+            rules.append((kind, re.compile(pattern, re.MULTILINE), group, lowered, marker))
+    return rules
+
+
+_TEXT_RULES = _compiled(as_bytes=False)
+_BYTE_RULES = _compiled(as_bytes=True)
+# One scan for any needle first, in the lower-cased text (a case-sensitive alternation of
+# literals is about ten times faster than a case-insensitive one): most strings hold none.
+_NEEDLES = sorted({n.lower() for rule in _RULES for n in rule[3]}, key=len, reverse=True)
+_TEXT_GATE = re.compile("|".join(re.escape(n) for n in _NEEDLES))
+_BYTE_GATE = re.compile(_TEXT_GATE.pattern.encode())
+SHORTEST_SECRET = 5  # the shortest text any rule matches: "pwd=x"
+
+
+def _apply(text: Any, rules: list[Any],
            seen: list[tuple[str, str]] | None = None) -> tuple[Any, Counter[str]]:
     counts: Counter[str] = Counter()
-    if not hint.search(text):
+    if len(text) < SHORTEST_SECRET:
         return text, counts
-    for kind, pattern, group, *rest in rules:
-        marker = rest[0] if rest else marker_of(kind)
+    lower = text.lower()
+    if not (_BYTE_GATE if isinstance(text, bytes) else _TEXT_GATE).search(lower):
+        return text, counts
+    for kind, pattern, group, needles, marker in rules:
+        if lower is None:
+            lower = text.lower()
+        if not any(needle in lower for needle in needles):
+            continue
 
         def substitute(match: re.Match[Any], kind: str = kind, group: int = group,
                        marker: Any = marker) -> Any:
@@ -98,20 +123,22 @@ def _apply(text: Any, rules: list[Any], hint: re.Pattern[Any], marker_of: Any,
             whole = match.group(0)
             return whole[:start] + marker + whole[end:]
 
-        text = pattern.sub(substitute, text)
+        text, replaced = pattern.subn(substitute, text)
+        if replaced:
+            lower = None  # the markers changed the text
     return text, counts
 
 
 def redact_text(text: str, seen: list | None = None) -> tuple[str, Counter[str]]:
     """The text with every secret replaced, and how many of each kind were replaced; `seen`,
     when given, collects each (kind, secret) found."""
-    return _apply(text, _TEXT_RULES, _HINT_TEXT, lambda kind: f"[REDACTED:{kind}]", seen)
+    return _apply(text, _TEXT_RULES, seen)
 
 
 def redact_bytes(data: bytes, seen: list | None = None) -> tuple[bytes, Counter[str]]:
     """The same on bytes (a raw file line, or a content that may hold invalid UTF-8: the bytes
     outside the matches are kept exactly)."""
-    return _apply(data, _BYTE_RULES, _HINT_BYTES, None, seen)
+    return _apply(data, _BYTE_RULES, seen)
 
 
 # A shortened copy of a secret (a title cut to its first characters and "…") no longer
