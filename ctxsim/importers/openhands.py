@@ -25,9 +25,14 @@ from .common import (
     title_from,
 )
 from .errors import TranscriptError, type_name
+from .recorded import mark_next, with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "openhands"
+# The arguments of a `CondensationAction` (openhands/events/action/agent.py).
+CONDENSATION_ACTIONS = ("condensation", "condensation_request")
+CONDENSATION_ARGS = ("forgotten_event_ids", "forgotten_events_start_id",
+                     "forgotten_events_end_id", "summary", "summary_offset")
 
 
 def is_event_list(value: Any) -> bool:
@@ -86,7 +91,7 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
     actions_by_id: dict[str, int] = {}
     for index, event in enumerate(events):
         action_id = _key(event.get("id")) if "action" in event else None
-        if action_id is not None:
+        if action_id is not None and event.get("action") not in CONDENSATION_ACTIONS:
             actions_by_id.setdefault(action_id, index)
     result_events = {
         results[action_id]: action_id for action_id in results if action_id in actions_by_id
@@ -95,8 +100,19 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
     history = HistoryBuilder()
     call_ids: dict[str, str] = {}
     tools = None
+    # SPEC-agents §2.5.0.5: condensation events mark the next message.
+    condensations: list[tuple[int, dict[str, Any]]] = []
+    requests: list[int] = []
     for index, event in enumerate(events):
         where = f"{field}[{index}]"
+        if event.get("action") in CONDENSATION_ACTIONS:
+            if event["action"] == "condensation_request":
+                requests.append(index)
+            else:
+                args = event.get("args") if isinstance(event.get("args"), dict) else {}
+                condensations.append((index, {k: args[k] for k in CONDENSATION_ARGS
+                                              if k in args}))
+            continue
         meta: dict[str, Any] = {"event_index": index}
         if isinstance(event.get("timestamp"), str):
             meta["timestamp"] = event["timestamp"]
@@ -129,6 +145,7 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
                 if isinstance(thought, str) and thought:
                     draft.texts.append(thought)
                 draft.add_call(ToolCall(call_id, str(kind), compact_json(fields)))
+                draft.meta.setdefault("call_event_ids", []).append(event.get("id"))
                 continue
             if kind == "system":
                 if isinstance(args.get("tools"), list):
@@ -169,7 +186,12 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
             ))
         elif kind == "error" and content:
             history.add(Message.of("user", content, is_error=True, meta=meta))
-    return history.messages(), tools
+    messages = history.messages()
+    for index, args in condensations:
+        messages = mark_next(messages, [index], "openhands_condensation", "event_index", args)
+    messages = mark_next(messages, requests, "openhands_condensation_request", "event_index",
+                         True)
+    return messages, tools
 
 
 def _str(value: Any) -> str:
@@ -195,5 +217,5 @@ def parse(source: Source) -> list[Session]:
     require_sessions(list(messages), "the event list has no messages or actions")
     return [Session(
         format=NAME, title=title_from(messages, "OpenHands trajectory"),
-        messages=messages, tools=tools, meta=meta,
+        messages=messages, tools=tools, meta=with_recorded_compactions(meta, messages),
     )]

@@ -13,6 +13,7 @@ from ctxsim.pipeline.messages import Message, Session
 from .common import expect_list, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .openhands import map_events
+from .recorded import with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "openhands-eval"
@@ -64,6 +65,7 @@ def parse(source: Source) -> list[Session]:
             format=NAME,
             title=f"{instance}: " + title_from(messages, "OpenHands task") if instance
             else title_from(messages, "OpenHands task"),
-            messages=messages, tools=tools, key=instance or f"line-{line}", meta=meta,
+            messages=messages, tools=tools, key=instance or f"line-{line}",
+            meta=with_recorded_compactions(meta, messages),
         ))
     return require_sessions(sessions, "the file has no instances")

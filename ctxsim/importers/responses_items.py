@@ -38,6 +38,9 @@ ITEM_TYPES = Names(CALL_TYPES | OUTPUT_TYPES | {
     "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference",
 })
 SKIPPED_TYPES = Names({"ghost_snapshot", "item_reference"})
+# Remote compaction output (`compaction_summary` is its serde alias): an opaque item the
+# client sends back in place of the history it replaced.
+COMPACTION_TYPES = Names({"compaction", "compaction_summary"})
 ROLE_MAP = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
@@ -135,6 +138,8 @@ class ItemMapper:
                 draft.meta["reasoning_encrypted_chars"] = (
                     draft.meta.get("reasoning_encrypted_chars", 0) + len(encrypted)
                 )
+        elif kind in COMPACTION_TYPES:
+            self._compaction(item, meta)
         elif kind in SKIPPED_TYPES or not isinstance(kind, str):
             return
         else:
@@ -165,6 +170,15 @@ class ItemMapper:
             # Codex injects these as user items; they are context, not the human's prompt.
             message_meta["injected"] = True
         self.history.add(Message.of(ROLE_MAP[role], text, meta=message_meta))
+
+    def _compaction(self, item: dict[str, Any], meta: dict[str, Any]) -> None:
+        """SPEC-agents §2.5.0.5: an empty user message costing ⌈len(encrypted)/4⌉ tokens."""
+        encrypted = item.get("encrypted_content")
+        size = len(encrypted) if isinstance(encrypted, str) else 0
+        self.history.add(Message.of("user", "", meta={
+            **meta, "kind": "codex_compaction_item",
+            "binary_parts": [{"type": "encrypted_compaction", "base64_length": size}],
+        }))
 
     def _call(self, kind: str, item: dict[str, Any], line: int | None) -> ToolCall:
         call_id = item.get("call_id")
