@@ -33,10 +33,18 @@ from .stages import (
     ReplayFacts,
     StageContext,
     StageResult,
+    anthropic_compact,
     budget,
+    claude_code_autocompact,
+    claude_code_microcompact,
+    claude_code_tool_output,
+    clear_thinking,
     clear_tool_uses,
+    codex_autocompact,
+    codex_tool_output,
     context_limit,
     microcompact,
+    openhands_condenser,
     pairing,
     tool_cap,
     tool_context,
@@ -44,7 +52,7 @@ from .stages import (
 
 PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
-ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
+ENGINE_PARAMS = ("counter", "image_rule", "loop_mode", "anchor_text")
 
 Report = Mapping[str, Any]  # what a stage's run reported at one call
 Values = Mapping[str, Any]  # a replay's parameter values (`RunConfig.values`)
@@ -113,6 +121,9 @@ FAMILIES: dict[str, Family] = {
         Family("chatcli", "ChatCLI", ("loop_mode", "anchor_text")),
         Family("aivax", "AIVAX gateway"),
         Family("anthropic", "Anthropic"),
+        Family("claude-code", "Claude Code"),
+        Family("codex", "Codex CLI"),
+        Family("openhands", "OpenHands"),
     )
 }
 
@@ -167,6 +178,85 @@ STAGES: dict[str, StageDef] = {
             activity=clear_tool_uses.activity, describe=clear_tool_uses.describe,
             quiet_note=clear_tool_uses.quiet_note, limit_line=clear_tool_uses.limit_line,
             exported=("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
+        ),
+        # SPEC-agents §2.5: Claude Code (proprietary: its documentation, issues and observed
+        # transcripts, else ctxsim's parameterised defaults) and the Anthropic server edits.
+        StageDef(
+            "claude_code_tool_output", "Claude Code tool output", ("dispatch",),
+            ("claude_env", "cc_bash_mode", "cc_bash_tools", "cc_bash_persist_trim",
+             "cc_mcp_mode", "cc_mcp_truncation_notice", "cc_mcp_precheck_factor",
+             "cc_persist_threshold_chars", "cc_persist_overrides", "cc_tool_results_dir",
+             "cc_preview_cut", "cc_read_cap"), claude_code_tool_output.run,
+            "Bash and MCP caps; large results saved to a file behind a 2 KB preview.",
+            "claude-code", describe=claude_code_tool_output.describe, exported=("claude_env",),
+        ),
+        StageDef(
+            "claude_code_microcompact", "Claude Code microcompact", ("persistent",),
+            ("cc_microcompact_trigger", "cc_microcompact_gap_minutes",
+             "cc_microcompact_keep_recent", "cc_microcompact_count_trigger",
+             "cc_microcompact_tools", "cc_microcompact_placeholder"),
+            claude_code_microcompact.run,
+            "Old tool results become [Old tool result content cleared].", "claude-code",
+            activity=claude_code_microcompact.activity,
+            describe=claude_code_microcompact.describe,
+            quiet_note=claude_code_microcompact.quiet_note,
+        ),
+        StageDef(
+            "claude_code_autocompact", "Claude Code auto-compact", ("outgoing",),
+            ("claude_env", "cc_model", "cc_context_window", "cc_max_output_tokens",
+             "cc_autocompact_buffer_tokens", "cc_summary_reserve_tokens", "cc_autocompact_mode",
+             "cc_token_source", "cc_summary_template", "summary_placeholder_tokens"),
+            claude_code_autocompact.run,
+            "At the threshold the conversation is replaced by one summary.", "claude-code",
+            activity=claude_code_autocompact.activity,
+            describe=claude_code_autocompact.describe,
+            quiet_note=claude_code_autocompact.quiet_note,
+            limit_line=claude_code_autocompact.limit_line, exported=("claude_env",),
+        ),
+        StageDef(
+            "clear_thinking", "Clear thinking", ("gateway",), ("thinking_keep",),
+            clear_thinking.run, "Anthropic context editing: thinking of older turns is removed.",
+            "anthropic", activity=clear_thinking.activity, describe=clear_thinking.describe,
+            quiet_note=clear_thinking.quiet_note, exported=("thinking_keep",),
+        ),
+        StageDef(
+            "anthropic_compact", "Anthropic compaction", ("gateway",),
+            ("compact_trigger", "compact_instructions", "compact_pause_after_compaction",
+             "anthropic_compact_mode", "summary_placeholder_tokens"), anthropic_compact.run,
+            "Server-side compaction: over the trigger the input becomes one compaction block.",
+            "anthropic", activity=anthropic_compact.activity, describe=anthropic_compact.describe,
+            quiet_note=anthropic_compact.quiet_note, limit_line=anthropic_compact.limit_line,
+            exported=("compact_trigger", "compact_instructions",
+                      "compact_pause_after_compaction"),
+        ),
+        # SPEC-agents §2.5.4–2.5.6: open-source agents, reproduced from their code.
+        StageDef(
+            "codex_tool_output", "Codex tool output", ("dispatch",),
+            ("codex_config", "codex_truncation_policy", "codex_use_recorded_policy"),
+            codex_tool_output.run, "Codex CLI keeps the head and tail of every tool output "
+            "within its model's truncation policy × 1.2.", "codex",
+            activity=codex_tool_output.activity, describe=codex_tool_output.describe,
+            quiet_note=codex_tool_output.quiet_note, exported=("codex_config",),
+        ),
+        StageDef(
+            "codex_autocompact", "Codex auto-compaction", ("outgoing",),
+            ("codex_config", "codex_autocompact_mode", "codex_limit_semantics",
+             "codex_token_source", "codex_user_message_budget", "codex_contextual_prefixes",
+             "summary_placeholder_tokens"), codex_autocompact.run,
+            "At 90 % of the window Codex replaces the history by the recent user messages and "
+            "a summary.", "codex", activity=codex_autocompact.activity,
+            describe=codex_autocompact.describe, quiet_note=codex_autocompact.quiet_note,
+            limit_line=codex_autocompact.limit_line, exported=("codex_config",),
+        ),
+        StageDef(
+            "openhands_condenser", "OpenHands condenser", ("outgoing",),
+            ("openhands_condenser_config", "openhands_max_message_chars", "openhands_assembly",
+             "openhands_request_over_tokens", "openhands_mode", "summary_placeholder_tokens"),
+            openhands_condenser.run, "OpenHands' condenser reduces the event history, then "
+            "OpenHands turns the kept events into messages.", "openhands",
+            activity=openhands_condenser.activity, describe=openhands_condenser.describe,
+            quiet_note=openhands_condenser.quiet_note,
+            exported=("openhands_condenser_config", "openhands_max_message_chars"),
         ),
     )
 }

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
 from ctxsim.htmx import partial_for, render_page_or_partial
+from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import Fold, diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
@@ -38,20 +39,23 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     url = f"{reverse('session-detail', args=[session.pk])}?"
     if errors and request.htmx:
         # Keep the last good result on screen: only the error list is swapped.
         response = render(request, f"{TEMPLATE}#form-errors", {"errors": errors})
         return reswap(retarget(response, "#form-errors"), "outerHTML")
     run, call = _run_and_call(request, session, settings)
+    numbers = page.numbers_choice(request.GET.get("numbers"))
+    numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
-        return redirect(url + settings.query(call))
-    context = page_context(request, session, membership, settings, errors, run, call)
+        return redirect(url + settings.query(call) + numbers_q)
+    context = page_context(request, session, membership, settings, errors, run, call, numbers)
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
-        push_url(response, url + settings.query(call))
+        push_url(response, url + settings.query(call) + numbers_q)
     return response
 
 
@@ -65,7 +69,9 @@ def _run_and_call(request: HttpRequest, session, settings):
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
-    given = sorted(parse_qsl(request.GET.urlencode(), keep_blank_values=True))
+    # `numbers` picks how figures are shown, not what is replayed: it is kept as given.
+    given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
+                   if k != "numbers")
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -97,7 +103,8 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     return boxes
 
 
-def page_context(request, session, membership, settings, errors, run, call) -> dict:
+def page_context(request, session, membership, settings, errors, run, call,
+                 numbers: str = "calibrated") -> dict:
     pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
@@ -122,8 +129,13 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "phases": page.phase_names(),
         "profiles": profiles.profile_choices(session.team),
         "run": run,
-        "summary": page.summary(run),
-        "chart": page.chart_data(run, call, review["review"].chart_counts),
+        "summary": page.summary(run, numbers),
+        "chart": page.chart_data(run, call, review["review"].chart_counts,
+                                 (session.meta or {}).get("recorded_compactions"), numbers),
+        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call),
+        "numbers": numbers,
+        "numbers_q": "&numbers=raw" if numbers == "raw" else "",
+        "usage": page.call_usage(run, call),
         "call": pack,
         "call_summary": run.calls[call] if run.calls else None,
         "call_index": call,
@@ -172,7 +184,8 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole body of one message of one call ("show all" in the call view), or with
     `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
-    settings, _errors = settings_from_query(request.GET, session.team)
+    settings, _errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
     position = request.GET.get("row", "")
@@ -191,7 +204,8 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
 def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
     session, _ = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
@@ -257,7 +271,8 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
 def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
     session, _ = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     exports = profiles.exports_for(settings)
     wanted = request.GET.get("download")
     for export in exports:
