@@ -19,6 +19,8 @@ from pathlib import Path
 from bench.common import ROOT, child, median, output_dir
 
 IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
+TARGETS = ["replay", "linearity", "retune", "import", "pages"]
+PAGE_LIMIT_BYTES = 1_000_000  # the session page of the 2,000-call session (SPEC §9)
 IMPORT_SEED = 0
 
 
@@ -27,6 +29,16 @@ def line(name: str, ratio: float, target: float) -> bool:
     print(f"{name}: ratio={ratio:.2f} (target <= {target:g}) {'PASS' if ok else 'FAIL'}",
           flush=True)
     return ok
+
+
+def pending(name: str, ratio: float, target: float, *, at_least: bool = False) -> None:
+    """A target this bench measures but does not enforce yet (issue 21): printed with its
+    ratio, never failing the run."""
+    ok = ratio >= target if at_least else ratio <= target
+    sign = ">=" if at_least else "<="
+    verdict = "met" if ok else "INFO, target not met"
+    print(f"{name}: ratio={ratio:.2f} (target {sign} {target:g}) {verdict} (not enforced)",
+          flush=True)
 
 
 def runs(result: dict) -> str:
@@ -58,12 +70,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small inputs (not the targets)")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--only", choices=["replay", "linearity", "retune", "import"],
-                        action="append")
+    parser.add_argument("--only", choices=TARGETS, action="append")
     args = parser.parse_args()
     reps = max(args.reps, 3)
     scale = 10 if args.quick else 1
-    only = set(args.only or ["replay", "linearity", "retune", "import"])
+    only = set(args.only or TARGETS)
     started = time.perf_counter()
     results: list[bool] = []
 
@@ -73,6 +84,7 @@ def main() -> int:
         small = measured["sizes"][0]
         if "replay" in only:
             results.append(line("replay", small["replay"] / measured["floor"], 2))
+            pending("replay (2026-12)", small["replay"] / measured["floor"], 1.25)
             info(f"{small['calls']} calls, {small['tool_results']} tool results, "
                  f"{small['bytes'] / 1e6:.1f} MB: replay {small['replay']:.2f}s "
                  f"(runs {runs(small)}); floor "
@@ -119,6 +131,25 @@ def main() -> int:
              f"{import_runs[0]['messages']:,} messages: import {import_s:.2f}s, json.loads "
              f"of every line {parse_s:.2f}s; peak memory {peak / 1e6:.0f} MB above the "
              f"interpreter's; database write (SQLite, informational) {stored['seconds']:.2f}s")
+
+    if "pages" in only:
+        pages = child("bench.pages", f"{2000 // scale},{4000 // scale}")
+        small, large = pages["sizes"]
+        heavy = small["page_bytes"] >= PAGE_LIMIT_BYTES
+        results.append(line("page-weight", large["spread_bytes"] / small["spread_bytes"], 1.2)
+                       and not heavy)
+        info(f"session page bytes over {small['spread_pages']} calls spread evenly: "
+             f"{large['calls']} calls {large['spread_bytes']:,}, {small['calls']} calls "
+             f"{small['spread_bytes']:,}; at the call that sent the most ({small['calls']} "
+             f"calls, {small['messages']:,} messages): page {small['page_bytes']:,} bytes "
+             f"(limit {PAGE_LIMIT_BYTES:,}{', EXCEEDED' if heavy else ''}), one call step "
+             f"{small['step_bytes']:,} bytes")
+        results.append(line("import-queries", large["queries"] / small["queries"], 1.1))
+        info(f"queries to store and summarise (default profile): {large['calls']} calls "
+             f"({large['contents']:,} contents) {large['queries']} = {large['store_queries']} "
+             f"+ {large['stats_queries']}, {small['calls']} calls ({small['contents']:,} "
+             f"contents) {small['queries']} = {small['store_queries']} + "
+             f"{small['stats_queries']}")
 
     info(f"bench finished in {time.perf_counter() - started:.0f}s")
     return 0 if all(results) else 1
