@@ -51,3 +51,23 @@ class Sweep(models.Model):
     @property
     def axis_names(self) -> list[str]:
         return [a["name"] for a in self.axes]
+
+
+class InsightsResult(models.Model):
+    """One replay seen through one cache rule (`ctxsim.insights.report.as_data`), stored like
+    replay summaries: a second visit of the cache & information-loss page, or a sweep point
+    already computed, is a lookup instead of a replay and a cache simulation."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE,
+                                related_name="insights_results")
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    rule = models.CharField(max_length=200, help_text="model, lifetime and price")
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key", "rule"],
+                                               name="one_insights_result_per_replay_and_rule")]
+
+    def __str__(self) -> str:
+        return f"insights of session {self.session_id} ({self.rule})"

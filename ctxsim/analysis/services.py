@@ -23,6 +23,7 @@ from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import Sweep
+from ctxsim.analysis.results import insights_for
 from ctxsim.analysis.tasks import run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
@@ -78,8 +79,8 @@ def profile_refs(query: QueryDict) -> tuple[list[str], bool]:
 
 def insight_columns(session, query: QueryDict, rule: CacheRule,
                     canonical=None) -> tuple[list[Column], dict[str, str]]:
-    """Replay the session under each chosen profile and simulate the cache over each."""
-    canonical = canonical or replays.canonical_session(session)
+    """Replay the session under each chosen profile and simulate the cache over each (or
+    read what an earlier visit or sweep stored for that replay and rule)."""
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
     wanted: list[tuple[str, ReplaySettings]] = []
@@ -96,8 +97,8 @@ def insight_columns(session, query: QueryDict, rule: CacheRule,
         wanted.append((settings.profile.name, settings))
     columns = []
     for label, settings in wanted:
-        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-        columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
+        columns.append(Column(settings.profile_ref, label, settings,
+                              insights_for(session, settings, rule, canonical)))
     return columns, errors
 
 

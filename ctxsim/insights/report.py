@@ -7,7 +7,7 @@ explanation (`breaks`) and the information-loss tracker (`loss`) side by side.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 from .breaks import BreakCause, common_prefix, explain_break
 from .cache import BreakEven, CacheSimulator, break_even
-from .loss import LossReport, LossTracker
+from .loss import Drop, LossReport, LossTracker, LostReference, ReRead
 from .prices import CacheRule
 
 
@@ -198,3 +198,40 @@ def _region(prev: Sequence[Message], prev_costs: Sequence[int], position: int,
     still = sum(now.get(m.origin, 0) if m.origin is not None else c
                 for m, c in zip(prev[position:], prev_costs[position:], strict=True))
     return rewritten, rewritten - still
+
+
+# --- stored results ----------------------------------------------------------------------------
+
+RESULT_VERSION = 1  # bump when what `as_data` writes changes shape
+
+
+def as_data(insights: ProfileInsights) -> dict[str, Any]:
+    """The insights as plain JSON data (the rule is not included: it is the result's key)."""
+    return {
+        "version": RESULT_VERSION,
+        # One list per call, in CallRow's field order: half the size of a dict per call.
+        "calls": [[c.index, c.input_tokens, c.cached, c.written, c.uncached, c.cost,
+                   c.no_cache_cost, c.failed, c.expired,
+                   asdict(c.cause) if c.cause is not None else None] for c in insights.calls],
+        "events": [asdict(e) for e in insights.events],
+        "loss": asdict(insights.loss),
+    }
+
+
+def from_data(rule: CacheRule, data: dict[str, Any]) -> ProfileInsights | None:
+    """The insights `as_data` wrote (None when written by another version)."""
+    if data.get("version") != RESULT_VERSION:
+        return None
+    calls = [CallRow(i, n, cached, written, uncached, cost, no_cache, failed, expired,
+                     BreakCause(**cause) if cause is not None else None)
+             for i, n, cached, written, uncached, cost, no_cache, failed, expired, cause
+             in data["calls"]]
+    events = [BreakEvent(e["call"], BreakCause(**e["cause"]), e["rewritten"], e["saved"],
+                         BreakEven(**e["payback"])) for e in data["events"]]
+    loss = data["loss"]
+    report = LossReport(
+        drops=[Drop(**d) for d in loss["drops"]],
+        rereads=[ReRead(**{**r, "dropped": Drop(**r["dropped"])}) for r in loss["rereads"]],
+        lost=[LostReference(**{**x, "dropped": Drop(**x["dropped"])}) for x in loss["lost"]],
+    )
+    return ProfileInsights(rule, calls, events, report)

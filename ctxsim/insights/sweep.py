@@ -16,7 +16,7 @@ from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
 
 from .prices import CacheRule
-from .report import analyse
+from .report import ProfileInsights, analyse
 
 MAX_VALUES = 25  # per axis
 MAX_POINTS = 400
@@ -124,16 +124,33 @@ class SweepInput:
     response_schema: Any = None
 
 
-def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule) -> SweepPoint:
+class SweepStopped(Exception):  # noqa: N818 - a request, not an error
+    """Raised between two points when the sweep was asked to stop; `points` are the ones
+    evaluated so far (in grid order), for a later run to resume from."""
+
+    def __init__(self, points: list[SweepPoint]) -> None:
+        super().__init__(f"stopped after {len(points)} points")
+        self.points = points
+
+
+# Replays a point's settings and simulates the cache over them (or reads a stored result).
+Analyser = Callable[[Mapping[str, int]], ProfileInsights]
+
+
+def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule,
+             analysed: Analyser | None = None) -> SweepPoint:
     out = SweepPoint(dict(point))
     try:
         rc = resolve(source.profile, with_point(source.config, point), source.stages)
     except ParamError as exc:
         out.error = str(exc)
         return out
-    rep = replay(source.messages, rc, sink=NullSpillSink(), tools=source.tools,
-                 response_schema=source.response_schema)
-    insights = analyse(rep, rule)
+    if analysed is not None:
+        insights = analysed(point)
+    else:
+        rep = replay(source.messages, rc, sink=NullSpillSink(), tools=source.tools,
+                     response_schema=source.response_schema)
+        insights = analyse(rep, rule)
     out.sent_tokens = insights.input_tokens
     out.cost = insights.cost
     out.no_cache_cost = insights.no_cache_cost
@@ -145,18 +162,35 @@ def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule) -> S
 
 
 def run_sweep(source: SweepInput, axes: Sequence[Axis], rule: CacheRule,
-              progress: Callable[[int, int], None] | None = None) -> list[SweepPoint]:
+              progress: Callable[[int, int], None] | None = None, *,
+              analysed: Analyser | None = None,
+              should_stop: Callable[[], bool] | None = None,
+              done: Sequence[SweepPoint] = ()) -> list[SweepPoint]:
     """Evaluate every combination in grid order, reporting (done, total) after each, then
-    mark the Pareto front."""
+    mark the Pareto front. Points in `done` (an earlier run's, by their values) are not
+    evaluated again; `should_stop` is asked before each point, and a yes raises SweepStopped
+    with the points so far."""
     points = grid(axes)
+    known = {tuple(sorted(p.values.items())): p for p in done}
     out = []
     for n, point in enumerate(points, start=1):
-        out.append(evaluate(source, point, rule))
+        earlier = known.get(tuple(sorted(point.items())))
+        if earlier is None:
+            if should_stop is not None and should_stop():
+                raise SweepStopped(out)
+            earlier = evaluate(source, point, rule, analysed)
+        earlier.front = False
+        out.append(earlier)
         if progress is not None:
             progress(n, len(points))
     for i in pareto_front(out):
         out[i].front = True
     return out
+
+
+def point_from_dict(data: Mapping[str, Any]) -> SweepPoint:
+    """A point as `SweepPoint.as_dict` stored it."""
+    return SweepPoint(**{k: v for k, v in data.items() if k in SweepPoint.__dataclass_fields__})
 
 
 def pareto_front(points: Sequence[SweepPoint]) -> list[int]:
