@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import jsontext
 from .messages import Session
 from .params import ParamError
 from .profiles import DEFAULT_PROFILE
@@ -87,7 +88,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             raise UsageError(f"{args.config}: expected a JSON object of parameters")
     data: Any = None
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
     if looks_like_scenario(data):

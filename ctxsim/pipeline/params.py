@@ -32,7 +32,10 @@ def go_atoi(text: str) -> int | None:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not all("0" <= c <= "9" for c in body):
         return None
-    value = int(text)
+    digits = body.lstrip("0") or "0"
+    if len(digits) > 19:  # past int64 already; int() would refuse 4,300+ digits
+        return None
+    value = -int(digits) if text[0] == "-" else int(digits)
     if value > INT64_MAX or value < INT64_MIN:
         return None
     return value

@@ -59,3 +59,31 @@ def test_a_sidechain_written_leaf_first_imports_as_in_file_order():
     natural = sessions(lines)
     assert natural and len(natural[0][1]) == 40
     assert sessions([*reversed(lines[:-1]), lines[-1]]) == natural
+
+
+HUGE = "9" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+def test_a_jsonl_transcript_with_a_huge_integer_is_one_error_naming_the_line():
+    """issue 20 item 14: `_parse_line` let json's ValueError escape (500 on upload)."""
+    import pytest
+
+    from ctxsim.importers import TranscriptError
+
+    good = _sidechain_line(0, None)
+    bad = {**_sidechain_line(1, "u0"), "costUSD": 0}
+    text = json.dumps(good) + "\n" + json.dumps(bad).replace('"costUSD": 0',
+                                                             '"costUSD": ' + HUGE) + "\n"
+    with pytest.raises(TranscriptError, match="line 2.*a number has more than 4300 digits"):
+        load(io.BytesIO(text.encode()))
+
+
+def test_a_json_transcript_with_a_huge_integer_is_one_error_naming_the_line():
+    """issue 20 item 14: the whole-file JSON formats parse the same way."""
+    import pytest
+
+    from ctxsim.importers import TranscriptError
+
+    text = '{"model": "gpt-4o",\n "max_tokens": ' + HUGE + ',\n "messages": []}'
+    with pytest.raises(TranscriptError, match="line 2.*a number has more than 4300 digits"):
+        load(io.BytesIO(text.encode()), "openai-chat")

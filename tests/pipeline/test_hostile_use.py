@@ -53,3 +53,38 @@ def test_the_resumed_prepass_still_finds_a_broken_pair_after_plain_messages(monk
     plain = [c.sent for c in Replay(messages, resolve("chatcli", None), use_memos=False).calls()]
     assert with_memo == plain
     assert all(m.role != "tool" for m in calls[-1].sent)
+
+
+HUGE = "9" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+def test_an_env_knob_of_thousands_of_digits_is_go_overflow_not_a_crash():
+    """issue 20 item 14: `go_atoi` called int() on 5,000 digits and raised ValueError."""
+    from ctxsim.pipeline.params import go_atoi
+
+    assert go_atoi(HUGE) is None
+    assert go_atoi("-" + HUGE) is None
+    assert go_atoi("0" * 5000 + "42") == 42  # Go's Atoi reads leading zeros
+
+
+@pytest.mark.parametrize("family", ["aivax", "anthropic"])
+def test_a_pasted_profile_with_a_huge_integer_is_one_clear_error(family):
+    """issue 20 item 14: `_load_object` let json's ValueError escape (500 on the page)."""
+    from ctxsim.pipeline.export import IMPORTERS
+    from ctxsim.pipeline.params import ParamError
+
+    with pytest.raises(ParamError, match="line 1 column 24: a number has more than 4300 digits"):
+        IMPORTERS[family]('{"contextMaximumSize": ' + HUGE + "}")
+
+
+def test_simulate_on_a_scenario_with_a_huge_integer_exits_2_with_one_line(tmp_path):
+    """issue 20 item 14 (a guard: the CLI already caught the ValueError): one line, status 2."""
+    import io
+
+    from ctxsim.pipeline.cli import main
+
+    path = tmp_path / "s.json"
+    path.write_text('{"config": {"turn_budget_chars": ' + HUGE + '}, "messages": []}')
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(path)], out, err) == 2
+    assert "4300 digits" in err.getvalue() and err.getvalue().count("\n") == 1

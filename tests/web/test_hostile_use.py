@@ -1,0 +1,69 @@
+"""Issue 20 ("Holds under hostile use"): inputs a team member can send never give a 500."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from ctxsim.replays.models import SavedProfile
+from ctxsim.transcripts.models import Session as StoredSession
+from ctxsim.transcripts.store import save_sessions
+from tests.web.test_session_page import page_url, spilling_session
+
+pytestmark = pytest.mark.django_db
+
+HUGE = "9" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+@pytest.fixture
+def stored(personas):
+    return save_sessions([spilling_session()], team=personas.team,
+                         user=personas.users["owner"])[0]
+
+
+def test_a_threshold_of_thousands_of_digits_is_not_a_500(personas, stored):
+    """issue 20 item 14: an env knob of 5,000 digits crashed `go_atoi` on every page."""
+    client = personas.client("viewer")
+    response = client.get(page_url(stored, f"env.CHATCLI_TOOL_RESULT_MAX_CHARS={HUGE}"),
+                          follow=True)
+    assert response.status_code == 200
+
+
+def test_a_saved_profile_with_a_huge_knob_leaves_the_session_readable(personas, stored):
+    """issue 20 item 14: a reviewer could save such a profile and break the session."""
+    reviewer = personas.client("reviewer")
+    reviewer.post(reverse("profile-save", args=[stored.pk]), {
+        "profile": "chatcli", "env.CHATCLI_TOOL_RESULT_MAX_CHARS": HUGE, "name": "huge"})
+    saved = SavedProfile.objects.filter(team=personas.team, name="huge").first()
+    if saved is not None:
+        page = personas.client("viewer").get(page_url(stored, f"profile={saved.ref}"),
+                                             follow=True)
+        assert page.status_code == 200
+
+
+def test_pasting_a_profile_with_a_huge_integer_says_what_is_wrong(personas, stored):
+    """issue 20 item 14: `_load_object` let json's ValueError escape (500)."""
+    response = personas.client("reviewer").post(
+        reverse("profile-import", args=[stored.pk]),
+        {"format": "aivax", "name": "huge", "text": '{"contextMaximumSize": ' + HUGE + "}"})
+    assert response.status_code == 200
+    assert "more than 4300 digits" in response.content.decode()
+    assert not SavedProfile.objects.filter(name="huge").exists()
+
+
+def test_uploading_a_transcript_with_a_huge_integer_says_which_line(personas):
+    """issue 20 item 14: `_parse_line` let json's ValueError escape (500 on upload)."""
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+            "message": {"role": "user", "content": "hello"}}
+    data = (json.dumps(line) + "\n" + json.dumps({**line, "uuid": "u2", "parentUuid": "u1"})
+            .replace('"sessionId"', f'"costUSD": {HUGE}, "sessionId"') + "\n").encode()
+    before = StoredSession.objects.count()
+    response = personas.client("reviewer").post(reverse("upload"), {
+        "files": [SimpleUploadedFile("big.jsonl", data)]})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "line 2" in body and "more than 4300 digits" in body
+    assert StoredSession.objects.count() == before
