@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,10 @@ from ctxsim.transcripts.models import Content, Message, Session
 BATCH = 1000
 
 
+# `\u0000` in serialized JSON is a NUL only after an even number of backslashes.
+_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
 def json_safe(value: Any) -> Any:
     """A JSON value PostgreSQL's jsonb accepts: no NUL characters, no lone surrogates.
 
@@ -32,13 +37,25 @@ def json_safe(value: Any) -> Any:
     text = json.dumps(value, ensure_ascii=False)
     try:
         text.encode("utf-8")
-        clean = "\\u0000" not in text
+        clean = _ESCAPED_NUL.search(text) is None
     except UnicodeEncodeError:
         clean = False
     if clean:
         return value
-    text = text.replace("\\u0000", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return json.loads(text)
+    # Cleaned value by value: replacing inside the serialized text also hit the six characters
+    # `\u0000` of an escaped backslash, leaving invalid JSON (issue 20 item 16).
+    return _walk_safe(value)
+
+
+def _walk_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text_safe(value)
+    if isinstance(value, dict):
+        return {_walk_safe(k) if isinstance(k, str) else k: _walk_safe(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk_safe(v) for v in value]
+    return value
 
 
 def _text_safe(value: str) -> str:

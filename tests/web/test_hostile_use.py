@@ -67,3 +67,67 @@ def test_uploading_a_transcript_with_a_huge_integer_says_which_line(personas):
     body = response.content.decode()
     assert "line 2" in body and "more than 4300 digits" in body
     assert StoredSession.objects.count() == before
+
+
+def _simulate(path, *args) -> dict:
+    import io
+
+    from ctxsim.pipeline import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main([str(path), *args], out, err) == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+def _export_trace(session_id: int, *args) -> dict:
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("export_trace", str(session_id), *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def _claude_code_line(i: int, parent: str | None, role: str, content) -> dict:
+    message = {"role": role, "content": content}
+    if role == "assistant":
+        message = {**message, "id": f"msg_{i}", "model": "claude-sonnet-4-20250514"}
+    return {"type": role, "uuid": f"u{i}", "parentUuid": parent, "sessionId": "s1",
+            "isSidechain": False, "message": message}
+
+
+def test_a_tool_input_holding_a_nul_character_imports_and_keeps_its_arguments(personas,
+                                                                             tmp_path):
+    """issue 20 item 16: a NUL in a tool input is the six characters `\\u0000` in its
+    arguments; `json_safe` replaced them inside serialized JSON and broke the import."""
+    from ctxsim.transcripts.imports import import_transcript
+    from ctxsim.transcripts.store import load_session
+
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Write",
+            "input": {"path": "a.bin", "content": "head\x00tail \\u0000 literal"}}
+    lines = [
+        _claude_code_line(0, None, "user", "write the file"),
+        _claude_code_line(1, "u0", "assistant", [call]),
+        _claude_code_line(2, "u1", "user", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                             "content": "done"}]),
+        _claude_code_line(3, "u2", "assistant", [{"type": "text", "text": "Written."}]),
+    ]
+    path = tmp_path / "nul.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (row,) = import_transcript(path, team=personas.team).sessions
+    stored = load_session(row)
+    (stored_call,) = [c for m in stored.messages for c in m.tool_calls]
+    assert json.loads(stored_call.arguments) == call["input"]
+    assert _export_trace(row.pk) == _simulate(path)
+
+
+def test_json_safe_cleans_values_not_their_serialized_text():
+    """issue 20 item 16: real NULs become U+FFFD; an escaped `\\u0000` text stays as it is."""
+    from ctxsim.transcripts.store import json_safe
+
+    value = {"a\x00": ["x\x00y", "\\u0000", 3, None], "b": {"c": "\\\\u0000\x00"}}
+    assert json_safe(value) == {"a\ufffd": ["x\ufffdy", "\\u0000", 3, None],
+                                "b": {"c": "\\\\u0000\ufffd"}}
+    clean = {"k": ["\\u0000 is six characters"]}
+    assert json_safe(clean) is clean
