@@ -174,16 +174,16 @@ def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
             index=index,
             role=m.role,
             content_id=content_ids[hashlib.sha256(m.content).hexdigest()],
-            name=_text_safe(m.name)[:200],
+            name=_text_safe(m.name),
             tool_calls=json_safe(
                 [
                     {"id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
                     for c in m.tool_calls
                 ]
             ),
-            tool_call_id=_text_safe(m.tool_call_id)[:300],
+            tool_call_id=_text_safe(m.tool_call_id),
             is_error=m.is_error,
-            error_code=_text_safe(m.error_code)[:100],
+            error_code=_text_safe(m.error_code),
             agent_feedback=m.agent_feedback,
             meta=json_safe(dict(m.meta)) if m.meta else {},
         )

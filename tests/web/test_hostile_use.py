@@ -122,6 +122,33 @@ def test_a_tool_input_holding_a_nul_character_imports_and_keeps_its_arguments(pe
     assert _export_trace(row.pk) == _simulate(path)
 
 
+def test_tool_call_ids_and_names_of_any_length_are_stored_whole(personas, tmp_path):
+    """issue 20 item 17: ids over 300 characters were cut in storage but not in the calls, so
+    the stored replay injected "[Tool result missing…]" and export_trace differed."""
+    from ctxsim.transcripts.imports import import_transcript
+    from ctxsim.transcripts.store import load_session
+
+    long_id = "call_" + "x" * 400
+    long_name = "tool_" + "n" * 300
+    request = {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": long_id, "type": "function",
+             "function": {"name": long_name, "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": long_id, "name": long_name, "content": "ok"},
+        {"role": "assistant", "content": "done"},
+    ]}
+    path = tmp_path / "long-ids.json"
+    path.write_text(json.dumps(request))
+    (row,) = import_transcript(path, team=personas.team).sessions
+    stored = load_session(row)
+    result = next(m for m in stored.messages if m.role == "tool")
+    assert result.tool_call_id == long_id
+    trace = _export_trace(row.pk)
+    assert trace == _simulate(path)
+    assert "Tool result missing" not in json.dumps(trace)
+
+
 def test_json_safe_cleans_values_not_their_serialized_text():
     """issue 20 item 16: real NULs become U+FFFD; an escaped `\\u0000` text stays as it is."""
     from ctxsim.transcripts.store import json_safe
