@@ -2,8 +2,9 @@
 
 A sink receives (directory text, file name, bytes). Linux's limits are enforced the same way in
 every sink, so a preview reads the same whether the bytes land in memory, on disk or in Django
-storage: a name over 255 bytes fails to write, and a directory path through an existing
-non-directory (like `/dev/null/...`) fails to be created.
+storage: a name over 255 bytes fails to write, and a directory path through a non-directory
+every Linux machine has (like `/dev/null/...`) fails to be created. Only the CLI's directory
+sink also looks at this machine's disk.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 NAME_MAX = 255
 
@@ -32,10 +33,27 @@ def clean_join(directory: str, name: str) -> str:
     return cleaned
 
 
-def _dir_impossible(directory: str) -> bool:
-    """True when Linux's `mkdir -p` would fail: an empty path, a NUL byte, or an existing
-    prefix that is not a directory."""
+# Non-directories on every Linux machine. A sink that must not look at the server's disk (the
+# web app's: a viewer chooses `spill_dir`) decides from the text and this list alone, so its
+# answer says nothing about which paths exist there (issue 20 item 19).
+NEVER_DIRECTORIES = frozenset({
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+})
+
+
+def dir_impossible_by_text(directory: str) -> bool:
+    """True when `mkdir -p` fails on any Linux machine: an empty path, a NUL byte, or a path
+    through one of NEVER_DIRECTORIES. Reads no filesystem."""
     if not directory or "\x00" in directory:
+        return True
+    parts = PurePosixPath(clean_join(directory, ""))
+    return any(str(p) in NEVER_DIRECTORIES for p in [parts, *parts.parents])
+
+
+def _dir_impossible(directory: str) -> bool:
+    """True when Linux's `mkdir -p` would fail here: the text rule, or an existing prefix on
+    this machine that is not a directory. Only for sinks that write this machine's disk."""
+    if dir_impossible_by_text(directory):
         return True
     parts = Path(clean_join(directory, ""))
     return any(p.exists() and not p.is_dir() for p in [*parts.parents][::-1] + [parts])
@@ -45,8 +63,8 @@ class SpillSink:
     """Base sink: checks Linux's rules, then stores. Subclasses implement `_store`/`_mkdir`."""
 
     def ensure_dir(self, directory: str) -> None:
-        """Create the directory (with parents) or raise SpillError."""
-        if _dir_impossible(directory):
+        """Create the directory (with parents) or raise SpillError; decided from the text."""
+        if dir_impossible_by_text(directory):
             raise SpillError(f"cannot create directory {directory!r}")
         self._mkdir(directory)
 

@@ -88,3 +88,29 @@ def test_simulate_on_a_scenario_with_a_huge_integer_exits_2_with_one_line(tmp_pa
     out, err = io.StringIO(), io.StringIO()
     assert main([str(path)], out, err) == 2
     assert "4300 digits" in err.getvalue() and err.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("kind", ["memory", "null"])
+def test_sinks_without_a_disk_decide_a_directory_from_its_text_alone(kind, tmp_path):
+    """issue 20 item 19: `spill_dir=/etc/passwd/x` said "dir creation failed" and
+    `/etc/nonexistent/x` did not: any viewer could probe the server's filesystem."""
+    from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink, SpillError
+
+    planted = tmp_path / "a-file"
+    planted.write_text("x")
+    sink = MemorySpillSink() if kind == "memory" else NullSpillSink()
+    for directory in (f"{planted}/x", "/etc/passwd/x", str(tmp_path / "missing" / "x")):
+        sink.ensure_dir(directory)  # what is on this machine's disk changes nothing
+    for directory in ("/dev/null/tool-results", "/dev/null", "", "/a\x00b"):
+        with pytest.raises(SpillError):
+            sink.ensure_dir(directory)  # impossible on every Linux machine
+
+
+def test_the_cli_directory_sink_still_refuses_a_path_through_a_file(tmp_path):
+    """issue 20 item 19: the CLI's own directory sink may (and must) look at the disk."""
+    from ctxsim.pipeline.spill import DirectorySpillSink, SpillError
+
+    planted = tmp_path / "a-file"
+    planted.write_text("x")
+    with pytest.raises(SpillError):
+        DirectorySpillSink().ensure_dir(f"{planted}/x")

@@ -158,3 +158,23 @@ def test_json_safe_cleans_values_not_their_serialized_text():
                                 "b": {"c": "\\\\u0000\ufffd"}}
     clean = {"k": ["\\u0000 is six characters"]}
     assert json_safe(clean) is clean
+
+
+def test_the_session_page_says_nothing_about_which_server_paths_exist(personas, stored,
+                                                                      tmp_path):
+    """issue 20 item 19: `spill_dir=<a file>/x` said "dir creation failed" on the page and
+    `<a missing path>/x` did not, so any viewer could probe the server's filesystem."""
+    planted = tmp_path / "a-file"
+    planted.write_text("x")
+    client = personas.client("viewer")
+
+    def page(directory: str) -> str:
+        response = client.get(page_url(stored, f"spill_dir={directory}&call=1"), follow=True)
+        assert response.status_code == 200
+        return response.content.decode()
+
+    for directory in (f"{planted}/x", f"{tmp_path}/absent/x"):
+        body = page(directory)
+        assert "dir creation failed" not in body
+        assert "budget_call_1_1.txt" in body  # spilled, as anywhere a directory can be made
+    assert "dir creation failed" in page("/dev/null/x")  # impossible everywhere: still said
