@@ -9,8 +9,10 @@ sink also looks at this machine's disk.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -119,11 +121,20 @@ class DirectorySpillSink(SpillSink):
             raise SpillError(str(exc)) from exc
 
     def _store(self, directory: str, name: str, data: bytes) -> None:
-        path = self._target(directory) / name
+        # A fresh private file (O_EXCL, no symlink followed), then renamed over the name: a
+        # symlink or hard link planted at the name is replaced, never written through, and a
+        # reader sees the whole file or none (issue 20 item 20).
+        folder = self._target(directory)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            fd, temporary = tempfile.mkstemp(prefix=".spill-", dir=folder)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(temporary, folder / name)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
         except OSError as exc:
             raise SpillError(str(exc)) from exc
 

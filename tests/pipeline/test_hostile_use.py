@@ -114,3 +114,37 @@ def test_the_cli_directory_sink_still_refuses_a_path_through_a_file(tmp_path):
     planted.write_text("x")
     with pytest.raises(SpillError):
         DirectorySpillSink().ensure_dir(f"{planted}/x")
+
+
+def test_writing_spills_never_follows_a_planted_symlink(tmp_path):
+    """issue 20 item 20: `simulate --write-spills DIR` opened the name with O_TRUNC and
+    followed a symlink planted there, overwriting its target; the link is now replaced."""
+    from ctxsim.pipeline.spill import DirectorySpillSink
+
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me")
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    (spills / "budget_a_1.txt").symlink_to(target)
+    DirectorySpillSink(spills).write("/d", "budget_a_1.txt", b"the spill")
+    assert target.read_bytes() == b"keep me"
+    written = spills / "budget_a_1.txt"
+    assert not written.is_symlink() and written.read_bytes() == b"the spill"
+
+
+def test_a_spill_file_is_complete_or_absent_and_never_rewritten_in_place(tmp_path):
+    """issue 20 item 20: written to a temporary name and renamed, so a reader never sees a
+    half-written file and an existing file's inode (a hard link elsewhere) is not truncated."""
+    from ctxsim.pipeline.spill import DirectorySpillSink
+
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"keep me")
+    (spills / "budget_a_1.txt").hardlink_to(elsewhere)
+    sink = DirectorySpillSink(spills)
+    sink.write("/d", "budget_a_1.txt", b"new spill")
+    assert (spills / "budget_a_1.txt").read_bytes() == b"new spill"
+    assert elsewhere.read_bytes() == b"keep me"
+    assert sorted(p.name for p in spills.iterdir()) == ["budget_a_1.txt"]
+    assert (spills / "budget_a_1.txt").stat().st_mode & 0o777 == 0o600
