@@ -279,6 +279,28 @@ SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SESSION_COOKIE_SECURE = _bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = _bool("CSRF_COOKIE_SECURE", True)
+    # HTTPS only, as the cookies above: plain-HTTP requests are redirected and browsers told
+    # to stay on HTTPS (HSTS). Off by default where the cookies are not Secure (plain HTTP, as
+    # bin/serve-prod on loopback).
+    SECURE_SSL_REDIRECT = _bool("SECURE_SSL_REDIRECT", SESSION_COOKIE_SECURE)
+    SECURE_HSTS_SECONDS = _int("SECURE_HSTS_SECONDS",
+                               365 * 24 * 3600 if SECURE_SSL_REDIRECT else 0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", False)
+    # Behind a TLS-terminating proxy, the header (and value) it sets on HTTPS requests, e.g.
+    # `X-Forwarded-Proto=https`; without it every proxied request looks like plain HTTP and the
+    # redirect above would loop. Only set it when the proxy always sets or strips that header.
+    _proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="").strip()
+    if _proxy_header:
+        _name, _sep, _value = _proxy_header.partition("=")
+        if not _sep or not _name.strip() or not _value.strip():
+            raise ImproperlyConfigured(
+                f"SECURE_PROXY_SSL_HEADER={_proxy_header!r} must be HEADER=VALUE "
+                "(e.g. X-Forwarded-Proto=https)"
+            )
+        SECURE_PROXY_SSL_HEADER = (
+            "HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip()
+        )
 
 LOGGING = {
     "version": 1,
