@@ -6,6 +6,7 @@ configuration table for every variable.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -68,6 +69,7 @@ INSTALLED_APPS = [
     "ctxsim.replays",
     "ctxsim.analysis",
     "ctxsim.reviews",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -82,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ctxsim.urls"
@@ -161,6 +165,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, ctxsim/teams/throttle.py): failures are counted per username
+# and per client address; either reaching the limit locks logins for the cool-off time.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("CTXSIM_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "ctxsim.teams.throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "ctxsim.teams.throttle.client_ip"
+# Proxies in front of the app that append the client's address to X-Forwarded-For (0: none,
+# REMOTE_ADDR is the client). Behind one without this, every login counts as one address.
+CTXSIM_TRUSTED_PROXIES = _int("CTXSIM_TRUSTED_PROXIES", 0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
