@@ -79,6 +79,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Refuses oversized bodies by their declared length before the CSRF check parses them.
+    "ctxsim.request_limits.RequestSizeLimitMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -264,6 +266,9 @@ if _s3_bucket_var is not None:
 # Transcripts: size limit of one uploaded file, and the size above which an upload is imported
 # by the background worker instead of during the request.
 CTXSIM_MAX_UPLOAD_BYTES = _int("CTXSIM_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
+# One upload request (every file and the form): by default one file at the limit plus 1 MB.
+CTXSIM_MAX_REQUEST_BYTES = _int("CTXSIM_MAX_REQUEST_BYTES", CTXSIM_MAX_UPLOAD_BYTES + 1024 * 1024,
+                                minimum=1)
 CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024 * 1024)
 # A background import still "running" after this long without a heartbeat is marked failed
 # (its worker died); the upload page then offers to re-queue it.
