@@ -36,12 +36,12 @@ def counted_parts(message, into: set[bytes]) -> None:
 
 def run_replay(messages) -> dict:
     """One full replay from a cold token cache: every call, raw and sent token counts."""
-    tokens._COUNTERS.pop(COUNTER, None)  # a fresh shared counter: empty content cache
     calls = 0
     sent = 0
-    for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
-        calls += 1
-        sent += call.sent_tokens
+    with tokens.isolated_counters():  # a fresh shared counter: empty content cache
+        for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
+            calls += 1
+            sent += call.sent_tokens
     return {"calls": calls, "sent_tokens": sent}
 
 

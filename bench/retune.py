@@ -10,7 +10,7 @@ is requested once first, as opening the page would.
 
 "Served from the replay cache" means the replay's results come from the replay cache (the
 stored summary) and nothing else: before each of those requests the process forgets the
-rendered call views and the replays it keeps in memory (`forget_replayed_calls`, the Django
+rendered call views and the replays it keeps in memory (`REPLAYS.forget_replays()`, the Django
 cache), as a request landing on another worker process would. The loaded session and its token
 counts stay, for both kinds of request: they are the replay's inputs, not its results.
 """
@@ -61,7 +61,7 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
     from django.urls import reverse
 
     from ctxsim.generator import generate_session
-    from ctxsim.replays.services import forget_replayed_calls
+    from ctxsim.replays.cache import REPLAYS
     from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.store import save_sessions
 
@@ -79,7 +79,7 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
 
     def get(query: str, forget: bool = False) -> float:
         if forget:
-            forget_replayed_calls()
+            REPLAYS.forget_replays()
             cache.clear()
         seconds, response = timed(lambda: client.get(f"{url}?{query}", headers=HTMX))
         if response.status_code != 200 or b'id="replay"' not in response.content:

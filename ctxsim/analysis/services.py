@@ -1,8 +1,8 @@
 """The cache & information-loss page and sweeps: from a request's query to pure insights.
 
-Replays come from the lead's services (`settings_from_query`, `new_replay`); the analysis itself
-is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger ones go to the task
-worker and record their progress on the `Sweep` row.
+Settings come from `ctxsim.replays.state`, sessions from `ctxsim.replays.services`; the
+analysis itself is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger
+ones go to the task worker and record their progress on the `Sweep` row.
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from ctxsim.insights.prices import (
     cache_rule,
 )
 from ctxsim.insights.report import ProfileInsights, analyse
+from ctxsim.pipeline.params import env_var_of
+from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.spill import NullSpillSink
+from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
+from ctxsim.replays.state import ReplaySettings, settings_from_query
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +113,7 @@ class Column:
 
     ref: str
     label: str
-    settings: replays.ReplaySettings
+    settings: ReplaySettings
     insights: ProfileInsights
 
     @property
@@ -139,27 +144,27 @@ def insight_columns(session, query: QueryDict, rule: CacheRule,
     canonical = canonical or replays.canonical_session(session)
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
-    wanted: list[tuple[str, replays.ReplaySettings]] = []
+    wanted: list[tuple[str, ReplaySettings]] = []
     if with_current:
-        current, problems = replays.settings_from_query(query, session.team)
+        current, problems = settings_from_query(query, session.team)
         errors.update(problems)
         if current.config or current.stages is not None or current.profile_ref not in refs:
             wanted.append((f"current: {current.profile.name}", current))
     for ref in refs:
-        settings, problems = replays.settings_from_query({"profile": ref}, session.team)
+        settings, problems = settings_from_query({"profile": ref}, session.team)
         if problems:
             errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
             continue
         wanted.append((settings.profile.name, settings))
     columns = []
     for label, settings in wanted:
-        rep = replays.new_replay(canonical, settings.run_config())
+        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
         columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
     return columns, errors
 
 
 def profile_options(team) -> list[tuple[str, str]]:
-    return replays.profile_choices(team)
+    return profiles.profile_choices(team)
 
 
 def call_link(session, column: Column, call: int) -> str:
@@ -172,7 +177,7 @@ def call_link(session, column: Column, call: int) -> str:
 
 @dataclass
 class SweepForm:
-    settings: replays.ReplaySettings
+    settings: ReplaySettings
     params: list[sweeps.SweepParam]
     cache: CacheChoice
     values: dict[str, str]
@@ -187,7 +192,7 @@ AXIS_FIELDS = ("param", "start", "stop", "step")
 
 
 def sweep_form(session, query: Mapping[str, Any]) -> tuple[SweepForm, dict[str, str]]:
-    settings, errors = replays.settings_from_query(query, session.team)
+    settings, errors = settings_from_query(query, session.team)
     cache, cache_errors = cache_choice(query)
     errors.update(cache_errors)
     params = sweeps.sweepable(settings.effective_stages)
@@ -278,7 +283,7 @@ def run_sweep_job(sweep_id: int) -> dict:
         return {"status": sweep.status}
     Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.RUNNING, done=0)
     try:
-        settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
+        settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
         cache, _ = cache_choice(sweep.cache | {"price": _price_text(sweep.cache)})
         canonical = replays.canonical_session(sweep.session)
         source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
@@ -307,8 +312,8 @@ def _price_text(cache: Mapping[str, Any]) -> str:
 
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:
     """The session page's query with a sweep point's values as the current parameters."""
-    settings, _ = replays.settings_from_query(QueryDict(sweep.query), sweep.session.team)
-    settings.config = sweeps.with_point(settings.config, values)
+    settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
+    settings = settings.with_config(sweeps.with_point(settings.config, values))
     return settings.query()
 
 
@@ -324,7 +329,7 @@ def sweep_points(session, sweep: Sweep) -> list[dict[str, Any]]:
 
 
 def _short(name: str) -> str:
-    return name.removeprefix(sweeps.ENV_PREFIX).removeprefix("CHATCLI_")
+    return (env_var_of(name) or name).removeprefix("CHATCLI_")
 
 
 def chart_data(points: list[dict[str, Any]]) -> dict[str, Any]:

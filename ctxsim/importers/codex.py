@@ -15,6 +15,7 @@ from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_
 from .errors import TranscriptError, type_name
 from .responses_items import ItemMapper
 from .source import Probe, Source
+from .titles import request_line
 
 NAME = "codex"
 LINE_BASED = True
@@ -109,7 +110,7 @@ def parse(source: Source) -> list[Session]:
         meta["model"] = models[0]
         meta["models"] = models
     meta.update(started=first_timestamp, ended=last_timestamp)
-    title = human_prompt.strip().splitlines()[0][:80] if human_prompt.strip() else ""
+    title = request_line(human_prompt) or ""
     return [Session(
         format=NAME,
         title=title or title_from(messages, "Codex session"),

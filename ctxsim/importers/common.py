@@ -10,8 +10,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, ToolCall
 
 from .errors import TranscriptError, wrong_shape
-
-TITLE_CHARS = 80
+from .titles import request_line
 
 
 class Names(frozenset):
@@ -92,13 +91,13 @@ def optional_str(value: Any, field: str, line: int | None = None) -> str:
 
 
 def title_from(messages: tuple[Message, ...] | list[Message], fallback: str) -> str:
-    """The first human message's first line, shortened: what a user recognizes a session by."""
+    """The first real user request's first line, shortened: what a user recognizes a session
+    by (agent boilerplate such as command wrappers and IDE context is skipped; see `titles`)."""
     for message in messages:
         if message.role == "user" and not message.meta.get("injected") and message.content:
-            for line in message.text.splitlines():
-                line = line.strip()
-                if line:
-                    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+            line = request_line(message.text)
+            if line:
+                return line
     return fallback
 
 

@@ -9,6 +9,9 @@ call where the result was dropped:
   path, a function name, an error name, a number of 6+ digits — that the dropped result held
   and that nothing sent at that call contains (so the agent cannot have read it there).
 Each dropped result counts at most one re-read, and each identifier one lost reference.
+A word-like identifier (a name, not a path, file or number) that occurs in many of the session's
+results — `useState`, `onClick` in a React project — is generic: mentioning it says nothing
+about one dropped result, so it is never a lost reference.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ IDENTIFIER = re.compile(
 )
 # Too common to say anything about what an agent remembered.
 STOP = frozenset({"http://", "https://", "/", "//", "./", "../", "__init__", "__main__"})
+# A name found in at least this many tool results of the session (and this share of them) is
+# generic. Four keeps a name a few related results share (a function read, grepped, edited).
+GENERIC_MIN_RESULTS = 4
+GENERIC_SHARE = 0.1
 
 
 def identifiers(text: str) -> set[str]:
@@ -112,10 +119,14 @@ class LossTracker:
         self.reread_done: set[int] = set()
         self.lost_done: set[str] = set()
         self._raw: dict[int, Message] = {}  # every tool result seen so far, by origin
+        self._seen: list[Message] = []  # the same, in the order they were seen
         # identifier -> (results searched, origins of those containing it), grown lazily.
         self._containing: dict[str, tuple[int, list[int]]] = {}
         self.spill_dirs: set[bytes] = set()
         self.report = LossReport()
+        self._results = [m for m in messages if m.role == "tool"]
+        self._generic_at = max(GENERIC_MIN_RESULTS, -(-len(self._results) * GENERIC_SHARE // 1))
+        self._generic: dict[str, bool] = {}
 
     def step(self, call: CallResult) -> None:
         sent_by_origin = {m.origin: m for m in call.sent if m.origin is not None}
@@ -125,7 +136,9 @@ class LossTracker:
         for raw in call.raw_history:
             if raw.role != "tool" or raw.origin is None:
                 continue
-            self._raw.setdefault(raw.origin, raw)
+            if raw.origin not in self._raw:
+                self._raw[raw.origin] = raw
+                self._seen.append(raw)
             sent = sent_by_origin.get(raw.origin)
             if sent is not None and (sent is raw or sent == raw):
                 continue
@@ -168,6 +181,8 @@ class LossTracker:
         by_origin = {d.origin: d for d in dropped}
         for ident in sorted(mentioned - self.lost_done):
             needle = ident.encode("utf-8")
+            if self._is_generic(ident, needle):
+                continue
             source = next((by_origin[o] for o in self._holding(ident, needle)
                            if o in by_origin), None)
             if source is None or _sent_mentions(call.sent, needle):
@@ -179,12 +194,27 @@ class LossTracker:
     def _holding(self, ident: str, needle: bytes) -> list[int]:
         """Origins of the tool results seen so far whose content contains `needle`."""
         searched, found = self._containing.get(ident, (0, []))
-        results = list(self._raw.values())
-        for m in results[searched:]:
+        for m in self._seen[searched:]:
             if needle in m.content:
                 found.append(m.origin)
-        self._containing[ident] = (len(results), found)
+        self._containing[ident] = (len(self._seen), found)
         return found
+
+    def _is_generic(self, ident: str, needle: bytes) -> bool:
+        """A name (not a path, file or number) found in many of the session's results."""
+        known = self._generic.get(ident)
+        if known is None:
+            known = False
+            if "/" not in ident and "." not in ident and not ident.isdigit():
+                count = 0
+                for m in self._results:
+                    if needle in m.content:
+                        count += 1
+                        if count >= self._generic_at:
+                            known = True
+                            break
+            self._generic[ident] = known
+        return known
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:

@@ -10,15 +10,14 @@ from itertools import product
 from typing import Any
 
 from ctxsim.pipeline.messages import Message
-from ctxsim.pipeline.params import ParamError
+from ctxsim.pipeline.params import ParamError, env_field, env_var_of
 from ctxsim.pipeline.profiles import Profile, param_specs, resolve
-from ctxsim.pipeline.replay import Replay
+from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
 
 from .prices import CacheRule
 from .report import analyse
 
-ENV_PREFIX = "env."
 MAX_VALUES = 25  # per axis
 MAX_POINTS = 400
 
@@ -37,7 +36,7 @@ def sweepable(stages: Sequence[tuple[str, str]]) -> list[SweepParam]:
     out: list[SweepParam] = []
     for spec in param_specs(tuple(stages)):
         if spec.kind == "env":
-            out += [SweepParam(ENV_PREFIX + v.name, f"{v.label} ({v.name})", v.default)
+            out += [SweepParam(env_field(v.name), f"{v.label} ({v.name})", v.default)
                     for v in spec.env_vars]
         elif spec.kind in ("int", "optional-int"):
             out.append(SweepParam(spec.name, spec.label, spec.default))
@@ -81,8 +80,9 @@ def with_point(config: Mapping[str, Any], point: Mapping[str, int]) -> dict[str,
     """The config with the point's values set (env knobs as the text ChatCLI reads)."""
     out = dict(config)
     for name, value in point.items():
-        if name.startswith(ENV_PREFIX):
-            out["env"] = {**out.get("env", {}), name[len(ENV_PREFIX):]: str(value)}
+        var = env_var_of(name)
+        if var is not None:
+            out["env"] = {**out.get("env", {}), var: str(value)}
         else:
             out[name] = value
     return out
@@ -134,8 +134,9 @@ def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule) -> S
     except ParamError as exc:
         out.error = str(exc)
         return out
-    replay = Replay(source.messages, rc, NullSpillSink(), source.tools, source.response_schema)
-    insights = analyse(replay, rule)
+    rep = replay(source.messages, rc, sink=NullSpillSink(), tools=source.tools,
+                 response_schema=source.response_schema)
+    insights = analyse(rep, rule)
     out.sent_tokens = insights.input_tokens
     out.cost = insights.cost
     out.no_cache_cost = insights.no_cache_cost

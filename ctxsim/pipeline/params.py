@@ -110,6 +110,21 @@ def resolve_env(env: Mapping[str, str]) -> dict[str, EnvSetting]:
     return out
 
 
+# Where one field holds one ChatCLI variable (a URL or form field, a sweep axis) it is named
+# `env.NAME`; these two are the only places that spell the prefix out.
+ENV_PREFIX = "env."
+
+
+def env_field(var: str) -> str:
+    """The field name of ChatCLI variable `var`."""
+    return ENV_PREFIX + var
+
+
+def env_var_of(field_name: str) -> str | None:
+    """The ChatCLI variable a field names, or None when it names something else."""
+    return field_name[len(ENV_PREFIX):] if field_name.startswith(ENV_PREFIX) else None
+
+
 # --- validators ---------------------------------------------------------------------------
 
 Validator = Callable[[Any], Any]  # returns the normalised value or raises ValueError(message)

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .messages import Message
-from .profiles import RunConfig, resolve
+from .messages import Message, Session
+from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
@@ -297,8 +297,8 @@ class Replay:
 
 
 def replay(
-    messages: Sequence[Message],
-    profile: str = "chatcli",
+    source: Sequence[Message] | Session,
+    profile: str | Profile | RunConfig = "chatcli",
     config: dict[str, Any] | None = None,
     *,
     stages: Any = None,
@@ -306,6 +306,19 @@ def replay(
     tools: Any = None,
     response_schema: Any = None,
 ) -> Replay:
-    """Resolve `profile` + `config` (ParamError on bad values) and prepare a replay."""
-    run_config = resolve(profile, config, stages)
-    return Replay(messages, run_config, sink, tools, response_schema)
+    """Prepare a replay: the one way every caller (CLI, web, sweeps, tests) builds a `Replay`.
+
+    `source` is a list of messages or a whole session (whose tools and response schema then
+    come along); `profile` is resolved with `config` and `stages` (ParamError on bad values)
+    unless it is an already resolved `RunConfig`."""
+    if isinstance(source, Session):
+        tools = source.tools if tools is None else tools
+        response_schema = source.response_schema if response_schema is None else response_schema
+        source = source.messages
+    if isinstance(profile, RunConfig):
+        if config or stages is not None:
+            raise TypeError("a resolved RunConfig takes no config or stages")
+        run_config = profile
+    else:
+        run_config = resolve(profile, config, stages)
+    return Replay(source, run_config, sink, tools, response_schema)

@@ -14,7 +14,9 @@ import hashlib
 import importlib.util
 import json
 import math
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,7 +124,8 @@ class TiktokenCounter:
 
     The cache is shared by every replay of the process (a web worker replays many sessions),
     so it is bounded: past `MAX_CACHED_BYTES` of cached contents it starts over. Counts known
-    from elsewhere (the database keeps them per stored content) can be handed in with `prime`.
+    from elsewhere (the database keeps them per stored content) can be handed in with `prime`,
+    and what one replay had to tokenize is collected with `recording`.
     """
 
     MAX_CACHED_BYTES = 512 * 1024 * 1024
@@ -133,7 +136,8 @@ class TiktokenCounter:
         self._cache: dict[bytes, int] = {}
         self._by_shape: dict[bytes, int] = {}
         self._by_digest: dict[bytes, int] = {}
-        self._fresh: dict[bytes, int] = {}
+        # Per thread: the dict `recording` collects into, if a block is open.
+        self._recording = threading.local()
         self._cached_bytes = 0
 
     def encode(self, text: str) -> list[int]:
@@ -153,7 +157,10 @@ class TiktokenCounter:
                 if cached is None:
                     text = content.decode("utf-8", "replace")
                     cached = len(self._encoding.encode_ordinary(text))
-                    self._by_digest[digest] = self._fresh[digest] = cached
+                    self._by_digest[digest] = cached
+                    fresh = getattr(self._recording, "counts", None)
+                    if fresh is not None:
+                        fresh[digest] = cached
                 if shape is not None:
                     self._by_shape[shape] = cached
                     self._cached_bytes += len(shape)
@@ -165,10 +172,18 @@ class TiktokenCounter:
         process for the previews and stubs a replay makes: they are not tokenized again."""
         self._by_digest.update(known)
 
-    def take_fresh(self) -> dict[bytes, int]:
-        """The counts tokenized since the last call, by digest, for others to prime with."""
-        fresh, self._fresh = self._fresh, {}
-        return fresh
+    @contextmanager
+    def recording(self) -> Iterator[dict[bytes, int]]:
+        """The counts this thread tokenizes within the block, by digest (of the content or of
+        its digit shape), for other processes to prime with. Per thread, so replays of other
+        sessions running at the same time never mix theirs in."""
+        outer = getattr(self._recording, "counts", None)
+        counts: dict[bytes, int] = {}
+        self._recording.counts = counts
+        try:
+            yield counts
+        finally:
+            self._recording.counts = outer
 
     def cached(self, content: bytes) -> int | None:
         """The count if it is already known, without tokenizing."""
@@ -185,7 +200,6 @@ class TiktokenCounter:
             self._cache.clear()
             self._by_shape.clear()
             self._by_digest.clear()
-            self._fresh.clear()
             self._cached_bytes = 0
         self._cache[content] = tokens
         self._cached_bytes += len(content)
@@ -208,8 +222,10 @@ class Bytes4Counter:
     def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Nothing to remember."""
 
-    def take_fresh(self) -> dict[bytes, int]:
-        return {}
+    @contextmanager
+    def recording(self) -> Iterator[dict[bytes, int]]:
+        """Nothing is ever tokenized."""
+        yield {}
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
@@ -222,6 +238,19 @@ def get_counter(name: str = "cl100k_base") -> TokenCounter:
         counter = Bytes4Counter() if name == "bytes4" else TiktokenCounter(name)
         _COUNTERS[name] = counter
     return counter
+
+
+@contextmanager
+def isolated_counters() -> Iterator[None]:
+    """Within the block `get_counter` hands out fresh counters (empty caches), as in a new
+    process; the shared ones come back after it. For tests and benchmarks that need a cold
+    token cache without reaching into this module."""
+    global _COUNTERS
+    saved, _COUNTERS = _COUNTERS, {}
+    try:
+        yield
+    finally:
+        _COUNTERS = saved
 
 
 # --- SPEC §5: the formula, in exactly one place ----------------------------------------------

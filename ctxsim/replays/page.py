@@ -6,15 +6,13 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
-
-from django.core.cache import cache
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import PHASES, STAGES, params_of
 from ctxsim.replays import analysis, services
+from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
 from ctxsim.replays.models import ReplayRun
 from ctxsim.transcripts.models import Session
@@ -284,24 +282,16 @@ class CallPack:
     rows: list[tuple[int, int | None, str]]
 
 
-CALL_PACK_VERSION = 3
-CALL_PACK_SECONDS = 24 * 3600
-
-
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
               index: int) -> CallPack:
     """The call view of call `index` (from the cache when any process made it before)."""
     query = settings.query()
-    key = "ctxsim:call:" + hashlib.sha256(
-        f"{CALL_PACK_VERSION}|{session.pk}|{session.created_at.isoformat()}|{run.key}|{index}|"
-        f"{query}".encode()
-    ).hexdigest()
-    pack = cache.get(key)
-    if pack is None:
+
+    def build() -> CallPack:
         detail = services.call_detail(session, settings, run, index)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
-        pack = CallPack(
+        return CallPack(
             index=index,
             raw_tokens=detail.call.raw_tokens,
             sent_tokens=detail.call.sent_tokens,
@@ -312,5 +302,5 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
                              query=query),
         )
-        cache.set(key, pack, timeout=CALL_PACK_SECONDS)
-    return pack
+
+    return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)

@@ -16,9 +16,10 @@ from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.htmx import target_id
-from ctxsim.replays import analysis, page, services
+from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
@@ -33,7 +34,7 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
-    settings, errors = services.settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team)
     url = f"{reverse('session-detail', args=[session.pk])}?"
     if errors and request.htmx:
         # Keep the last good result on screen: only the error list is swapped.
@@ -118,7 +119,7 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "fields": page.form_fields(settings, errors),
         "stage_rows": page.stage_rows(settings),
         "phases": page.phase_names(),
-        "profiles": services.profile_choices(session.team),
+        "profiles": profiles.profile_choices(session.team),
         "run": run,
         "summary": page.summary(run),
         "chart": page.chart_data(run, call, review["review"].chart_counts),
@@ -139,7 +140,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole body of one message of one call ("show all" in the call view), or with
     `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
-    settings, _errors = services.settings_from_query(request.GET, session.team)
+    settings, _errors = settings_from_query(request.GET, session.team)
     run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
     position = request.GET.get("row", "")
@@ -158,7 +159,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
 def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
     session, _ = _session(request, session_id)
-    settings, errors = services.settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team)
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
@@ -182,8 +183,8 @@ def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResp
     """A spilled file with line numbers and an optional line range, like an agent's ranged
     read (`?start=&end=`, 1-based, inclusive)."""
     spill, _ = _spill(request, session_id, spill_id)
-    data = services.spill_bytes(spill)
-    view = services.spill_lines(data, request.GET.get("start"), request.GET.get("end"))
+    data = spills.spill_bytes(spill)
+    view = spills.spill_lines(data, request.GET.get("start"), request.GET.get("end"))
     return render(request, "replays/spill.html",
                   {"spill": spill, "session": spill.run.session, **view})
 
@@ -191,7 +192,7 @@ def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResp
 @require_safe
 def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
     spill, _ = _spill(request, session_id, spill_id)
-    response = HttpResponse(services.spill_bytes(spill), content_type="text/plain; charset=utf-8")
+    response = HttpResponse(spills.spill_bytes(spill), content_type="text/plain; charset=utf-8")
     safe_name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in spill.name)
     response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -212,7 +213,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "errors": errors,
         "call_index": call,
         "calls": len(sides[0].run.calls),
-        "profiles": services.profile_choices(session.team),
+        "profiles": profiles.profile_choices(session.team),
         "chart": page.compare_chart(sides, call),
         "url": reverse("session-compare", args=[session.pk]),
     }
@@ -225,8 +226,8 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
 def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
     session, _ = _session(request, session_id)
-    settings, errors = services.settings_from_query(request.GET, session.team)
-    exports = services.exports_for(settings)
+    settings, errors = settings_from_query(request.GET, session.team)
+    exports = profiles.exports_for(settings)
     wanted = request.GET.get("download")
     for export in exports:
         if export.tool == wanted:
@@ -242,16 +243,13 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
-    settings, errors = services.settings_from_query(request.POST, session.team)
+    settings, errors = settings_from_query(request.POST, session.team)
     try:
-        if errors:
-            raise services.ProfileError(errors)
-        saved = services.save_profile(session.team, request.user, settings,
+        saved = profiles.save_profile(session, request.user, settings,
                                       request.POST.get("name", ""),
-                                      request.POST.get("description", ""))
-    except services.ProfileError as exc:
+                                      request.POST.get("description", ""), errors)
+    except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "save", exc.errors)
-    reviews.record(session, request.user, "profile_saved", f"{saved.name} (saved)")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 
@@ -259,14 +257,13 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
 def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
     try:
-        saved = services.import_profile(session.team, request.user,
+        saved = profiles.import_profile(session, request.user,
                                         request.POST.get("format", ""),
                                         request.POST.get("text", ""),
                                         request.POST.get("name", ""),
                                         request.POST.get("description", ""))
-    except services.ProfileError as exc:
+    except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
-    reviews.record(session, request.user, "profile_saved", f"{saved.name} (imported)")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 

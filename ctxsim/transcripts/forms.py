@@ -42,7 +42,8 @@ class SessionFilterForm(forms.Form):
 
     format = forms.ChoiceField(required=False, label="Format")
     status = forms.ChoiceField(required=False, label="Review status")
-    q = forms.CharField(required=False, max_length=200, label="Search titles")
+    q = forms.CharField(required=False, max_length=200, label="Search titles and file names")
+    contents = forms.BooleanField(required=False, label="inside contents too")
 
     def __init__(self, data, *, formats: list[str]) -> None:
         super().__init__(data)

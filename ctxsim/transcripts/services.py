@@ -31,6 +31,7 @@ from django.utils import timezone
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.replays.models import SpilledFile, storage_name_for
 from ctxsim.teams.models import Team
+from ctxsim.transcripts import search
 from ctxsim.transcripts.imports import import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 
@@ -50,6 +51,7 @@ class SessionFilters:
     format: str = ""
     status: str = ""
     query: str = ""
+    contents: bool = False  # the query also searches inside contents and tool-call arguments
 
 
 def team_formats(team: Team) -> list[str]:
@@ -77,9 +79,12 @@ def list_sessions(team: Team, filters: SessionFilters, page: str | int | None) -
     if filters.status:
         rows = rows.filter(review_status=filters.status)
     if filters.query:
-        rows = rows.filter(
-            Q(title__icontains=filters.query) | Q(sidechains__title__icontains=filters.query)
-        )
+        match = (Q(title__icontains=filters.query) | Q(sidechains__title__icontains=filters.query)
+                 | Q(source_name__icontains=filters.query))
+        if filters.contents and len(filters.query) >= search.MIN_QUERY_CHARS:
+            holding = search.matching_session_ids(team, filters.query)
+            match |= Q(pk__in=holding) | Q(sidechains__pk__in=holding)
+        rows = rows.filter(match)
     if filters.format or filters.query:
         rows = rows.distinct()
     return Paginator(rows.order_by("-created_at", "-pk"), SESSIONS_PER_PAGE).get_page(page)

@@ -20,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 
 from ctxsim.pipeline import messages as pm
 from ctxsim.transcripts.models import Content, Message, Session
+from ctxsim.transcripts.search import index_sessions
 
 BATCH = 1000
 
@@ -138,7 +139,9 @@ def save_sessions(
                 stored.setdefault(session.key, row)
                 rows[id(session)] = row
             pending = [s for s in pending if id(s) not in rows]
-        return [rows[id(s)] for s in sessions]
+        saved = [rows[id(s)] for s in sessions]
+        index_sessions(saved)
+        return saved
 
 
 def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
@@ -240,48 +243,3 @@ def load_session(row: Session) -> pm.Session:
         meta=row.meta or {},
         warnings=tuple(row.warnings or ()),
     )
-
-
-# --- token counts persisted with the contents -------------------------------------------------
-
-
-def prime_token_counts(row: Session, canonical: pm.Session, counter) -> None:
-    """Hand the counter the counts stored for this session's contents (SPEC §3: token counts
-    cached by content hash, persisted with the session)."""
-    stored = dict(
-        Message.objects.filter(session=row)
-        .values_list("content__sha256", f"content__token_counts__{counter.name}")
-        .distinct()
-    )
-    known = []
-    seen: set[bytes] = set()
-    for m in canonical.messages:
-        if m.content in seen:
-            continue
-        seen.add(m.content)
-        tokens = stored.get(hashlib.sha256(m.content).hexdigest())
-        if isinstance(tokens, int):
-            known.append((m.content, tokens))
-    counter.prime(known)
-
-
-def save_token_counts(row: Session, canonical: pm.Session, counter) -> None:
-    """Store the counts the counter now knows for contents that have none for it yet."""
-    missing = set(
-        Message.objects.filter(session=row)
-        .exclude(**{"content__token_counts__has_key": counter.name})
-        .values_list("content__sha256", flat=True)
-    )
-    if not missing:
-        return
-    counts = {}
-    for m in canonical.messages:
-        sha = hashlib.sha256(m.content).hexdigest()
-        if sha in missing and sha not in counts:
-            tokens = counter.cached(m.content)
-            if tokens is not None:
-                counts[sha] = tokens
-    contents = list(Content.objects.filter(sha256__in=list(counts)).only("id", "token_counts"))
-    for content in contents:
-        content.token_counts = {**content.token_counts, counter.name: counts[content.sha256]}
-    Content.objects.bulk_update(contents, ["token_counts"], batch_size=BATCH)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ctxsim.teams.access import check_role, get_scoped
 from ctxsim.teams.current import current_membership
 from ctxsim.teams.models import Membership
-from ctxsim.transcripts import services
+from ctxsim.transcripts import search, services
 from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
 from ctxsim.transcripts.models import ImportJob, Session
 
@@ -35,7 +35,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
         return render(request, "transcripts/session_list.html", {"page": None})
     form = SessionFilterForm(request.GET, formats=services.team_formats(membership.team))
     filters = services.SessionFilters(
-        format=form.value("format"), status=form.value("status"), query=form.value("q")
+        format=form.value("format"), status=form.value("status"), query=form.value("q"),
+        contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
     context = {"form": form, "page": page, "filtered": filters != services.SessionFilters()}
@@ -97,3 +98,19 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     services.delete_session(session)
     messages.success(request, f"Deleted “{title}”.")
     return redirect("home")
+
+
+@require_GET
+def search_contents(request: HttpRequest) -> HttpResponse:
+    """Messages of the current team's sessions that hold the text (contents and arguments)."""
+    membership = _membership(request)
+    query = request.GET.get("q", "")
+    hits: list[search.Hit] = []
+    error = ""
+    if query.strip():
+        try:
+            hits = search.search(membership.team, query)
+        except search.SearchError as exc:
+            error = str(exc)
+    return render(request, "transcripts/search.html",
+                  {"query": query, "hits": hits, "error": error, "team": membership.team})

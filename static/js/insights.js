@@ -14,6 +14,8 @@
     var source = document.getElementById("sweep-chart-data");
     if (!canvas || !source || canvas.dataset.ready) return;
     var data = JSON.parse(source.textContent);
+    var owner = Chart.getChart(canvas);  // a restored page may bring its canvas back in use
+    if (owner) owner.destroy();
     var toBubble = function (p) {
       return { x: p.x, y: p.y, r: radius(p.lost, data.maxLost), label: p.label, lost: p.lost, apply: p.apply };
     };

@@ -54,11 +54,19 @@
 
   function openCall(index) { swapInto("#call-view", callUrl(index)); }
 
+  // A canvas can come back already holding a chart (history restore re-runs the scripts on
+  // the same element), so the chart to destroy is the canvas's own, not only the last one made.
+  function freeCanvas(canvas, previous) {
+    var owner = Chart.getChart(canvas);
+    if (owner) owner.destroy();
+    if (previous && previous !== owner) previous.destroy();
+  }
+
   function renderSessionChart() {
     var data = readJSON("chart-data");
     var canvas = document.getElementById("tokens-chart");
     if (!data || !canvas) return;
-    if (charts.session) charts.session.destroy();
+    freeCanvas(canvas, charts.session);
     var sent = pointStyle(data, data.failed, COLORS.sent);
     var spillSet = new Set(data.spills);
     var datasets = [
@@ -98,7 +106,7 @@
     var data = readJSON("compare-data");
     var canvas = document.getElementById("compare-chart");
     if (!data || !canvas) return;
-    if (charts.compare) charts.compare.destroy();
+    freeCanvas(canvas, charts.compare);
     var palette = [COLORS.sent, COLORS.other];
     var datasets = [{ label: "raw history", data: data.raw, borderColor: COLORS.raw, pointRadius: 0, borderWidth: 1.5 }];
     data.series.forEach(function (s, n) {

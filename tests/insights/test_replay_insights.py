@@ -204,3 +204,31 @@ def test_a_two_parameter_sweep_reports_progress_and_marks_its_front():
         {"toolContextCount": 1, "contextMaximumSize": 40000}]
     assert any(pt.front for pt in points)
     assert len({pt.sent_tokens for pt in points}) > 1
+
+
+def generic_name_transcript() -> list[Message]:
+    """`useState` is in every component read; `fetchUserProfile` only in the first result."""
+    def component(n: int, extra: str = "") -> str:
+        return (f"import {{ useState }} from 'react';\nexport function Panel{n}() {{\n"
+                f"  const [open, setOpen] = useState(false);{extra}\n}}\n")
+    messages = [Message.of("system", "You are a coding agent."), Message.of("user", "Fix it.")]
+    for n in range(6):
+        extra = "\n  fetchUserProfile(id);" if n == 0 else ""
+        messages += [
+            Message.of("assistant", "", tool_calls=[read(f"r{n}", f"src/Panel{n}.tsx")]),
+            Message.of("tool", component(n, extra), tool_call_id=f"r{n}"),
+        ]
+    messages += [  # the one result kept holds neither name
+        Message.of("assistant", "", tool_calls=[ToolCall("ls", "Bash", '{"command": "ls"}')]),
+        Message.of("tool", "Panel0.tsx\nPanel1.tsx", tool_call_id="ls"),
+        Message.of("assistant", "Panel0 calls fetchUserProfile inside render and useState twice."),
+    ]
+    return messages
+
+
+def test_a_name_found_in_many_results_is_generic_and_never_a_lost_reference():
+    """Issue 19: lost-reference lists skip words that occur in many unrelated results."""
+    rep = replay(generic_name_transcript(), "anthropic-clear-tool-uses", CLEAR_ALL_BUT_ONE)
+    lost = {x.identifier for x in analyse(rep, cache_rule()).loss.lost}
+    assert "fetchUserProfile" in lost
+    assert "useState" not in lost

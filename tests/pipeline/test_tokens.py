@@ -8,7 +8,7 @@ import pytest
 
 from ctxsim.pipeline import tokens
 from ctxsim.pipeline.messages import Message, ToolCall
-from ctxsim.pipeline.tokens import Bytes4Counter, extras_tokens, message_tokens
+from ctxsim.pipeline.tokens import Bytes4Counter, TiktokenCounter, extras_tokens, message_tokens
 
 
 @pytest.fixture
@@ -65,3 +65,19 @@ def test_token_counts_are_cached_by_content() -> None:
     assert counter.count(b"hello world") == 2
     assert counter.count(b"hello world") == 2
     assert b"hello world" in counter._cache
+
+
+def test_a_recording_collects_only_what_its_own_thread_tokenized() -> None:
+    import threading
+
+    counter = TiktokenCounter("cl100k_base")
+    with counter.recording() as mine:
+        counter.count(b"counted in this thread")
+        other = threading.Thread(target=counter.count, args=(b"counted in another thread",))
+        other.start()
+        other.join()
+        counter.count(b"counted in this thread")  # known now: not tokenized again
+    assert list(mine.values()) == [counter.count(b"counted in this thread")]
+    with counter.recording() as later:
+        counter.count(b"counted in another thread")
+    assert later == {}

@@ -83,6 +83,8 @@ RULES: dict[str, dict[str, dict]] = {
     "home": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "upload": {"GET": roles(200, outsider=200), "POST": roles(200, 200, 403, outsider=200)},
     "import-job": {"GET": READ, "POST": GET_ONLY},
+    # search inside contents, in the user's current team (an outsider searches beta)
+    "search": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "import-job-requeue": {"GET": POST_ONLY, "POST": write(302)},
     # owners delete sessions
     "session-delete": {"GET": POST_ONLY, "POST": manage(302)},
@@ -206,7 +208,8 @@ def test_each_persona_gets_the_expected_status_everywhere(persona, personas, wor
 
 def test_outsiders_never_get_a_success_from_alpha_objects(personas, world):
     """A summary over the rules: only views of the user's own teams answer an outsider 2xx."""
-    own_team_views = {"team-list", "home", "upload", "invite-accept", "login", "logout"}
+    own_team_views = {"team-list", "home", "upload", "search", "invite-accept", "login",
+                      "logout"}
     for name, rule in RULES.items():
         for method, expected in rule.items():
             if name not in own_team_views:

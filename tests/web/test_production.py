@@ -217,21 +217,21 @@ def test_the_gunicorn_master_warms_the_newest_sessions_before_forking_workers(
     personas, monkeypatch
 ):
     from ctxsim.generator import generate_session
-    from ctxsim.pipeline import tokens
     from ctxsim.replays import services
+    from ctxsim.replays.cache import REPLAYS
     from ctxsim.transcripts.store import save_sessions
 
     config = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
     assert config["preload_app"] is True and callable(config["when_ready"])
     rows = [save_sessions([generate_session(3, seed=n)], team=personas.team)[0]
             for n in range(3)]
-    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
-    monkeypatch.setattr(tokens, "_COUNTERS", {})
-    assert services.warm_up(2) == 2
-    # The two newest, each with its stored token counts handed to the default counter.
-    loaded = {key[0] for key in services._canonical}
-    assert loaded == {rows[2].pk, rows[1].pk}
-    assert all("cl100k_base" in seen for _canonical, seen in services._canonical.values())
+    with REPLAYS.another_process():
+        assert services.warm_up(2) == 2
+        # The two newest, each with its stored token counts handed to the default counter.
+        counters = REPLAYS.loaded_sessions()
+        loaded = set(counters)
+        assert loaded == {rows[2].pk, rows[1].pk}
+        assert all("cl100k_base" in seen for seen in counters.values())
 
 
 def test_serve_prod_runs_migrations_collectstatic_and_both_processes():

@@ -288,8 +288,9 @@ def test_token_counts_are_persisted_with_the_contents_and_prime_a_fresh_counter(
     personas, long_session
 ):
     from ctxsim.pipeline.tokens import TiktokenCounter
+    from ctxsim.replays.token_counts import load_counts
     from ctxsim.transcripts.models import Content
-    from ctxsim.transcripts.store import load_session, prime_token_counts
+    from ctxsim.transcripts.store import load_session
 
     personas.client("viewer").get(page_url(long_session, "profile=chatcli"))
     canonical = load_session(long_session)
@@ -297,7 +298,7 @@ def test_token_counts_are_persisted_with_the_contents_and_prime_a_fresh_counter(
     assert stored and all("cl100k_base" in counts for counts in stored.values())
 
     fresh = TiktokenCounter("cl100k_base")
-    prime_token_counts(long_session, canonical, fresh)
+    load_counts(long_session, canonical, fresh)
     big = max(canonical.messages, key=lambda m: len(m.content))
     known = fresh.cached(big.content)
     assert known is not None and known == TiktokenCounter("cl100k_base").count(big.content)
@@ -348,28 +349,27 @@ def test_token_counts_of_what_a_replay_made_are_shared_with_other_processes(
 
     from ctxsim.pipeline import tokens
     from ctxsim.replays import services
+    from ctxsim.replays.cache import REPLAYS
     from ctxsim.replays.models import DerivedTokenCount
 
     # This process starts fresh (other tests may have counted the same contents already).
-    monkeypatch.setattr(tokens, "_COUNTERS", {})
-    personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
-    assert DerivedTokenCount.objects.filter(session=stored).exists()
+    with REPLAYS.another_process():
+        personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
+        assert DerivedTokenCount.objects.filter(session=stored).exists()
 
-    # Another process: a fresh counter, nothing loaded, nothing rendered.
-    monkeypatch.setattr(tokens, "_COUNTERS", {})
-    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
-    services.forget_replayed_calls()
-    cache.clear()
-    counter = tokens.get_counter("cl100k_base")
+        # Another process: a fresh counter, nothing loaded, nothing rendered.
+        with REPLAYS.another_process():
+            cache.clear()
+            counter = tokens.get_counter("cl100k_base")
 
-    class Refuse:
-        def encode_ordinary(self, text):
-            raise AssertionError(f"tokenized again: {text[:60]!r}")
+            class Refuse:
+                def encode_ordinary(self, text):
+                    raise AssertionError(f"tokenized again: {text[:60]!r}")
 
-    monkeypatch.setattr(counter, "_encoding", Refuse())
-    run = services.summary_for(stored, services.ReplaySettings())
-    detail = services.call_detail(stored, services.ReplaySettings(), run, 1)
-    assert detail.view.counts["spilled"] == 1
+            monkeypatch.setattr(counter, "_encoding", Refuse())
+            run = services.summary_for(stored, services.ReplaySettings())
+            detail = services.call_detail(stored, services.ReplaySettings(), run, 1)
+            assert detail.view.counts["spilled"] == 1
 
 
 def test_a_result_rewritten_at_an_earlier_call_shows_what_is_sent_and_its_diff_on_demand(
@@ -403,31 +403,50 @@ def test_a_replay_takes_the_counts_another_process_stored_after_this_one_loaded_
 
     from ctxsim.pipeline import tokens
     from ctxsim.replays import services
+    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.state import settings_from_query
 
     # Other preview sizes: contents no replay of this process has counted.
-    tight = services.settings_from_query(
+    tight = settings_from_query(
         QueryDict("profile=chatcli&env.CHATCLI_MICROCOMPACT_HEAD_CHARS=1234"), personas.team)[0]
-    monkeypatch.setattr(tokens, "_COUNTERS", {})
-    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
-    services.summary_for(long_session, services.ReplaySettings())  # this process loads it
-    mine = (tokens._COUNTERS, services._canonical)
+    with REPLAYS.another_process():  # this process, fresh
+        services.summary_for(long_session, services.ReplaySettings())  # this process loads it
 
-    # Another process replays with a tighter limit and stores what it tokenized.
-    monkeypatch.setattr(tokens, "_COUNTERS", {})
-    monkeypatch.setattr(services, "_canonical", type(services._canonical)())
-    services.forget_replayed_calls()
-    run = services.summary_for(long_session, tight)
+        # Another process replays with a tighter limit and stores what it tokenized.
+        with REPLAYS.another_process():
+            run = services.summary_for(long_session, tight)
 
-    # Back in this process: stepping through that replay tokenizes nothing.
-    monkeypatch.setattr(tokens, "_COUNTERS", mine[0])
-    monkeypatch.setattr(services, "_canonical", mine[1])
-    services.forget_replayed_calls()
-    cache.clear()
+        # Back in this process: stepping through that replay tokenizes nothing.
+        REPLAYS.forget_replays()
+        cache.clear()
 
-    class Refuse:
-        def encode_ordinary(self, text):
-            raise AssertionError(f"tokenized again: {text[:60]!r}")
+        class Refuse:
+            def encode_ordinary(self, text):
+                raise AssertionError(f"tokenized again: {text[:60]!r}")
 
-    monkeypatch.setattr(tokens.get_counter("cl100k_base"), "_encoding", Refuse())
-    detail = services.call_detail(long_session, tight, run, 20)
-    assert detail.view.counts["rewritten"] > 0
+        monkeypatch.setattr(tokens.get_counter("cl100k_base"), "_encoding", Refuse())
+        detail = services.call_detail(long_session, tight, run, 20)
+        assert detail.view.counts["rewritten"] > 0
+
+
+def test_counts_tokenized_for_one_session_are_never_filed_under_another(
+    personas, stored, long_session
+):
+    from ctxsim.pipeline import tokens
+    from ctxsim.replays import services
+    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.models import DerivedTokenCount
+    from ctxsim.replays.state import settings_from_query
+
+    tight = settings_from_query(
+        QueryDict("profile=chatcli&env.CHATCLI_MICROCOMPACT_HEAD_CHARS=1234"), personas.team)[0]
+    with REPLAYS.another_process():
+        counter = tokens.get_counter("cl100k_base")
+        # A trace of one session tokenizes previews only it has (and stores none of them)...
+        with counter.recording() as traced:
+            services.trace_json(long_session, tight)
+        assert traced
+        # ...then a summary replay of another session stores what it tokenized, not those.
+        services.summary_for(stored, services.ReplaySettings())
+    filed = set(DerivedTokenCount.objects.filter(session=stored).values_list("digest", flat=True))
+    assert not filed & {digest.hex() for digest in traced}

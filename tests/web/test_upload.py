@@ -80,8 +80,9 @@ def _bad_cases() -> list[tuple[str, bytes]]:
     return cases
 
 
-def test_a_member_sees_the_upload_form(personas):
-    response = personas.client("viewer").get(reverse("upload"))
+def test_a_member_who_may_upload_sees_the_upload_form(personas):
+    # Viewers see a read-only note instead (issue 19; test_error_pages covers them).
+    response = personas.client("reviewer").get(reverse("upload"))
     assert response.status_code == 200
     body = response.content.decode()
     assert 'type="file"' in body and "multiple" in body

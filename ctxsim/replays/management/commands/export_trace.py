@@ -14,7 +14,9 @@ from django.core.management.base import BaseCommand, CommandError
 from ctxsim.pipeline.params import ParamError
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES
 from ctxsim.replays.models import SavedProfile
-from ctxsim.replays.services import ReplaySettings, saved_profile_as_profile, trace_json
+from ctxsim.replays.profiles import saved_profile_as_profile
+from ctxsim.replays.services import trace_json
+from ctxsim.replays.state import ReplaySettings
 from ctxsim.transcripts.models import Session
 
 
@@ -32,20 +34,21 @@ class Command(BaseCommand):
         session = Session.objects.filter(pk=session_id).first()
         if session is None:
             raise CommandError(f"no session with id {session_id}", returncode=2)
-        settings = ReplaySettings(profile_ref=profile, config=self._config(config))
+        overrides = self._config(config)
         if "/" in profile:
             slug, _, name = profile.partition("/")
             saved = SavedProfile.objects.filter(team__slug=slug, name=name).first()
             if saved is None:
                 raise CommandError(f"no profile {name!r} in team {slug!r}", returncode=2)
-            settings.profile = saved_profile_as_profile(saved)
+            chosen = saved_profile_as_profile(saved)
         elif profile in PROFILES:
-            settings.profile = PROFILES[profile]
+            chosen = PROFILES[profile]
         else:
             raise CommandError(
                 f"unknown profile {profile!r} (known: {', '.join(PROFILES)}, or TEAM/NAME)",
                 returncode=2,
             )
+        settings = ReplaySettings(profile_ref=profile, profile=chosen, config=overrides)
         try:
             text = trace_json(session, settings, summary=summary)
         except ParamError as error:

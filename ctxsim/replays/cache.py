@@ -1,0 +1,199 @@
+"""What one web process keeps between requests: the only module-level mutable state of the web side.
+
+Stored sessions and replay summaries never change once written, and reviewers step through the
+calls of one replay one after the other, so each process keeps the sessions it loaded last, the
+summaries it read last, and replays paused where the last request left them. Everything lives
+in one `ReplayCache` (`REPLAYS`), keyed by `ReplayKey`; `REPLAYS.clear()` makes the process a
+fresh one (tests and benchmarks use it, never the attributes). Call views rendered by any
+process are shared through Django's cache (`REPLAYS.call_pack`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.cache import cache as django_cache
+
+from ctxsim.pipeline.messages import Session as CanonicalSession
+from ctxsim.pipeline.tokens import isolated_counters
+
+
+class LRU[V]:
+    """A map shared by a process's request threads that drops its least recently used entries
+    while their total size is over `limit` (the newest entry always stays). `size` measures an
+    entry (1 by default: the limit is a count)."""
+
+    def __init__(self, limit: int, size: Callable[[V], int] | None = None) -> None:
+        self.limit = limit
+        self._size = size or (lambda value: 1)
+        self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> V | None:
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            return entry[0]
+
+    def pop(self, key: Hashable) -> V | None:
+        with self._lock:
+            entry = self._items.pop(key, None)
+            if entry is None:
+                return None
+            self._total -= entry[1]
+            return entry[0]
+
+    def put(self, key: Hashable, value: V) -> None:
+        size = self._size(value)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= old[1]
+            self._items[key] = (value, size)
+            self._total += size
+            while len(self._items) > 1 and self._total > self.limit:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._total -= dropped
+
+    def items(self) -> list[tuple[Hashable, V]]:
+        with self._lock:
+            return [(k, v) for k, (v, _) in self._items.items()]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._total = 0
+
+
+@dataclass(frozen=True)
+class ReplayKey:
+    """What a kept thing belongs to: a stored session (its id and creation time, since ids are
+    reused after a delete), optionally one replay of it (the run key) and one of its calls."""
+
+    session: int
+    created: datetime
+    run: str = ""
+    call: int | None = None
+
+    @classmethod
+    def of(cls, session: Any, run: str = "", call: int | None = None) -> ReplayKey:
+        return cls(session.pk, session.created_at, run, call)
+
+    def without_call(self) -> ReplayKey:
+        return ReplayKey(self.session, self.created, self.run)
+
+
+@dataclass
+class LoadedSession:
+    """A stored session's canonical messages, and per counter the id of the last derived
+    token count handed to that counter (see `ctxsim.replays.token_counts`)."""
+
+    canonical: CanonicalSession
+    size: int
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LiveReplay:
+    """A replay paused after yielding call `last.call_index`, ready to go on."""
+
+    replay: Any
+    calls: Iterator[Any]  # the replay's generator
+    last: Any = None  # the CallResult it yielded last
+
+
+# Call views shared through Django's cache: bump the version when `CallPack` changes shape.
+CALL_PACK_VERSION = 3
+CALL_PACK_SECONDS = 24 * 3600
+
+
+class ReplayCache:
+    """Everything a web process keeps between requests (see the module docstring)."""
+
+    def __init__(self, session_bytes: int) -> None:
+        self.session_bytes = session_bytes
+        self._fresh()
+
+    def _fresh(self) -> None:
+        # Loaded sessions, up to a total size: stepping through calls then costs the replay
+        # alone, not a reload of every message.
+        self.sessions: LRU[LoadedSession] = LRU(self.session_bytes, lambda e: e.size)
+        # Stored summaries: every step of a call view needs its session's.
+        self.runs: LRU[Any] = LRU(64)
+        # Replays paused where the last request left them (enough for the reviewers one
+        # process serves at once; each holds its spilled contents). A request takes its
+        # replay out while it uses it, so two threads never advance the same generator.
+        self.live: LRU[LiveReplay] = LRU(32)
+        # Calls a summary replay kept for the request that made it: (CallResult, Replay).
+        self.kept: LRU[tuple[Any, Any]] = LRU(64)
+        self._locks: dict[ReplayKey, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget everything this process keeps, as if it had just started (the call views
+        in Django's cache are shared by all processes and stay)."""
+        for lru in (self.sessions, self.runs, self.live, self.kept):
+            lru.clear()
+
+    def forget_replays(self) -> None:
+        """Drop the paused and kept replays and the recent summaries, not the loaded sessions
+        nor the token counts: as if another worker process served the next request."""
+        for lru in (self.runs, self.live, self.kept):
+            lru.clear()
+
+    @contextmanager
+    def another_process(self) -> Iterator[None]:
+        """Within the block, this process starts empty (no sessions, replays or token
+        counts); what it kept comes back after the block. For tests of what processes share."""
+        saved = dict(self.__dict__)
+        self._fresh()
+        try:
+            with isolated_counters():
+                yield
+        finally:
+            self.__dict__.update(saved)
+
+    def loaded_sessions(self) -> dict[int, set[str]]:
+        """Session id → the counters primed with its stored counts."""
+        return {key.session: set(entry.seen) for key, entry in self.sessions.items()}
+
+    @contextmanager
+    def replaying(self, key: ReplayKey) -> Iterator[None]:
+        """One replay per settings at a time within the process: reviewers of one session
+        often try the same value at once, and the others wait for the first one's result."""
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+        with self._locks_guard:
+            # A late waiter may still hold this lock object; at worst two replays run.
+            if not lock.locked():
+                self._locks.pop(key, None)
+
+    def call_pack[P](self, key: ReplayKey, query: str, build: Callable[[], P]) -> P:
+        """The call view of `key`'s call under `query`, from Django's cache when any process
+        built it before, else built by `build` and shared."""
+        name = "ctxsim:call:" + hashlib.sha256(
+            f"{CALL_PACK_VERSION}|{key.session}|{key.created.isoformat()}|{key.run}|{key.call}|"
+            f"{query}".encode()
+        ).hexdigest()
+        pack = django_cache.get(name)
+        if pack is None:
+            pack = build()
+            django_cache.set(name, pack, timeout=CALL_PACK_SECONDS)
+        return pack
+
+
+CANONICAL_CACHE_BYTES = django_settings.CTXSIM_SESSION_CACHE_MB * 1024 * 1024
+REPLAYS = ReplayCache(CANONICAL_CACHE_BYTES)

@@ -1,0 +1,53 @@
+"""Error pages in the app's layout; controls shown only to roles that may use them (issue 19)."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+LAYOUT = 'class="topbar"'
+
+
+def test_a_missing_page_is_a_styled_404_in_the_layout(personas):
+    response = personas.client("owner").get("/sessions/999999/")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert LAYOUT in html and "Not found" in html and "Back to the sessions" in html
+
+
+def test_an_outsider_gets_the_same_404_as_for_a_missing_object(personas):
+    response = personas.client("outsider").get(reverse("team-members", args=[personas.team.slug]))
+    assert response.status_code == 404
+    assert LAYOUT in response.content.decode()
+
+
+def test_a_refused_action_is_a_styled_403_with_the_reason(personas):
+    response = personas.client("viewer").post(reverse("upload"), {})
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert LAYOUT in html and "Not allowed" in html and "read-only" in html
+
+
+def test_the_500_page_renders_without_a_request_context():
+    html = render_to_string("500.html")
+    assert LAYOUT in html and "Something went wrong" in html and "Traceback" not in html
+
+
+def test_viewers_see_no_upload_link_or_form(personas):
+    viewer = personas.client("viewer")
+    home = viewer.get(reverse("home")).content.decode()
+    assert f'href="{reverse("upload")}"' not in home
+    upload = viewer.get(reverse("upload"))
+    assert upload.status_code == 200
+    html = upload.content.decode()
+    assert 'enctype="multipart/form-data"' not in html and "not upload" in html
+
+
+@pytest.mark.parametrize("persona", ["owner", "reviewer"])
+def test_roles_that_may_upload_see_the_link_and_the_form(personas, persona):
+    client = personas.client(persona)
+    assert f'href="{reverse("upload")}"' in client.get(reverse("home")).content.decode()
+    assert 'enctype="multipart/form-data"' in client.get(reverse("upload")).content.decode()
