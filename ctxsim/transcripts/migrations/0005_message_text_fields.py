@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('transcripts', '0003_content_token_counts'),
+        ('transcripts', '0004_search_index'),
     ]
 
     operations = [
