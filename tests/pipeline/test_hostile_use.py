@@ -148,3 +148,61 @@ def test_a_spill_file_is_complete_or_absent_and_never_rewritten_in_place(tmp_pat
     assert elsewhere.read_bytes() == b"keep me"
     assert sorted(p.name for p in spills.iterdir()) == ["budget_a_1.txt"]
     assert (spills / "budget_a_1.txt").stat().st_mode & 0o777 == 0o600
+
+
+# --- issue 20 item 6: long contents are tokenized in bounded chunks, with the exact count ----
+
+_TEXT_PIECES = ["\n", "\r\n", " ", "  ", "\t", "a", "Z", "word", "Ünïcödé", "日本語", "́",
+                "7", "123456", "'s", "'LL", ".", "/", "//", ".\n/", "!?", "==", "+", "x1",
+                "1x", "\u00a0", "😀", "\n\n", " \n", "A b", "c 1"]
+
+
+@pytest.fixture(params=["cl100k_base", "o200k_base"])
+def counter(request):
+    from ctxsim.pipeline.tokens import TiktokenCounter
+
+    return TiktokenCounter(request.param)
+
+
+def _whole_count(counter, content: bytes) -> int:
+    return len(counter.encode(content.decode("utf-8", "replace")))
+
+
+def test_the_chunk_boundaries_never_change_the_count(counter):
+    """issue 20 item 6: chunks split only where the pre-tokenizer splits anyway, so the sum
+    of the chunks' counts is the count of the whole (hypothesis, with 1-byte chunks so every
+    boundary the rule allows is used)."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from ctxsim.pipeline.tokens import exact_chunks
+
+    @given(st.lists(st.sampled_from(_TEXT_PIECES) | st.text(max_size=3), max_size=60),
+           st.binary(max_size=4))
+    def check(pieces, junk):
+        content = "".join(pieces).encode("utf-8", "surrogatepass") + junk
+        chunks = list(exact_chunks(content, 1))
+        assert b"".join(chunks) == content
+        total = sum(_whole_count(counter, chunk) for chunk in chunks)
+        assert total == _whole_count(counter, content)
+
+    check()
+
+
+def test_a_50_mb_like_content_is_counted_in_bounded_pieces(counter, monkeypatch):
+    """issue 20 item 6: a 50 MB tool result was tokenized in one piece (~55× its size in
+    memory); no piece handed to the tokenizer may now exceed a chunk and a line."""
+    line = b"Traceback line 1234: error in module_name at 0x7f3a9c value=42 ok\n"
+    content = line * (3 * 2**20 // len(line))
+    expected = _whole_count(counter, content)
+    longest = 0
+    inner = counter._encoding.encode_ordinary
+
+    def recording(text):
+        nonlocal longest
+        longest = max(longest, len(text))
+        return inner(text)
+
+    monkeypatch.setattr(counter._encoding, "encode_ordinary", recording)
+    assert counter.count(content) == expected
+    assert longest <= counter.CHUNK_BYTES + len(line)
