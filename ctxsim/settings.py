@@ -6,6 +6,8 @@ configuration table for every variable.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,9 +136,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
     # Tests on SQLite use a file, not the in-memory default: the browser tier runs the live
     # server, the task worker and the test in separate threads, and an in-memory database
-    # refuses a concurrent write ("table is locked") where a file waits for its turn.
+    # refuses a concurrent write ("table is locked") where a file waits for its turn. One file
+    # per process, in the temp dir, so two test runs in one checkout never share it; the test
+    # runner deletes it when the run ends.
     DATABASES["default"].setdefault("TEST", {}).setdefault(
-        "NAME", str(BASE_DIR / "test-db.sqlite3")
+        "NAME", str(Path(tempfile.gettempdir()) / f"ctxsim-test-{os.getpid()}.sqlite3")
     )
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Seconds a request thread keeps its database connection for the next request (0: a new

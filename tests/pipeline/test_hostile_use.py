@@ -81,7 +81,7 @@ def test_simulate_on_a_scenario_with_a_huge_integer_exits_2_with_one_line(tmp_pa
     """issue 20 item 14 (a guard: the CLI already caught the ValueError): one line, status 2."""
     import io
 
-    from ctxsim.pipeline.cli import main
+    from ctxsim.cli import main
 
     path = tmp_path / "s.json"
     path.write_text('{"config": {"turn_budget_chars": ' + HUGE + '}, "messages": []}')

@@ -17,7 +17,7 @@ from ctxsim.reviews.models import Comment
 from ctxsim.teams.models import Membership, Role
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import save_sessions
-from tests.web.test_session_page import spilling_session
+from tests.factories import spilling_session
 
 WRITERS = 20
 WRITES = 10

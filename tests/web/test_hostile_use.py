@@ -11,11 +11,15 @@ from django.urls import reverse
 from ctxsim.replays.models import SavedProfile
 from ctxsim.transcripts.models import Session as StoredSession
 from ctxsim.transcripts.store import save_sessions
-from tests.web.test_session_page import page_url, spilling_session
+from tests.factories import spilling_session
 
 pytestmark = pytest.mark.django_db
 
 HUGE = "9" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+def page_url(row, query: str = "") -> str:
+    return reverse("session-detail", args=[row.pk]) + (f"?{query}" if query else "")
 
 
 @pytest.fixture
@@ -72,7 +76,7 @@ def test_uploading_a_transcript_with_a_huge_integer_says_which_line(personas):
 def _simulate(path, *args) -> dict:
     import io
 
-    from ctxsim.pipeline import cli
+    from ctxsim import cli
 
     out, err = io.StringIO(), io.StringIO()
     assert cli.main([str(path), *args], out, err) == 0, err.getvalue()

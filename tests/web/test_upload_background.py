@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.transcripts import services
+from ctxsim.transcripts import services, tasks
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
-from tests.web.test_upload import claude_code_bytes, row_counts, upload
+from tests.factories import claude_code_bytes, row_counts, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_an_outsider_gets_404_for_a_job_and_its_requeue(personas):
 def test_progress_follows_the_bytes_the_importer_reads():
     seen = []
     data = claude_code_bytes(20)
-    stream = services.ProgressStream(io.BytesIO(data), len(data), seen.append)
+    stream = tasks.ProgressStream(io.BytesIO(data), len(data), seen.append)
     assert stream.read(100) == data[:100]
     stream.seek(0)
     lines = list(stream)
@@ -148,11 +148,11 @@ def test_progress_writes_are_throttled(personas, monkeypatch):
         team=personas.team, file_name="x", size=10, status=ImportJob.Status.RUNNING
     )
     clock = [1000.0]
-    monkeypatch.setattr(services.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(tasks.time, "monotonic", lambda: clock[0])
     writes = []
-    reporter = services.JobReporter(job)
+    reporter = tasks.JobReporter(job)
     monkeypatch.setattr(
-        services.ImportJob.objects, "filter",
+        tasks.ImportJob.objects, "filter",
         lambda **kw: type("Q", (), {"update": lambda self, **f: writes.append(f) or 1})(),
     )
     reporter.update(0, force=True)
