@@ -41,6 +41,15 @@ def go_atoi(text: str) -> int | None:
     return value
 
 
+def ascii_index(text: str | None) -> int | None:
+    """`text` as a whole number >= 0 written in ASCII digits only (at most 18, so it fits any
+    database integer), else None. `str.isdigit()` also passes `²` and other digits that int()
+    refuses or reads as something else (issue 20 item 15)."""
+    if text is None or not (0 < len(text) <= 18 and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
 @dataclass(frozen=True)
 class EnvVar:
     """One ChatCLI environment variable: where its effective value goes and its default."""

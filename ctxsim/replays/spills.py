@@ -14,6 +14,7 @@ from django.core.files.storage import default_storage
 from django.http import Http404
 
 from ctxsim.pipeline.messages import decode_for_display
+from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.spill import SpillSink
 from ctxsim.replays.models import SpilledFile, storage_name_for
 
@@ -107,10 +108,11 @@ def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, An
     def bound(text: str | None, default: int, name: str) -> int:
         if text in (None, ""):
             return default
-        if not text.strip().isdigit() or int(text) < 1:
+        number = ascii_index(text.strip())
+        if number is None or number < 1:
             problems.append(f"{name} must be a line number from 1 to {total}")
             return default
-        return min(int(text), total)
+        return min(number, total)
 
     first = bound(start, 1, "start")
     last = bound(end, total, "end")

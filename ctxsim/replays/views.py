@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
 from ctxsim.htmx import partial_for, render_page_or_partial
+from ctxsim.pipeline.params import ascii_index
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
@@ -59,7 +60,7 @@ def _run_and_call(request: HttpRequest, session, settings):
     """The replay summary for these settings and the call the query asks for (on a miss the
     replay keeps that call, which the request shows next)."""
     requested = request.GET.get("call", "")
-    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
+    run = services.summary_for(session, settings, ascii_index(requested))
     return run, page.selected_call(run, requested)
 
 
@@ -139,10 +140,10 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     settings, _errors = settings_from_query(request.GET, session.team)
     run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
-    position = request.GET.get("row", "")
-    if not position.isdigit() or int(position) >= len(detail.view.rows):
+    position = ascii_index(request.GET.get("row"))
+    if position is None or position >= len(detail.view.rows):
         raise Http404("No such message in this call.")
-    row = detail.view.rows[int(position)]
+    row = detail.view.rows[position]
     if request.GET.get("diff") == "1" and row.raw is not None and row.status != "removed":
         # The change of a message rewritten before this call (its row shows the sent text).
         diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)

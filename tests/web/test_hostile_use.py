@@ -182,3 +182,64 @@ def test_the_session_page_says_nothing_about_which_server_paths_exist(personas, 
         assert "dir creation failed" not in body
         assert "budget_call_1_1.txt" in body  # spilled, as anywhere a directory can be made
     assert "dir creation failed" in page("/dev/null/x")  # impossible everywhere: still said
+
+
+# --- issue 20 item 15: numbers in a query or form are ASCII digits, or refused --------------
+
+NOT_ASCII_NUMBERS = ["²", "١", "٣٤", "𝟙", "1²", "9" * 30, "9" * 5000]
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_a_call_that_is_not_an_ascii_number_shows_the_default_call(personas, stored, number):
+    """issue 20 item 15: `²` passes isdigit() and crashed int() (500 on `?call=²`)."""
+    client = personas.client("viewer")
+    for url in (page_url(stored, f"call={number}"),
+                reverse("session-compare", args=[stored.pk]) + f"?call={number}",
+                reverse("session-message", args=[stored.pk]) + f"?call={number}&row=0"):
+        assert client.get(url, follow=True).status_code in (200, 404), url
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_a_message_row_that_is_not_an_ascii_number_is_a_404(personas, stored, number):
+    """issue 20 item 15: `row=²` crashed the message endpoint."""
+    url = reverse("session-message", args=[stored.pk]) + f"?call=1&row={number}"
+    assert personas.client("viewer").get(url).status_code == 404
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_spill_line_bounds_that_are_not_ascii_numbers_are_reported(personas, stored, number):
+    """issue 20 item 15: spill `start`/`end` of `²` crashed `spill_lines`."""
+    from ctxsim.replays.models import SpilledFile
+
+    client = personas.client("viewer")
+    client.get(page_url(stored, "call=1"), follow=True)
+    spill = SpilledFile.objects.filter(run__session=stored).first()
+    url = reverse("spill-view", args=[stored.pk, spill.pk])
+    for query in (f"?start={number}", f"?end={number}"):
+        response = client.get(url + query)
+        assert response.status_code == 200
+        assert "must be a line number" in response.content.decode()
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_comment_positions_that_are_not_ascii_numbers_are_refused(personas, stored, number):
+    """issue 20 item 15: `reviews/views.py:_index` used isdigit() before int()."""
+    from ctxsim.reviews.models import Comment
+
+    client = personas.client("reviewer")
+    url = reverse("comment-create", args=[stored.pk])
+    for fields in ({"call": number}, {"call": "1", "message": number}, {"parent": number}):
+        response = client.post(url, {"body": "hello", **fields})
+        assert response.status_code in (200, 400), fields
+    assert client.get(url + f"?call={number}").status_code == 400
+    assert not Comment.objects.exists()
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_a_saved_profile_reference_that_is_not_an_ascii_number_is_no_profile(personas, stored,
+                                                                              number):
+    """issue 20 item 15: `profile=saved:²` reached the database lookup."""
+    response = personas.client("viewer").get(page_url(stored, f"profile=saved:{number}"),
+                                             follow=True)
+    assert response.status_code == 200
+    assert "no such saved profile" in response.content.decode()
