@@ -163,9 +163,16 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     summary = request.GET.get("summary") in ("1", "true", "on")
     body = services.trace_json(session, settings, summary=summary)
     response = HttpResponse(body, content_type="application/json")
-    name = f"ctxsim-session-{session.pk}-{settings.profile.name}.json"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
+
+
+def _attachment(response: HttpResponse, name: str) -> None:
+    """Mark `response` as a download named `name`, reduced to ASCII letters, digits and
+    `._-`: names come from users (a saved profile's name with a quote added a second
+    filename, a newline gave a 500; issue 20 item 18)."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in name)
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
 
 
 def _spill(request: HttpRequest, session_id: int, spill_id: int):
@@ -190,8 +197,7 @@ def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResp
 def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
     spill, _ = _spill(request, session_id, spill_id)
     response = HttpResponse(spills.spill_bytes(spill), content_type="text/plain; charset=utf-8")
-    safe_name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in spill.name)
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    _attachment(response, spill.name)
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
@@ -228,7 +234,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     for export in exports:
         if export.tool == wanted:
             response = HttpResponse(export.content, content_type="text/plain; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+            _attachment(response, export.filename)
             return response
     return render(request, "replays/export.html", {
         "session": session, "settings": settings, "errors": errors, "exports": exports,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -243,3 +244,19 @@ def test_a_saved_profile_reference_that_is_not_an_ascii_number_is_no_profile(per
                                              follow=True)
     assert response.status_code == 200
     assert "no such saved profile" in response.content.decode()
+
+
+@pytest.mark.parametrize("name", ['team" ; filename="evil.exe', "line\nbreak", "tab\there",
+                                  "ünïcødé ²", "a\\b/c"])
+def test_the_trace_download_name_is_sanitised(personas, stored, name):
+    """issue 20 item 18: the saved profile's name went into Content-Disposition as it was:
+    a quote added a second filename, a newline gave a 500."""
+    saved = SavedProfile.objects.create(team=personas.team, name=name, base="chatcli",
+                                        stages=[], params={}, created_by=personas.users["owner"])
+    response = personas.client("viewer").get(
+        reverse("session-trace", args=[stored.pk]) + f"?profile=saved:{saved.pk}&summary=1")
+    assert response.status_code == 200
+    header = response["Content-Disposition"]
+    assert header.count('filename="') == 1
+    assert re.fullmatch(r'attachment; filename="ctxsim-session-\d+-[A-Za-z0-9._-]+\.json"',
+                        header), header
