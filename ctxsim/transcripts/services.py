@@ -14,6 +14,7 @@ of them.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -152,7 +153,10 @@ def import_uploads(
             results.append(result)
             continue
         if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
-            result.job = queue_import(upload, team=team, user=user, format=format)
+            try:
+                result.job = queue_import(upload, team=team, user=user, format=format)
+            except OSError as error:
+                result.error = f"the upload could not be stored ({error.strerror or error})"
         else:
             _import_now(upload, result, team=team, user=user, format=format)
         results.append(result)
@@ -183,15 +187,23 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
 def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") -> ImportJob:
     """Store the upload, create its job and enqueue the worker task."""
     # The stored name never contains the user's file name: it is untrusted and only displayed.
-    stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
-    job = ImportJob.objects.create(
-        team=team,
-        user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=(upload.name or "upload")[:500],
-        size=upload.size or 0,
-        stored_name=stored,
-        format=format,
-    )
+    name = f"uploads/{uuid.uuid4().hex}.upload"
+    try:
+        stored = default_storage.save(name, upload)
+        job = ImportJob.objects.create(
+            team=team,
+            user=user if getattr(user, "is_authenticated", False) else None,
+            file_name=(upload.name or "upload")[:500],
+            size=upload.size or 0,
+            stored_name=stored,
+            format=format,
+        )
+    except BaseException:
+        # A full disk leaves part of the file under its name, and a file without its job row
+        # is never cleaned up: remove it either way (issue 20 item 13).
+        with contextlib.suppress(Exception):
+            default_storage.delete(name)
+        raise
     enqueue(job)
     return job
 

@@ -62,3 +62,32 @@ def test_a_write_that_fails_half_way_leaves_no_file_behind(media):
     assert [p for p in media.rglob("*") if p.is_file()] == []
     StorageSpillSink().write("/d", "budget_a_1.txt", DATA)
     assert stored_bytes() == DATA
+
+
+def test_an_upload_the_disk_cannot_hold_leaves_no_file_and_says_so(personas, media, settings,
+                                                                    monkeypatch):
+    """issue 20 item 13: a full disk left an orphaned partial upload file with no job row
+    (and a 500); now the file is removed and the page says what went wrong."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from ctxsim.transcripts.models import ImportJob
+    from tests.factories import claude_code_bytes
+
+    settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 1000  # goes to the worker: stored first
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20  # kept in memory, written by storage
+    save = default_storage.save
+
+    def save_on_a_full_disk(name, content, *args, **kwargs):
+        with disk_full_after(4096):
+            return save(name, content, *args, **kwargs)
+
+    monkeypatch.setattr(default_storage, "save", save_on_a_full_disk)
+    data = claude_code_bytes(40)
+    assert len(data) > 4096
+    response = personas.client("owner").post(reverse("upload"), {
+        "files": [SimpleUploadedFile("big.jsonl", data)]})
+    assert response.status_code == 200
+    assert "could not be stored" in response.content.decode()
+    assert not ImportJob.objects.exists()
+    assert [p for p in media.rglob("*") if p.is_file()] == []
