@@ -18,9 +18,10 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 
 from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.pipeline.params import ascii_index
+from ctxsim.pipeline.profiles import DEFAULT_PROFILE
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
-from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -267,6 +268,17 @@ def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
     return _to_page(request, session, urlencode({"profile": saved.ref}))
+
+
+@require_POST
+def profile_delete(request: HttpRequest, session_id: int, profile_id: int) -> HttpResponse:
+    """Delete a team profile (who may save one may delete it): the way out of one that no
+    longer suits, or that broke the page (issue 20 item 14)."""
+    session, _ = _session(request, session_id, "write")
+    saved, _ = get_scoped(SavedProfile.objects.filter(team=session.team), request.user,
+                          "write", pk=profile_id)
+    saved.delete()
+    return _to_page(request, session, urlencode({"profile": DEFAULT_PROFILE}))
 
 
 def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:

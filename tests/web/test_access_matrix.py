@@ -24,7 +24,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from ctxsim.analysis.models import Sweep
-from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
@@ -95,6 +95,7 @@ RULES: dict[str, dict[str, dict]] = {
     "profile-export": {"GET": READ, "POST": GET_ONLY},
     "profile-save": {"GET": POST_ONLY, "POST": write(200)},
     "profile-import": {"GET": POST_ONLY, "POST": write(200)},
+    "profile-delete": {"GET": POST_ONLY, "POST": write(302)},
     "spill-view": {"GET": READ, "POST": GET_ONLY},
     "spill-download": {"GET": READ, "POST": GET_ONLY},
     # review
@@ -159,7 +160,10 @@ def world(personas):
                                                  role=Role.VIEWER)
     invite = create_invite(personas.team, owner, Role.VIEWER)
     sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
+    saved = SavedProfile.objects.create(team=personas.team, name="team profile", base="chatcli",
+                                        stages=[], params={}, created_by=owner)
     return {
+        "profile_id": saved.pk,
         "sweep_id": sweep.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,

@@ -260,3 +260,46 @@ def test_the_trace_download_name_is_sanitised(personas, stored, name):
     assert header.count('filename="') == 1
     assert re.fullmatch(r'attachment; filename="ctxsim-session-\d+-[A-Za-z0-9._-]+\.json"',
                         header), header
+
+
+# --- issue 20 item 14: a team profile can be deleted (a broken one no longer sticks) --------
+
+def _saved(personas, name="broken", team=None):
+    return SavedProfile.objects.create(team=team or personas.team, name=name, base="chatcli",
+                                       stages=[], params={}, created_by=personas.users["owner"])
+
+
+def test_a_reviewer_deletes_a_team_profile_from_the_session_page(personas, stored):
+    """issue 20 item 14: there was no way to delete a saved profile; who may save one (the
+    access rule "write": reviewers and owners) may delete it."""
+    saved = _saved(personas)
+    client = personas.client("reviewer")
+    page = client.get(page_url(stored, f"profile={saved.ref}"), follow=True).content.decode()
+    url = reverse("profile-delete", args=[stored.pk, saved.pk])
+    assert f'action="{url}"' in page
+    response = client.post(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("session-detail", args=[stored.pk]))
+    assert not SavedProfile.objects.filter(pk=saved.pk).exists()
+    again = client.get(page_url(stored, f"profile={saved.ref}"), follow=True)
+    assert "no such saved profile" in again.content.decode()
+
+
+def test_a_viewer_cannot_delete_and_sees_no_delete_button(personas, stored):
+    """issue 20 item 14."""
+    saved = _saved(personas)
+    client = personas.client("viewer")
+    url = reverse("profile-delete", args=[stored.pk, saved.pk])
+    assert url not in client.get(page_url(stored, f"profile={saved.ref}"),
+                                 follow=True).content.decode()
+    assert client.post(url).status_code == 403
+    assert SavedProfile.objects.filter(pk=saved.pk).exists()
+
+
+def test_another_teams_profile_cannot_be_deleted_through_a_session(personas, stored):
+    """issue 20 item 14: the profile must belong to the session's team."""
+    theirs = _saved(personas, "theirs", team=personas.other_team)
+    for persona in ("owner", "outsider"):
+        url = reverse("profile-delete", args=[stored.pk, theirs.pk])
+        assert personas.client(persona).post(url).status_code == 404
+    assert SavedProfile.objects.filter(pk=theirs.pk).exists()
