@@ -8,8 +8,11 @@ not valid UTF-8 is rendered Go's way (one U+FFFD per invalid byte) with the exac
 from __future__ import annotations
 
 import base64
+import json
+import shutil
+import tempfile
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
@@ -101,3 +104,31 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
         "spilled_files": [spill_json(s) for s in rep.spilled_files],
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
+
+
+def write_trace(rep: Replay, out: BinaryIO, summary: bool = False) -> None:
+    """Write `json.dumps(build_trace(rep, summary), ensure_ascii=False)`, UTF-8, to `out`.
+
+    Invariant: the bytes are exactly those of `build_trace`'s JSON, but at most one call's
+    JSON is in memory at a time. The top-level `dispatch` comes before `calls` and is known
+    only once the replay has ended, so the calls are spooled to a temporary file first.
+    """
+    def dumps(value: Any) -> bytes:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+    peak = total = 0
+    with tempfile.TemporaryFile() as calls:
+        for n, call in enumerate(rep.calls()):
+            calls.write((b", " if n else b"") + dumps(call_json(call, summary)))
+            peak = max(peak, call.sent_tokens)
+            total += call.sent_tokens
+        out.write(b'{"effective_config": ' + dumps(rep.config.effective_config()))
+        out.write(b', "dispatch": ' + dumps(rep.dispatch) + b', "calls": [')
+        calls.seek(0)
+        shutil.copyfileobj(calls, out)
+    out.write(b'], "final_history": ' + dumps(history_json(rep.final_history)))
+    out.write(b', "spilled_files": [')
+    for n, record in enumerate(rep.spilled_files):
+        out.write((b", " if n else b"") + dumps(spill_json(record)))
+    out.write(b'], "tokens": ' + dumps({"counter": rep.counter.name, "peak_sent": peak,
+                                        "total_sent": total}) + b"}")

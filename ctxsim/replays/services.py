@@ -10,6 +10,7 @@ is the SPEC §6 trace; `compare_sides` the two replays of a comparison. Settings
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
@@ -199,6 +200,25 @@ def compute_default_stats(session: Session) -> None:
         peak_sent_tokens=run.totals["peak_sent"],
         replay_errors=run.totals["failed"],
     )
+
+
+def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = False):
+    """The SPEC §6 trace of a stored session (as `trace_json`) in a temporary file, rewound:
+    a long session's full trace is hundreds of MB, and grows with the square of its calls, so
+    it is never held in memory whole (issue 20 item 2). The caller closes the file."""
+    from ctxsim.pipeline.trace import write_trace
+
+    rc = settings.run_config()
+    rep = replay(canonical_session(session, settings.counter), rc, sink=MemorySpillSink())
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the response, which closes it)
+    try:
+        write_trace(rep, out, summary=summary)
+        out.write(b"\n")
+        out.seek(0)
+    except BaseException:
+        out.close()
+        raise
+    return out
 
 
 def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = False) -> str:

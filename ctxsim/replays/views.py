@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+)
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -161,9 +167,11 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
-    summary = request.GET.get("summary") in ("1", "true", "on")
-    body = services.trace_json(session, settings, summary=summary)
-    response = HttpResponse(body, content_type="application/json")
+    # The summary (no history arrays) unless the full trace is asked for: the full one of a
+    # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
+    summary = request.GET.get("summary") not in ("0", "false", "off")
+    body = services.trace_file(session, settings, summary=summary)
+    response = FileResponse(body, content_type="application/json")
     _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
 

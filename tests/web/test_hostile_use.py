@@ -303,3 +303,55 @@ def test_another_teams_profile_cannot_be_deleted_through_a_session(personas, sto
         url = reverse("profile-delete", args=[stored.pk, theirs.pk])
         assert personas.client(persona).post(url).status_code == 404
     assert SavedProfile.objects.filter(pk=theirs.pk).exists()
+
+
+# --- issue 20 item 2: the trace download streams, and is the summary unless asked ----------
+
+def _download(client, url) -> tuple[bytes, object]:
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.streaming
+    return b"".join(response.streaming_content), response
+
+
+def test_the_trace_download_is_the_summary_by_default_and_the_full_trace_on_request(personas,
+                                                                                  long_session):
+    """issue 20 item 2: the page's default link built the full trace (928 MB for a long
+    session); the default is now the summary, `summary=0` the full one, both exactly the
+    trace `export_trace` and `simulate` give."""
+    from ctxsim.replays.services import trace_json
+    from ctxsim.replays.state import settings_from_query
+
+    client = personas.client("viewer")
+    url = reverse("session-trace", args=[long_session.pk])
+    settings, _ = settings_from_query({}, personas.team)
+    summary, _ = _download(client, url)
+    assert summary.decode() == trace_json(long_session, settings, summary=True)
+    full, response = _download(client, url + "?summary=0")
+    assert full.decode() == trace_json(long_session, settings, summary=False)
+    assert int(response["Content-Length"]) == len(full)
+    assert "history" in json.loads(full)["calls"][1]["pairing"]
+    assert "history" not in json.loads(summary)["calls"][1]["pairing"]
+
+
+def test_the_full_trace_is_never_held_in_memory_whole(personas):
+    """issue 20 item 2: 4.9 GB peak for one download. The trace is written call by call to a
+    file and streamed from it: the peak is a fraction of the trace's size (which grows with
+    the square of the calls, the peak with one call's history)."""
+    import tracemalloc
+
+    from ctxsim.generator import generate_session
+
+    row = save_sessions([generate_session(80, seed=3, oversize_every=6)], team=personas.team)[0]
+    client = personas.client("viewer")
+    url = reverse("session-trace", args=[row.pk]) + "?summary=0"
+    client.get(url)  # warm: the session and its token counts are loaded once per process
+    tracemalloc.start()
+    try:
+        response = client.get(url)
+        size = sum(len(chunk) for chunk in response.streaming_content)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 1_000_000
+    assert peak < size / 3, (peak, size)
