@@ -196,6 +196,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# Development with DEBUG off (`make run`): whitenoise serves the files from their source
+# folders, so no collectstatic is needed; production serves the collected STATIC_ROOT.
+WHITENOISE_USE_FINDERS = _bool("WHITENOISE_USE_FINDERS", DEBUG)
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))

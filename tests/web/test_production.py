@@ -327,3 +327,39 @@ def test_the_gunicorn_access_log_never_shows_an_invite_token(tmp_path):
     line = log_file.read_text()
     assert "/invites/" in line and "POST" in line and "302" in line
     assert token not in line
+
+
+def test_make_run_serves_with_debug_off_unless_asked(tmp_path):
+    """issue 20 item 23: `make run` ran with DEBUG on and showed tracebacks (with the
+    environment) to every team member. bin/run-dev now turns it off by default, keeps its
+    own secret key out of .env, and lets whitenoise serve static files from the finders."""
+    script = (ROOT / "bin" / "run-dev").read_text()
+    assert subprocess.run(["bash", "-n", str(ROOT / "bin" / "run-dev")]).returncode == 0
+    assert 'export DEBUG="${DEBUG:-false}"' in script
+    assert "WHITENOISE_USE_FINDERS" in script and ".env" not in script.replace("# ", "")
+    code = """
+import json
+from wsgiref.util import setup_testing_defaults
+from django.conf import settings
+from ctxsim.wsgi import application
+
+def get(path):
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": "GET", "HTTP_HOST": "127.0.0.1"}
+    setup_testing_defaults(environ)
+    seen = {}
+    def start_response(status, headers, exc_info=None):
+        seen["status"] = status
+    b"".join(application(environ, start_response))
+    return seen["status"]
+
+print(json.dumps({"debug": settings.DEBUG, "css": get("/static/css/ctxsim.css"),
+                  "missing": get("/no-such-page/")}))
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY,
+                        SESSION_COOKIE_SECURE="false", CSRF_COOKIE_SECURE="false",
+                        WHITENOISE_USE_FINDERS="true")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["debug"] is False
+    assert seen["css"].startswith("200")  # no collectstatic needed in development
+    assert not seen["missing"].startswith("500")
