@@ -157,11 +157,18 @@ try:
     CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://ctxsim")}
 except (ImproperlyConfigured, ValueError, KeyError) as exc:
     raise ImproperlyConfigured(f"CACHE_URL is not a valid cache URL: {exc}") from None
-CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
+if not CACHES["default"]["BACKEND"].endswith("RedisCache"):
+    # Local and file caches cull at this many entries; Redis evicts by its own policy and
+    # would pass the option on to its client as an unknown connection argument.
+    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
 
+# One queue per kind of work, so a long sweep never holds up another team's import: a worker
+# takes every queue (`db_worker --queue-name '*'`) or only some (`--queue-name imports`).
+TASK_QUEUES = ("imports", "replays", "sweeps")
 TASKS = {
     "default": {
         "BACKEND": env.str("TASK_BACKEND", default="django_tasks_db.DatabaseBackend"),
+        "QUEUES": ["default", *TASK_QUEUES],
     }
 }
 

@@ -21,7 +21,7 @@ from ctxsim.replays.state import settings_from_query
 logger = logging.getLogger(__name__)
 
 
-@task
+@task(queue_name="sweeps")
 def run_sweep(sweep_id: int) -> dict:
     """Replay every combination of a stored sweep; the row records progress and points."""
     return run_sweep_job(sweep_id)

@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 READ_SHARE = 90
 
 
-@task
+@task(queue_name="imports")
 def run_import(job_id: int, attempt: int | None = None) -> dict:
     """Import one stored upload; the job row records progress and the outcome."""
     return run_import_job(job_id, attempt)

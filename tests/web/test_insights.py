@@ -204,7 +204,8 @@ def test_a_large_sweep_goes_to_the_worker_and_reports_progress(
     body = polled.content.decode()
     assert body.lstrip().startswith('<div id="sweep-status"') and "<html" not in body
     assert 'hx-trigger="every 1s"' in body and "<progress" in body
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     sweep.refresh_from_db()
     assert sweep.status == "done" and sweep.done == 6 and len(sweep.points) == 6
     done = personas.client("viewer").get(

@@ -7,6 +7,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.test import override_settings
@@ -20,7 +21,8 @@ from tests.factories import claude_code_bytes, row_counts, upload
 
 pytestmark = pytest.mark.django_db
 
-IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+                         "QUEUES": ["default", *django_settings.TASK_QUEUES]}}
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +66,8 @@ def test_the_worker_imports_the_job_and_the_page_links_the_sessions(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         post_large(personas.client("owner"))
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     job = ImportJob.objects.get()
     assert job.status == ImportJob.Status.DONE, job.message
     assert job.progress == 100
@@ -254,7 +257,8 @@ def test_a_requeued_job_runs_again_and_succeeds(personas, django_capture_on_comm
     assert job.status == ImportJob.Status.QUEUED and job.attempts == 1 and job.message == ""
     task = DBTaskResult.objects.get()
     assert task.args_kwargs["args"] == [job.pk, 1]
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE
     assert Session.objects.filter(pk__in=job.session_ids).count() == 1
