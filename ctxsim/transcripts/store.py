@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,9 +118,11 @@ def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime |
 
 
 def save_sessions(
-    sessions: Sequence[pm.Session], *, team, user=None, source_name: str = ""
+    sessions: Sequence[pm.Session], *, team, user=None, source_name: str = "",
+    in_transaction: Callable[[list[Session]], None] | None = None,
 ) -> list[Session]:
-    """Write the sessions of one file (sidechains linked to their parents); all or nothing."""
+    """Write the sessions of one file (sidechains linked to their parents); all or nothing.
+    `in_transaction(rows)` runs inside the same transaction, last (raising rolls it back)."""
     keys = {s.key for s in sessions}
     with transaction.atomic():
         content_ids = store_contents(m.content for s in sessions for m in s.messages)
@@ -141,6 +143,8 @@ def save_sessions(
             pending = [s for s in pending if id(s) not in rows]
         saved = [rows[id(s)] for s in sessions]
         index_sessions(saved)
+        if in_transaction is not None:
+            in_transaction(saved)
         return saved
 
 
