@@ -14,9 +14,7 @@ jobs a dead worker left "running".
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -24,11 +22,11 @@ from typing import IO
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.tasks import task
 from django.utils import timezone
 
+from ctxsim.heartbeat import Heartbeat
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import ImportJob
@@ -141,7 +139,9 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
     job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
     reporter = JobReporter(job)
     reporter.update(0, "reading the file", force=True)
-    with _Heartbeat(job):
+    beat = _ours(job).update
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), JobReporter.HEARTBEAT_EVERY,
+                   f"import-{job.pk}-heartbeat"):
         return _import(job, reporter)
 
 
@@ -208,41 +208,6 @@ def _ours(job: ImportJob):
     """The job's row while it is still this attempt's running job."""
     return ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING,
                                     attempts=job.attempts)
-
-
-class _Heartbeat:
-    """Beats the job's heartbeat every `JobReporter.HEARTBEAT_EVERY` seconds from a thread, so
-    a long phase that reports nothing (parsing one big JSON document, the list figures) is not
-    taken for a dead worker. Not started inside an open transaction (tests): another
-    connection's writes would wait for it."""
-
-    def __init__(self, job: ImportJob):
-        self.job = job
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def __enter__(self) -> _Heartbeat:
-        if not connection.in_atomic_block:
-            self.thread = threading.Thread(target=self._run, daemon=True,
-                                           name=f"import-{self.job.pk}-heartbeat")
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-
-    def _run(self) -> None:
-        from django.db import connections
-
-        try:
-            while not self.stop.wait(JobReporter.HEARTBEAT_EVERY):
-                # The import's write transaction may hold the lock: beat again later.
-                with contextlib.suppress(DatabaseError):
-                    _ours(self.job).update(heartbeat_at=timezone.now())
-        finally:
-            connections.close_all()
 
 
 def import_timeout() -> timedelta:
