@@ -288,6 +288,8 @@ CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024
 # A background import still "running" after this long without a heartbeat is marked failed
 # (its worker died); the upload page then offers to re-queue it.
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
+# The same for a sweep: running without a heartbeat this long, it is marked failed.
+CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
 # Loaded sessions each web process keeps in memory for the session page (MB of contents).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).

@@ -110,6 +110,7 @@ RULES: dict[str, dict[str, dict]] = {
     "session-sweeps": {"GET": READ, "POST": GET_ONLY},
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
     "sweep-detail": {"GET": READ, "POST": GET_ONLY},
+    "sweep-cancel": {"GET": POST_ONLY, "POST": write(302)},
 }
 
 # Query strings some views need to reach their permission-checked object.
