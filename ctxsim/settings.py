@@ -90,6 +90,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
+    # A user past their concurrent-replay limit gets a 429 (ctxsim/replays/limits.py).
+    "ctxsim.replays.limits.ReplayBusyMiddleware",
 ]
 
 ROOT_URLCONF = "ctxsim.urls"
@@ -292,6 +294,8 @@ CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minim
 CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
 # Loaded sessions each web process keeps in memory for the session page (MB of contents).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
+# New replays one user may run at the same time in one web process (more get a 429).
+CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).

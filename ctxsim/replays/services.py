@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
@@ -24,6 +25,7 @@ from ctxsim.pipeline.tokens import get_counter
 from ctxsim.replays import analysis
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.db import insert_rows
+from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun, SpilledFile
 from ctxsim.replays.spills import StorageSpillSink
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -80,17 +82,20 @@ def warm_up(sessions: int | None = None) -> int:
     return loaded
 
 
-def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None) -> ReplayRun:
+def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None, *,
+                user: Any = None) -> ReplayRun:
     """The stored replay summary for these settings; replays and stores it on a miss.
 
     On a miss the replay passes every call anyway, so it keeps the call a page is about to
-    show (`keep`, or the one that sent the most, the page's default) for `call_detail`.
+    show (`keep`, or the one that sent the most, the page's default) for `call_detail`. With
+    `user`, a miss takes one of their replay slots (`limits.replay_slot`: ReplayBusy when
+    they already replay as much as they may).
     """
     key = ReplayKey.of(session, settings.key)
     cached = _stored_run(session, key)
     if cached is not None:
         return cached
-    with REPLAYS.replaying(key):
+    with replay_slot(user), REPLAYS.replaying(key):
         cached = _stored_run(session, key)
         if cached is not None:
             return cached
@@ -237,7 +242,7 @@ class Side:
     run: ReplayRun
 
 
-def compare_sides(session: Session, a: str | None, b: str | None):
+def compare_sides(session: Session, a: str | None, b: str | None, *, user: Any = None):
     """The two replays of a comparison (defaults: chatcli against none)."""
     errors: dict[str, str] = {}
     sides = []
@@ -245,5 +250,6 @@ def compare_sides(session: Session, a: str | None, b: str | None):
         settings, problems = settings_from_query({"profile": ref or default}, session.team)
         if problems:
             errors[key] = problems.get("profile", "bad profile")
-        sides.append(Side(settings.profile_ref, settings, summary_for(session, settings)))
+        sides.append(Side(settings.profile_ref, settings,
+                          summary_for(session, settings, user=user)))
     return sides, errors

@@ -67,7 +67,7 @@ def _run_and_call(request: HttpRequest, session, settings):
     """The replay summary for these settings and the call the query asks for (on a miss the
     replay keeps that call, which the request shows next)."""
     requested = request.GET.get("call", "")
-    run = services.summary_for(session, settings, ascii_index(requested))
+    run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
     return run, page.selected_call(run, requested)
 
 
@@ -215,7 +215,8 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"))
+    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"),
+                                           user=request.user)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     columns = [page.compare_column(session, side, call) for side in sides]
     context = {

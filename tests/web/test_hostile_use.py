@@ -355,3 +355,30 @@ def test_the_full_trace_is_never_held_in_memory_whole(personas):
         tracemalloc.stop()
     assert size > 1_000_000
     assert peak < size / 3, (peak, size)
+
+
+# --- issue 20 item 4 (part): one user cannot hold every thread with new replays -------------
+
+def test_a_user_already_replaying_gets_a_429_for_another_new_replay(personas, stored):
+    """issue 20 items 1 and 4: four viewer GETs with new thresholds occupied every thread; a
+    user now runs at most CTXSIM_REPLAYS_PER_USER new replays at a time per process, and a
+    request past that is told to retry (replays already stored are still served)."""
+    from ctxsim.replays.limits import replay_slot
+
+    viewer = personas.users["viewer"]
+    client = personas.client("viewer")
+    stored_url = page_url(stored, "call=1")
+    assert client.get(stored_url, follow=True).status_code == 200  # replayed and stored
+    with replay_slot(viewer):  # as if another request of theirs were replaying now
+        busy = client.get(page_url(stored, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=4321&call=1"),
+                          follow=True)
+        assert busy.status_code == 429
+        assert "already running" in busy.content.decode()
+        assert busy["Retry-After"]
+        assert client.get(stored_url, follow=True).status_code == 200
+        other = personas.client("reviewer").get(
+            page_url(stored, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=4321&call=1"), follow=True)
+        assert other.status_code == 200
+    again = client.get(page_url(stored, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=4322&call=1"),
+                       follow=True)
+    assert again.status_code == 200
