@@ -95,11 +95,14 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
     cached = _stored_run(session, key)
     if cached is not None:
         return cached
-    with replay_slot(user), REPLAYS.replaying(key):
+    with REPLAYS.replaying(key):
         cached = _stored_run(session, key)
         if cached is not None:
             return cached
-        run = _replay_and_store(session, settings, key, keep)
+        # The slot only around the work: a second request for the same settings waits above
+        # for the first one's result instead of being refused.
+        with replay_slot(user):
+            run = _replay_and_store(session, settings, key, keep)
         REPLAYS.runs.put(key, run)
         return run
 
