@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
+from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
 from .spill import SpillRecord
@@ -91,12 +92,14 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
     message tuples) is kept.
     """
     calls = []
+    compactions: list[dict[str, Any]] = []
     peak = total = 0
     for call in rep.calls():
         calls.append(call_json(call, summary))
+        compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
-    return {
+    trace = {
         "effective_config": rep.config.effective_config(),
         "dispatch": rep.dispatch,
         "calls": calls,
@@ -104,6 +107,19 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
         "spilled_files": [spill_json(s) for s in rep.spilled_files],
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
+    # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.
+    recorded = recorded_compactions(rep.messages)
+    if compactions or recorded:
+        trace["compactions"] = merge_compactions(compactions)
+        trace["recorded_compactions"] = recorded
+    return trace
+
+
+def call_compactions(call: CallResult) -> list[dict[str, Any]]:
+    """The compactions the call's stages applied or predicted (SPEC-agents §2.5.0.7)."""
+    return [{"stage": e["stage"], "call_index": e.get("call_index", call.call_index),
+             **{k: v for k, v in e.items() if k not in ("stage", "call_index")}}
+            for run in call.stages for e in run.report.get(COMPACTION_EVENTS, ())]
 
 
 def write_trace(rep: Replay, out: BinaryIO, summary: bool = False) -> None:
@@ -117,9 +133,11 @@ def write_trace(rep: Replay, out: BinaryIO, summary: bool = False) -> None:
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
     peak = total = 0
+    compactions: list[dict[str, Any]] = []
     with tempfile.TemporaryFile() as calls:
         for n, call in enumerate(rep.calls()):
             calls.write((b", " if n else b"") + dumps(call_json(call, summary)))
+            compactions += call_compactions(call)
             peak = max(peak, call.sent_tokens)
             total += call.sent_tokens
         out.write(b'{"effective_config": ' + dumps(rep.config.effective_config()))
@@ -131,4 +149,9 @@ def write_trace(rep: Replay, out: BinaryIO, summary: bool = False) -> None:
     for n, record in enumerate(rep.spilled_files):
         out.write((b", " if n else b"") + dumps(spill_json(record)))
     out.write(b'], "tokens": ' + dumps({"counter": rep.counter.name, "peak_sent": peak,
-                                        "total_sent": total}) + b"}")
+                                        "total_sent": total}))
+    recorded = recorded_compactions(rep.messages)
+    if compactions or recorded:
+        out.write(b', "compactions": ' + dumps(merge_compactions(compactions))
+                  + b', "recorded_compactions": ' + dumps(recorded))
+    out.write(b"}")
