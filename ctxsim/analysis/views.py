@@ -30,7 +30,8 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
     """Hit rate, cost, breaks, break-even and information lost, one column per profile."""
     session, _ = _session(request, session_id)
     cache, errors = services.cache_choice(request.GET)
-    columns, problems = services.insight_columns(session, request.GET, cache.rule())
+    columns, problems = services.insight_columns(session, request.GET, cache.rule(),
+                                                 user=request.user)
     refs, _ = services.profile_refs(request.GET)
     context = {
         "session": session,

@@ -382,3 +382,28 @@ def test_a_user_already_replaying_gets_a_429_for_another_new_replay(personas, st
     again = client.get(page_url(stored, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=4322&call=1"),
                        follow=True)
     assert again.status_code == 200
+
+
+# --- issue 20 item 5 (part): the insights page has a bound on the work of one request -------
+
+def test_the_insights_page_refuses_more_replay_work_than_its_bound(personas, long_session,
+                                                                   settings, monkeypatch):
+    """issue 20 item 5: one GET on a 20,000-call session ran 17 minutes at 4.66 GB. A request
+    now replays at most CTXSIM_INSIGHTS_MAX_CALLS calls (calls × profiles); past that the
+    page says so and replays nothing."""
+    from ctxsim.analysis import services as analysis
+
+    settings.CTXSIM_INSIGHTS_MAX_CALLS = long_session.model_call_count  # one profile fits
+    url = reverse("session-insights", args=[long_session.pk])
+    client = personas.client("viewer")
+    one = client.get(url + "?profiles=chatcli")
+    assert one.status_code == 200 and "too long" not in one.content.decode()
+
+    def must_not_replay(*args, **kwargs):
+        raise AssertionError("the bound must be checked before any replay")
+
+    monkeypatch.setattr(analysis, "replay", must_not_replay)
+    two = client.get(url + "?profiles=chatcli&profiles=aivax")
+    assert two.status_code == 200
+    body = two.content.decode()
+    assert "too long" in body and str(long_session.model_call_count) in body
