@@ -53,7 +53,9 @@ class ProgressStream:
     """A binary stream that reports how far into the file the importer has read.
 
     It forwards what the importers' `Source` uses (read, readline, iteration, seek, tell) and
-    reports the furthest offset reached, since the importer rewinds after probing the head.
+    reports how much of the file has been read contiguously from its start: the importer
+    rewinds after probing the head, and an offset reached by seeking (the size probe seeks
+    to the end) is not progress (it once showed 90 % after a second; issue 20 item 11).
     """
 
     def __init__(self, raw: IO[bytes], size: int, report: Callable[[int], None]):
@@ -64,8 +66,10 @@ class ProgressStream:
         self._furthest = 0
 
     def _advance(self, data: bytes) -> bytes:
+        start = self._offset
         self._offset += len(data)
-        if self._offset > self._furthest:
+        # Only a read that starts inside what was already read extends it.
+        if data and start <= self._furthest < self._offset:
             self._furthest = self._offset
             self._report(min(100, self._furthest * 100 // self._size))
         return data

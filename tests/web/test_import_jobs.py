@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from datetime import timedelta
 
@@ -122,3 +123,23 @@ def test_the_worker_recovers_jobs_a_dead_worker_left_running(
     tasks.run_import_job(fresh.pk, 0)
     stale.refresh_from_db()
     assert stale.status == ImportJob.Status.FAILED
+
+
+def test_progress_counts_only_what_is_read_from_the_start_on():
+    """issue 20 item 11: the bar showed 90 % after a second: an offset reached by seeking
+    (the size probe seeks to the end) counted as read. Only bytes read contiguously from the
+    start move it now."""
+    seen = []
+    data = claude_code_bytes(20)
+    stream = tasks.ProgressStream(io.BytesIO(data), len(data), seen.append)
+    stream.seek(0, io.SEEK_END)
+    assert stream.read(10) == b""  # a read at the end after the size probe
+    stream.seek(len(data) - 100)
+    stream.read(100)  # the tail, read out of order
+    assert max(seen, default=0) == 0
+    stream.seek(0)
+    stream.read(len(data) // 2)
+    assert seen[-1] in (49, 50)
+    stream.seek(0)
+    assert b"".join(stream) == data
+    assert seen == sorted(seen) and seen[-1] == 100
