@@ -227,11 +227,10 @@ def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = Fa
     it is never held in memory whole (issue 20 item 2). The caller closes the file."""
     from ctxsim.pipeline.trace import write_trace
 
-    rc = settings.run_config()
-    rep = replay(canonical_session(session, settings.counter), rc, sink=MemorySpillSink())
+    rep, calibration = _trace_replay(session, settings)
     out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the response, which closes it)
     try:
-        write_trace(rep, out, summary=summary)
+        write_trace(rep, out, summary=summary, calibration=calibration)
         out.write(b"\n")
         out.seek(0)
     except BaseException:
@@ -242,15 +241,23 @@ def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = Fa
 
 def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = False) -> str:
     """The SPEC §6 trace of a stored session, exactly what `simulate` prints for its file."""
-    from ctxsim.pipeline.trace import AUTO, build_trace
+    from ctxsim.pipeline.trace import build_trace
+
+    rep, calibration = _trace_replay(session, settings)
+    trace = build_trace(rep, summary=summary, calibration=calibration)
+    return json.dumps(trace, ensure_ascii=False) + "\n"
+
+
+def _trace_replay(session: Session, settings: ReplaySettings):
+    """The replay a trace renders, and its calibration: the summary's when this replay has
+    one stored, so both agree exactly."""
+    from ctxsim.pipeline.trace import AUTO
 
     rc = settings.run_config()
     rep = replay(canonical_session(session, settings.counter), rc, sink=MemorySpillSink())
-    # The summary's calibration when this replay has one stored, so both agree exactly.
     run = _stored_run(session, ReplayKey.of(session, settings.key))
     calibration = Calibration.from_json(run.totals.get("calibration")) if run else AUTO
-    trace = build_trace(rep, summary=summary, calibration=calibration)
-    return json.dumps(trace, ensure_ascii=False) + "\n"
+    return rep, calibration
 
 
 @dataclass
