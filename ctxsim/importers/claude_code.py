@@ -359,13 +359,15 @@ def _messages(selected: list[_Node], sidechain: bool,
 
 
 def _root(node: _Node, nodes: dict[str, _Node], roots: dict[str, str]) -> str:
-    path = []
+    # A dict, not a list: a chain written leaf first walks its whole length here, and a list
+    # scan per step made that quadratic (issue 20 item 8). Insertion order is kept.
+    path: dict[str, None] = {}
     current = node
     while True:
         known = roots.get(current.uuid)
         if known is not None:
             break
-        path.append(current.uuid)
+        path[current.uuid] = None
         parent = _parent(current, nodes)
         if parent is None or parent.uuid in path:
             known = current.uuid

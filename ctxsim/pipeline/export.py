@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import jsontext
 from .params import CHATCLI_ENV, ENV_BY_NAME, PARAMS, ParamError, validate_params
 from .profiles import CHATCLI_STAGES, RunConfig
 from .registry import STAGES, exported_params, family_params
@@ -150,7 +151,7 @@ def export_aivax(values: Mapping[str, Any]) -> Export:
 def _load_object(data: str | Mapping[str, Any], what: str) -> Mapping[str, Any]:
     if isinstance(data, str):
         try:
-            data = json.loads(data)
+            data = jsontext.loads(data)
         except json.JSONDecodeError as exc:
             raise ParamError({what: f"invalid JSON at line {exc.lineno} column {exc.colno}: "
                                     f"{exc.msg}"}) from None

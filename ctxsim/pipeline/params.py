@@ -32,10 +32,22 @@ def go_atoi(text: str) -> int | None:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not all("0" <= c <= "9" for c in body):
         return None
-    value = int(text)
+    digits = body.lstrip("0") or "0"
+    if len(digits) > 19:  # past int64 already; int() would refuse 4,300+ digits
+        return None
+    value = -int(digits) if text[0] == "-" else int(digits)
     if value > INT64_MAX or value < INT64_MIN:
         return None
     return value
+
+
+def ascii_index(text: str | None) -> int | None:
+    """`text` as a whole number >= 0 written in ASCII digits only (at most 18, so it fits any
+    database integer), else None. `str.isdigit()` also passes `²` and other digits that int()
+    refuses or reads as something else (issue 20 item 15)."""
+    if text is None or not (0 < len(text) <= 18 and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
 
 
 @dataclass(frozen=True)
