@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message, decode_for_display
-from ..params import ROLLING_CONDENSERS
+from ..params_agents import ROLLING_CONDENSERS
 from ..tokens import extras_tokens, message_tokens
 from . import StageContext, StageResult, changed_since
 from ._codex import call_of
