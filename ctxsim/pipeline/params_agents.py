@@ -97,13 +97,13 @@ def _compact_trigger(v: Any) -> dict[str, Any]:
 
 
 def _claude_env(v: Any) -> dict[str, str]:
-    from .agents_common import clean_claude_env
+    from .agent_settings import clean_claude_env
 
     return clean_claude_env(v)
 
 
 def _codex_config(v: Any) -> dict[str, Any]:
-    from .agents_common import clean_codex_config
+    from .agent_settings import clean_codex_config
 
     return clean_codex_config(v)
 

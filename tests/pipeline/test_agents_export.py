@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxsim.pipeline.agents_common import CLAUDE_ENV_KEYS
+from ctxsim.pipeline.agent_settings import CLAUDE_ENV_KEYS
 from ctxsim.pipeline.export import export_profile, import_anthropic
 from ctxsim.pipeline.export_agents import (
     anthropic_stages,
