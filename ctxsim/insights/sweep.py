@@ -59,10 +59,11 @@ def axis(name: str, start: int, stop: int, step: int) -> Axis:
         raise SweepError({name: "the step must be a positive whole number"})
     if stop < start:
         raise SweepError({name: "the range ends before it starts"})
-    values = tuple(range(start, stop + 1, step))
-    if len(values) > MAX_VALUES:
-        raise SweepError({name: f"{len(values)} values; at most {MAX_VALUES} per parameter"})
-    return Axis(name, values)
+    # Counted before anything is built: a hostile stop must cost nothing (issue 20 item 3).
+    count = (stop - start) // step + 1
+    if count > MAX_VALUES:
+        raise SweepError({name: f"{count} values; at most {MAX_VALUES} per parameter"})
+    return Axis(name, tuple(range(start, stop + 1, step)))
 
 
 def grid(axes: Sequence[Axis]) -> list[dict[str, int]]:
@@ -124,7 +125,7 @@ class SweepInput:
     response_schema: Any = None
 
 
-class SweepStopped(Exception):  # noqa: N818 - a request, not an error
+class SweepPaused(Exception):  # noqa: N818 - a request, not an error
     """Raised between two points when the sweep was asked to stop; `points` are the ones
     evaluated so far (in grid order), for a later run to resume from."""
 
@@ -168,7 +169,7 @@ def run_sweep(source: SweepInput, axes: Sequence[Axis], rule: CacheRule,
               done: Sequence[SweepPoint] = ()) -> list[SweepPoint]:
     """Evaluate every combination in grid order, reporting (done, total) after each, then
     mark the Pareto front. Points in `done` (an earlier run's, by their values) are not
-    evaluated again; `should_stop` is asked before each point, and a yes raises SweepStopped
+    evaluated again; `should_stop` is asked before each point, and a yes raises SweepPaused
     with the points so far."""
     points = grid(axes)
     known = {tuple(sorted(p.values.items())): p for p in done}
@@ -177,7 +178,7 @@ def run_sweep(source: SweepInput, axes: Sequence[Axis], rule: CacheRule,
         earlier = known.get(tuple(sorted(point.items())))
         if earlier is None:
             if should_stop is not None and should_stop():
-                raise SweepStopped(out)
+                raise SweepPaused(out)
             earlier = evaluate(source, point, rule, analysed)
         earlier.front = False
         out.append(earlier)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('analysis', '0001_initial'),
+        ('analysis', '0002_sweep_heartbeat'),
         ('transcripts', '0005_importjob_redactions'),
     ]
 
