@@ -80,14 +80,14 @@ def test_a_reviewer_cancels_a_sweep_and_the_worker_stops_at_the_next_point(
     real = sweeps.run_sweep
     seen = []
 
-    def cancelled_half_way(source, axes, rule, progress):
+    def cancelled_half_way(source, axes, rule, progress, **options):
         def watching(done, total):
             seen.append(done)
             if done == 1:
                 assert personas.client("reviewer").post(url).status_code == 302
             progress(done, total)
 
-        return real(source, axes, rule, watching)
+        return real(source, axes, rule, watching, **options)
 
     monkeypatch.setattr(sweeps, "run_sweep", cancelled_half_way)
     result = sweep_tasks.run_sweep_job(sweep.pk)
@@ -118,14 +118,14 @@ def test_a_sweep_beats_its_heartbeat_while_one_point_replays(personas, long_sess
     real = sweeps.run_sweep
     moved = threading.Event()
 
-    def long_point(source, axes, rule, progress):
+    def long_point(source, axes, rule, progress, **options):
         first = Sweep.objects.get(pk=sweep.pk).heartbeat_at
         for _ in range(600):
             if Sweep.objects.get(pk=sweep.pk).heartbeat_at != first:
                 moved.set()
                 break
             threading.Event().wait(0.1)
-        return real(source, axes, rule, progress)
+        return real(source, axes, rule, progress, **options)
 
     monkeypatch.setattr(sweeps, "run_sweep", long_point)
     sweep_tasks.run_sweep_job(sweep.pk)
