@@ -30,6 +30,7 @@ def setup(folder: str) -> None:
     os.makedirs(f"{folder}/static", exist_ok=True)
     os.environ["DJANGO_SETTINGS_MODULE"] = "ctxsim.settings"
     os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")  # the test client speaks plain HTTP
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
     os.environ["ALLOWED_HOSTS"] = "testserver"
     import django
