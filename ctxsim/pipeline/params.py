@@ -217,7 +217,8 @@ class ParamSpec:
     help: str
     validate: Validator = field(repr=False)
     unit: str = ""
-    kind: str = "int"  # int | optional-int | string | choice | list | map | env | object
+    kind: str = "int"  # int | optional-int | string | optional-string | choice | list | map
+    # | env | object
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
 
@@ -243,8 +244,8 @@ PARAMS: dict[str, ParamSpec] = {
                   "@recall marker (ChatCLI's default); off = CHATCLI_COMPRESSION=off.",
                   _choice("on", "off"), kind="choice", choices=("on", "off")),
         ParamSpec("anchor_text", "Anchor text", None, "Optional system message appended to "
-                  "every outgoing copy (ChatCLI's per-turn reminder).", _opt_string,
-                  kind="string"),
+                  "every outgoing copy (ChatCLI's per-turn reminder); empty = none.", _opt_string,
+                  kind="optional-string"),
         ParamSpec("spill_dir", "Spill directory", "/tmp/chatcli-tool-results", "Directory "
                   "named in budget previews; spill files go there.", _string, kind="string"),
         ParamSpec("tool_caps", "Tool → plugin", {}, "Maps a transcript's tool names to the "

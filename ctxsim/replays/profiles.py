@@ -20,6 +20,9 @@ class ProfileError(ParamError):
 def saved_profile_as_profile(saved: SavedProfile) -> Profile:
     base = PROFILES.get(saved.base, PROFILES[DEFAULT_PROFILE])
     params = {**base.params, **(saved.params or {})}
+    # Profiles saved before an empty optional field meant "not set" may hold "" for it.
+    params = {k: v for k, v in params.items()
+              if not (v == "" and k in PARAMS and PARAMS[k].kind == "optional-string")}
     stages = tuple(tuple(e) for e in saved.stages)
     return Profile(saved.name, saved.description, stages, params)
 

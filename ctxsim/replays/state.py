@@ -172,6 +172,12 @@ def _number(optional: bool):
     return parse
 
 
+def _optional_text(text: str, name: str, errors: Errors) -> str | None:
+    # An optional field left empty is "not set", never an empty value (an empty anchor text
+    # would be injected into every call).
+    return text if text.strip() else None
+
+
 _PLAIN = Codec(_plain_encode, _text_field(lambda text, name, errors: text))
 CODECS: dict[str, Codec] = {
     "env": Codec(_env_encode, _env_decode),
@@ -189,6 +195,7 @@ CODECS: dict[str, Codec] = {
     "int": Codec(_plain_encode, _text_field(_number(optional=False))),
     "optional-int": Codec(_plain_encode, _text_field(_number(optional=True))),
     "string": _PLAIN,
+    "optional-string": Codec(_plain_encode, _text_field(_optional_text)),
     "choice": _PLAIN,
 }
 
