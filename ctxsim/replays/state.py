@@ -62,17 +62,23 @@ class ReplaySettings:
     def with_config(self, config: Mapping[str, Any]) -> ReplaySettings:
         return replace(self, config=dict(config))
 
-    def query(self, call: int | None = None) -> str:
-        """The canonical URL query for this state (only what differs from the profile):
-        profile, stages, the overrides by name, then the call."""
-        params: Pairs = [("profile", self.profile_ref)]
-        if self.stages is not None:
+    def fields(self, call: int | None = None, *, overrides_only: bool = False) -> Pairs:
+        """The view state as (name, value) pairs, the one serializer behind every link and
+        hidden field of the page (only what differs from the profile): profile, stages, the
+        overrides by name, then the call. `overrides_only` leaves out profile and stages, for
+        a form that has its own."""
+        params: Pairs = [] if overrides_only else [("profile", self.profile_ref)]
+        if self.stages is not None and not overrides_only:
             params.append(("stages", ",".join(f"{s}:{p}" for s, p in self.stages)))
         for name, value in sorted(self.config.items()):
             params.extend(codec_of(PARAMS[name]).encode(name, value))
         if call is not None:
             params.append(("call", str(call)))
-        return urlencode(params)
+        return params
+
+    def query(self, call: int | None = None) -> str:
+        """The canonical URL query for this state (`fields` URL-encoded)."""
+        return urlencode(self.fields(call))
 
 
 # --- one codec per parameter kind -------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.vary import vary_on_headers
 
 from ctxsim.htmx import target_id
 from ctxsim.replays import analysis, page, profiles, services, spills
@@ -31,6 +32,9 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
     return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
+# The same URL is a whole page or a fragment by these headers: a browser that cached the
+# fragment (htmx pushed its URL) must not show it for Back/Forward.
+@vary_on_headers("HX-Request", "HX-Target")
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
@@ -48,7 +52,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context["url"] = url
     target = target_id(request)
     if target == "call-view":
-        response = render(request, f"{TEMPLATE}#call-view", context)
+        response = render(request, f"{TEMPLATE}#call-response", context)
     elif target == "replay":
         response = render(request, f"{TEMPLATE}#replay-response", context)
     else:
@@ -114,7 +118,9 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "membership": membership,
         "settings": settings,
         "query": settings.query(),
-        "state_fields": parse_qsl(settings.query(), keep_blank_values=True),
+        "call_query": settings.query(call),
+        "state_fields": settings.fields(),
+        "override_fields": settings.fields(overrides_only=True),
         "errors": errors,
         "fields": page.form_fields(settings, errors),
         "stage_rows": page.stage_rows(settings),
@@ -199,12 +205,14 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
     return response
 
 
+@vary_on_headers("HX-Request", "HX-Target")
 @require_safe
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"))
+    sides, errors = services.compare_sides(session, request.GET)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
+    kept = sides[0].settings.fields()  # side A's state travels with every link and the form
     columns = [page.compare_column(session, side, call) for side in sides]
     context = {
         "session": session,
@@ -216,6 +224,9 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "profiles": profiles.profile_choices(session.team),
         "chart": page.compare_chart(sides, call),
         "url": reverse("session-compare", args=[session.pk]),
+        "state_fields": kept,
+        "state_query": urlencode([*kept, ("b", sides[1].ref)]),
+        "back_query": sides[0].settings.query(call),
     }
     if target_id(request) == "compare-calls":
         return render(request, "replays/compare.html#compare-calls", context)

@@ -51,3 +51,80 @@ def test_a_profile_saved_with_an_empty_anchor_injects_nothing(personas):
     settings, errors = settings_from_query({"profile": saved.ref}, personas.team)
     assert errors == {}
     assert settings.run_config().values["anchor_text"] is None
+
+
+def page_url(row, query: str = "") -> str:
+    return reverse("session-detail", args=[row.pk]) + (f"?{query}" if query else "")
+
+
+def htmx(target: str) -> dict:
+    return {"HX-Request": "true", "HX-Target": f"div#{target}"}
+
+
+STATE = "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=2500&env.present=1"
+
+
+def test_the_stage_and_profile_forms_carry_the_thresholds_and_the_call(personas, long_session):
+    body = personas.client("viewer").get(page_url(long_session, STATE + "&call=7")).content
+    html = body.decode()
+    stages_form = html.split('id="stages-form"')[1].split("</form>")[0]
+    assert 'name="env.CHATCLI_TOOL_RESULT_MAX_CHARS" value="2500"' in stages_form
+    for form in ("settings", "stages-form", "profile-form"):
+        assert f'name="call" value="7" form="{form}"' in html
+
+
+def test_toggling_a_stage_without_javascript_keeps_thresholds_and_call(personas, long_session):
+    client = personas.client("viewer")
+    query = (STATE + "&stages.form=1&stage.tool_cap=on&phase.tool_cap=dispatch&order.tool_cap=10"
+             "&stage.pairing=on&phase.pairing=persistent&order.pairing=30"
+             "&stage.budget=on&phase.budget=outgoing&order.budget=40&call=7")
+    response = client.get(page_url(long_session, query))
+    assert response.status_code == 302
+    location = response["Location"]
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in location and location.endswith("call=7")
+    assert "microcompact" not in location
+
+
+def test_an_in_place_edit_updates_every_link_that_carries_the_state(personas, long_session):
+    client = personas.client("reviewer")
+    html = client.get(page_url(long_session, STATE + "&call=7"), headers=htmx("replay"))
+    html = html.content.decode()
+    for link in ("trace-link", "export-link", "insights-link", "compare-link", "stages-state",
+                 "save-state"):
+        element = html.split(f'id="{link}"')[1].split(">")[0]
+        assert 'hx-swap-oob="true"' in element, link
+    compare = html.split('id="compare-link" href="')[1].split('"')[0]
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in compare and compare.endswith("call=7")
+    stages = html.split('id="stages-state"')[1].split("</div>")[0]
+    assert 'name="env.CHATCLI_TOOL_RESULT_MAX_CHARS" value="2500"' in stages
+
+
+def test_stepping_to_another_call_moves_the_compare_link_with_it(personas, long_session):
+    client = personas.client("viewer")
+    html = client.get(page_url(long_session, STATE + "&call=8"), headers=htmx("call-view"))
+    html = html.content.decode()
+    assert html.lstrip().startswith('<div id="call-view"')
+    compare = html.split('id="compare-link" href="')[1].split('"')[0]
+    assert compare.endswith("call=8")
+    assert 'hx-swap-oob="true"' in html.split('id="compare-link"')[1].split(">")[0]
+
+
+def test_the_page_and_its_fragments_vary_on_the_htmx_headers(personas, long_session):
+    response = personas.client("viewer").get(page_url(long_session, STATE))
+    assert "HX-Request" in response["Vary"]
+
+
+def test_compare_starts_from_the_session_pages_state(personas, long_session):
+    client = personas.client("viewer")
+    url = reverse("session-compare", args=[long_session.pk])
+    html = client.get(f"{url}?{STATE}&call=5").content.decode()
+    assert "with changed settings" in html
+    assert 'name="env.CHATCLI_TOOL_RESULT_MAX_CHARS" value="2500"' in html
+    crumbs = html.split('class="crumbs"')[1].split("</p>")[0]
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in crumbs and "call=5" in crumbs
+    steps = html.split('id="compare-calls"')[1]
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in steps.split("next")[0]
+    # Choosing another profile for side A in the form leaves the page's changes behind.
+    other = client.get(f"{url}?{STATE}&a=aivax&b=none&call=5").content.decode()
+    assert "with changed settings" not in other
+    assert 'name="profile" value="aivax"' in other
