@@ -45,8 +45,10 @@ test: install chromium
 test-fast: install
 	$(PY) -m pytest -m "not browser"
 
+# ruff on everything, mypy on the pure packages (pyproject.toml [tool.mypy] names them).
 lint: install
 	$(VENV)/bin/ruff check ctxsim tests
+	$(PY) -m mypy
 
 # Debian's chromium drives the browser tier; Playwright cannot download browsers here.
 chromium:

@@ -6,6 +6,8 @@ configuration table for every variable.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import environ
@@ -123,9 +125,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
     # Tests on SQLite use a file, not the in-memory default: the browser tier runs the live
     # server, the task worker and the test in separate threads, and an in-memory database
-    # refuses a concurrent write ("table is locked") where a file waits for its turn.
+    # refuses a concurrent write ("table is locked") where a file waits for its turn. One file
+    # per process, in the temp dir, so two test runs in one checkout never share it; the test
+    # runner deletes it when the run ends.
     DATABASES["default"].setdefault("TEST", {}).setdefault(
-        "NAME", str(BASE_DIR / "test-db.sqlite3")
+        "NAME", str(Path(tempfile.gettempdir()) / f"ctxsim-test-{os.getpid()}.sqlite3")
     )
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Seconds a request thread keeps its database connection for the next request (0: a new
@@ -142,11 +146,18 @@ try:
     CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://ctxsim")}
 except (ImproperlyConfigured, ValueError, KeyError) as exc:
     raise ImproperlyConfigured(f"CACHE_URL is not a valid cache URL: {exc}") from None
-CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
+if not CACHES["default"]["BACKEND"].endswith("RedisCache"):
+    # Local and file caches cull at this many entries; Redis evicts by its own policy and
+    # would pass the option on to its client as an unknown connection argument.
+    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
 
+# One queue per kind of work, so a long sweep never holds up another team's import: a worker
+# takes every queue (`db_worker --queue-name '*'`) or only some (`--queue-name imports`).
+TASK_QUEUES = ("imports", "replays", "sweeps")
 TASKS = {
     "default": {
         "BACKEND": env.str("TASK_BACKEND", default="django_tasks_db.DatabaseBackend"),
+        "QUEUES": ["default", *TASK_QUEUES],
     }
 }
 

@@ -14,22 +14,12 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.factories import password_for, spilling_session
+
 settings.register_profile(
     "ctxsim", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ctxsim")
-
-PERSONAS = ("owner", "reviewer", "viewer", "outsider", "anonymous")
-
-
-def password_for(name: str) -> str:
-    return f"{name}-pass-123"
-
-
-def use_fast_password_hashing(settings) -> None:
-    """Personas are created in nearly every web test; the default hasher costs ~0.5 s each."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 
 @dataclass
 class Personas:
@@ -66,3 +56,11 @@ def personas(db) -> Personas:
         Membership.objects.create(team=member_of, user=user, role=role)
         users[name] = user
     return Personas(team=team, other_team=other, users=users)
+
+
+@pytest.fixture
+def stored(personas):
+    """A small session in team alpha, uploaded by the owner, whose tool result spills."""
+    from ctxsim.transcripts.store import save_sessions
+
+    return save_sessions([spilling_session()], team=personas.team, user=personas.users["owner"])[0]

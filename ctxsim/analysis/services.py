@@ -2,12 +2,12 @@
 
 Settings come from `ctxsim.replays.state`, sessions from `ctxsim.replays.services`; the
 analysis itself is `ctxsim.insights` (pure). Sweeps small enough run in the request; larger
-ones go to the task worker and record their progress on the `Sweep` row.
+ones go to the task worker (`tasks.py`, imported here, never importing this module) and
+record their progress on the `Sweep` row.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,18 +17,15 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.http import QueryDict
 from django.urls import reverse
-from django.utils import timezone
 
+# The page's cache choice is part of this module's API (the views call it through here).
+from ctxsim.analysis.choices import CacheChoice, cache_choice
+from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
+from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import Sweep
+from ctxsim.analysis.tasks import run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
-from ctxsim.insights.prices import (
-    DEFAULT_MODEL,
-    LIFETIMES,
-    MODELS,
-    CacheRule,
-    PriceError,
-    cache_rule,
-)
+from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.report import ProfileInsights, analyse
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.pipeline.replay import replay
@@ -37,71 +34,9 @@ from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 
-logger = logging.getLogger(__name__)
-
 DEFAULT_PROFILES = ("none", "chatcli", "aivax")
 # Sweeps whose work (combinations x model calls) is above this run in the task worker.
 INLINE_SWEEP_WORK = 1200
-
-
-# --- the provider model, lifetime and price chosen on the page ---------------------------------
-
-
-@dataclass
-class CacheChoice:
-    model: str = DEFAULT_MODEL
-    lifetime: str = ""
-    price: float | None = None
-
-    def rule(self) -> CacheRule:
-        return cache_rule(self.model, self.lifetime or None, self.price)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "lifetime": self.lifetime, "price": self.price}
-
-    def query(self) -> list[tuple[str, str]]:
-        out = [("model", self.model), ("lifetime", self.lifetime)]
-        return out + ([("price", f"{self.price:g}")] if self.price is not None else [])
-
-
-def cache_choice(query: Mapping[str, Any]) -> tuple[CacheChoice, dict[str, str]]:
-    """The page's cache settings; bad values fall back to the table's, with a message."""
-    errors: dict[str, str] = {}
-    model = query.get("model") or DEFAULT_MODEL
-    if model not in MODELS:
-        errors["model"] = f"unknown model {model!r}"
-        model = DEFAULT_MODEL
-    lifetimes = LIFETIMES[MODELS[model].provider]
-    lifetime = query.get("lifetime") or next(iter(lifetimes))
-    if lifetime not in lifetimes:
-        errors["lifetime"] = f"{MODELS[model].label} caches for {' or '.join(lifetimes)}"
-        lifetime = next(iter(lifetimes))
-    price = None
-    text = (query.get("price") or "").strip()
-    if text:
-        try:
-            price = float(text)
-            if not price >= 0 or price > 1000:  # also rejects NaN
-                raise ValueError
-        except ValueError:
-            errors["price"] = f"{text!r} is not a price in dollars per million tokens"
-            price = None
-    choice = CacheChoice(model, lifetime, price)
-    try:
-        choice.rule()
-    except PriceError as exc:  # pragma: no cover - every field was checked above
-        errors["model"] = str(exc)
-        choice = CacheChoice()
-    return choice, errors
-
-
-def all_lifetimes() -> list[str]:
-    return list(dict.fromkeys(name for options in LIFETIMES.values() for name in options))
-
-
-def model_options() -> list[dict[str, Any]]:
-    return [{"key": m.key, "label": m.label, "price": m.input_per_mtok, "provider": m.provider,
-             "lifetimes": list(LIFETIMES[m.provider])} for m in MODELS.values()]
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -267,47 +202,11 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
 
 
 def _enqueue(sweep: Sweep) -> None:
-    from ctxsim.analysis.tasks import run_sweep  # the task module imports this one
-
     def send() -> None:
         result = run_sweep.enqueue(sweep.pk)
         Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
 
     transaction.on_commit(send)
-
-
-def run_sweep_job(sweep_id: int) -> dict:
-    """Run a stored sweep, saving progress after every point (the page polls it)."""
-    sweep = Sweep.objects.select_related("session__team").get(pk=sweep_id)
-    if sweep.status not in (Sweep.Status.QUEUED, Sweep.Status.RUNNING):
-        return {"status": sweep.status}
-    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.RUNNING, done=0)
-    try:
-        settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
-        cache, _ = cache_choice(sweep.cache | {"price": _price_text(sweep.cache)})
-        canonical = replays.canonical_session(sweep.session)
-        source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
-                                   settings.config, canonical.tools, canonical.response_schema)
-        axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]
-
-        def progress(done: int, total: int) -> None:
-            Sweep.objects.filter(pk=sweep.pk).update(done=done, total=total)
-
-        points = sweeps.run_sweep(source, axes, cache.rule(), progress)
-    except Exception as exc:
-        logger.exception("sweep %s failed", sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(
-            status=Sweep.Status.FAILED, message=str(exc)[:2000], finished_at=timezone.now())
-        return {"status": "failed"}
-    Sweep.objects.filter(pk=sweep.pk).update(
-        status=Sweep.Status.DONE, points=[p.as_dict() for p in points],
-        done=len(points), finished_at=timezone.now())
-    return {"status": "done", "points": len(points)}
-
-
-def _price_text(cache: Mapping[str, Any]) -> str:
-    price = cache.get("price")
-    return "" if price is None else f"{price}"
 
 
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:

@@ -11,11 +11,11 @@ from urllib.parse import parse_qsl, urlencode
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.analysis import services
 from ctxsim.analysis.models import Sweep
-from ctxsim.htmx import target_id
+from ctxsim.htmx import render_page_or_partial
 from ctxsim.insights.prices import PRICES_TAKEN
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
@@ -25,6 +25,7 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
     return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
+@require_safe
 def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
     """Hit rate, cost, breaks, break-even and information lost, one column per profile."""
     session, _ = _session(request, session_id)
@@ -45,11 +46,11 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "state_fields": services.state_fields(request.GET),
         "state_query": urlencode(services.state_fields(request.GET)),
     }
-    if target_id(request) == "insights":
-        return render(request, "analysis/insights.html#insights", context)
-    return render(request, "analysis/insights.html", context)
+    return render_page_or_partial(request, "analysis/insights.html", {"insights": "insights"},
+                                  context)
 
 
+@require_safe
 def sweep_page(request: HttpRequest, session_id: int) -> HttpResponse:
     """The sweep form (around the session page's settings) and this session's sweeps."""
     session, membership = _session(request, session_id)
@@ -80,6 +81,7 @@ def sweep_create(request: HttpRequest, session_id: int) -> HttpResponse:
     return redirect("sweep-detail", session_id=session.pk, sweep_id=sweep.pk)
 
 
+@require_safe
 def sweep_detail(request: HttpRequest, session_id: int, sweep_id: int) -> HttpResponse:
     """A sweep's progress (polled while it runs), then its chart, front and apply links."""
     sweep, membership = get_scoped(Sweep.objects.select_related("session__team"), request.user,
@@ -88,6 +90,5 @@ def sweep_detail(request: HttpRequest, session_id: int, sweep_id: int) -> HttpRe
     points = services.sweep_points(sweep.session, sweep) if sweep.status == "done" else []
     context = {"session": sweep.session, "sweep": sweep, "points": points,
                "chart": services.chart_data(points), "membership": membership}
-    if target_id(request) == "sweep-status":
-        return render(request, "analysis/sweep.html#sweep-status", context)
-    return render(request, "analysis/sweep.html", context)
+    return render_page_or_partial(request, "analysis/sweep.html",
+                                  {"sweep-status": "sweep-status"}, context)

@@ -50,7 +50,6 @@ __all__ = [
     "ImportResult",
     "TranscriptError",
     "detect",
-    "format_names",
     "load",
     "load_sessions",
 ]
@@ -152,11 +151,6 @@ def load(
     for session in sessions:
         warnings.extend(session.warnings)
     return ImportResult(format=format, sessions=list(sessions), warnings=warnings)
-
-
-def format_names() -> tuple[str, ...]:
-    """The names `--format` accepts."""
-    return FORMATS
 
 
 def load_sessions(path: str | os.PathLike[str], raw: bytes | None = None) -> list[Session]:

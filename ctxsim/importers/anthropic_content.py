@@ -19,7 +19,8 @@ from .errors import wrong_shape
 def media_part(block: dict[str, Any]) -> dict[str, Any]:
     """An `image` or `document` block as binary metadata."""
     source = block.get("source")
-    kind = block.get("type") if isinstance(block.get("type"), str) else "image"
+    kind = block.get("type")
+    kind = kind if isinstance(kind, str) else "image"
     if isinstance(source, dict):
         if source.get("type") == "base64":
             return binary_part(kind, source.get("media_type", ""), source.get("data"))
@@ -38,8 +39,9 @@ class UserContent:
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.binary_parts: list[dict[str, Any]] = []
-        # (tool_use_id, text, is_error, binary parts)
-        self.results: list[tuple[str, str, bool, list[dict[str, Any]]]] = []
+        # (tool_use_id, text, is_error, binary parts); an importer may replace the text by its
+        # UTF-8 bytes as soon as it has split the message, to keep only those in memory.
+        self.results: list[tuple[str, str | bytes, bool, list[dict[str, Any]]]] = []
 
 
 def result_content(content: Any, field: str, line: int | None) -> tuple[str, list[dict]]:

@@ -18,7 +18,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "anthropic-messages"
-LINE_BASED = False
 
 SIGNATURE_BLOCKS = Names({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 

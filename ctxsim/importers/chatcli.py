@@ -26,7 +26,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "chatcli"
-LINE_BASED = False
 
 HISTORIES = ("chat_history", "agent_history", "coder_history", "shared_memory")
 ROLES = Names({"system", "user", "assistant", "tool"})

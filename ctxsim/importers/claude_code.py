@@ -29,7 +29,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "claude-code"
-LINE_BASED = True
 
 RECORD_TYPES = Names({
     "summary", "file-history-snapshot", "queue-operation", "progress", "attachment",
@@ -133,7 +132,8 @@ def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> 
         content = split_user(message.get("content"), "message.content", line)
         # Encode the (possibly large) results now, so only their bytes stay in memory.
         content.results = [
-            (tool_use_id, text.encode("utf-8", "surrogatepass"), is_error, parts)
+            (tool_use_id, text if isinstance(text, bytes) else
+             text.encode("utf-8", "surrogatepass"), is_error, parts)
             for tool_use_id, text, is_error, parts in content.results
         ]
         node.content = content
@@ -190,22 +190,22 @@ def _with_side_branches(chain: list[_Node], tree: list[_Node]) -> list[_Node]:
     calls = {
         call.id
         for node in (*chain, *extra)
-        if node.role == "assistant"
-        for call in node.content.calls  # type: ignore[union-attr]
+        if isinstance(node.content, AssistantContent)
+        for call in node.content.calls
     }
     answered = {
         result[0]
         for node in chain
-        if node.role == "user"
-        for result in node.content.results  # type: ignore[union-attr]
+        if isinstance(node.content, UserContent)
+        for result in node.content.results
     }
     for node in tree:
-        if node.uuid in on_chain or node.role != "user":
-            continue
         content = node.content
-        if not content.results or content.texts:  # type: ignore[union-attr]
+        if node.uuid in on_chain or not isinstance(content, UserContent):
             continue
-        ids = {result[0] for result in content.results}  # type: ignore[union-attr]
+        if not content.results or content.texts:
+            continue
+        ids = {result[0] for result in content.results}
         if not ids & calls or ids <= answered:
             continue
         answered |= ids
@@ -225,8 +225,8 @@ def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ..
         if node.timestamp:
             stats["started"] = stats["started"] or node.timestamp
             stats["ended"] = node.timestamp
-        if node.role == "assistant":
-            content: AssistantContent = node.content  # type: ignore[assignment]
+        if isinstance(node.content, AssistantContent):  # role "assistant"
+            content = node.content
             draft = builder.assistant(node.msg_id or node.uuid)
             if not draft.meta:
                 draft.meta.update(source_line=node.line, timestamp=node.timestamp)
@@ -249,8 +249,9 @@ def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ..
                 if call.id not in seen_calls and draft.add_call(call):
                     seen_calls.add(call.id)
             continue
-        content_u: UserContent = node.content  # type: ignore[assignment]
-        base = {"source_line": node.line, "timestamp": node.timestamp}
+        content_u = node.content
+        assert isinstance(content_u, UserContent)  # role "user": _fill_message set both
+        base: dict[str, Any] = {"source_line": node.line, "timestamp": node.timestamp}
         if sidechain:
             base["sidechain"] = True
         for tool_use_id, data, is_error, parts in content_u.results:
@@ -316,7 +317,7 @@ def parse(source: Source) -> list[Session]:
         title = _title(selected, info) or title_from(messages, "Claude Code session")
         included = sum(1 for node in selected if node.role is not None)
         available = sum(1 for node in main_tree if node.role is not None)
-        warnings = ()
+        warnings: tuple[str, ...] = ()
         if available > included:
             warnings = (
                 f"{available - included} message lines on abandoned branches (rewinds or "

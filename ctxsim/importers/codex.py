@@ -18,7 +18,6 @@ from .source import Probe, Source
 from .titles import request_line
 
 NAME = "codex"
-LINE_BASED = True
 
 LINE_TYPES = Names({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 

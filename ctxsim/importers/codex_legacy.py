@@ -20,7 +20,6 @@ from .responses_items import ITEM_TYPES, ItemMapper
 from .source import Probe, Source
 
 NAME = "codex-legacy"
-LINE_BASED = True
 
 
 def _json_layout(document: Any) -> bool:
@@ -94,7 +93,7 @@ def parse(source: Source) -> list[Session]:
     messages = history.messages()
     if not messages:
         require_sessions([], "the rollout has no conversation items")
-    session_meta = {key: meta[key] for key in ("id", "git") if key in meta}
+    session_meta: dict[str, Any] = {key: meta[key] for key in ("id", "git") if key in meta}
     if isinstance(meta.get("timestamp"), str):
         session_meta["started"] = meta["timestamp"]
     human = next(

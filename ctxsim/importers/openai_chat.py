@@ -26,7 +26,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openai-chat"
-LINE_BASED = False
 
 ROLES = Names({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -55,7 +54,12 @@ def detect(probe: Probe) -> bool | str:
     return "not a messages array or a body with `messages`"
 
 
-def content_text(content: Any, field: str, line: int | None = None):
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def content_text(content: Any, field: str, line: int | None = None
+                 ) -> tuple[str, list[dict[str, Any]]]:
     """`content`: a string, null, or parts (text joined with no separator)."""
     if content is None:
         return "", []
@@ -79,10 +83,10 @@ def content_text(content: Any, field: str, line: int | None = None):
             url = image.get("url") if isinstance(image, dict) else image
             parts.append(data_url_part("image", url if isinstance(url, str) else ""))
         elif kind == "input_audio":
-            audio = part.get("input_audio") if isinstance(part.get("input_audio"), dict) else {}
+            audio = _object(part.get("input_audio"))
             parts.append(binary_part("audio", str(audio.get("format", "")), audio.get("data")))
         elif kind == "file":
-            file = part.get("file") if isinstance(part.get("file"), dict) else {}
+            file = _object(part.get("file"))
             parts.append(binary_part(
                 "file", "", file.get("file_data"), filename=file.get("filename"),
                 file_id=file.get("file_id"),

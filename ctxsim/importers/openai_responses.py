@@ -17,7 +17,6 @@ from .responses_items import ITEM_TYPES, ItemMapper
 from .source import Probe, Source
 
 NAME = "openai-responses"
-LINE_BASED = False
 
 
 def _is_item_list(value: list[Any]) -> bool:
@@ -62,11 +61,11 @@ def parse(source: Source) -> list[Session]:
             if document.get("usage") is not None:
                 meta["usage"] = document["usage"]
         else:
-            items = document.get("input")
+            given = document.get("input")
             field = "input"
-            if isinstance(items, str):
-                items = [{"role": "user", "content": items}]
-            items = expect_list(items, "input")
+            if isinstance(given, str):
+                given = [{"role": "user", "content": given}]
+            items = expect_list(given, "input")
         if document.get("tools") is not None:
             tools = expect_list(document.get("tools"), "tools")
         text_config = document.get("text")
@@ -86,6 +85,7 @@ def parse(source: Source) -> list[Session]:
         except TranscriptError as error:
             raise TranscriptError(f"{field}[{index}]: {error.reason}") from None
     messages = history.messages()
+    warning: tuple[str, ...]
     if meta.get("previous_response_id"):
         warning = ("the request continues an earlier response (previous_response_id); the "
                    "history before it is not in this file",)

@@ -28,7 +28,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "openhands"
-LINE_BASED = False
 
 
 def is_event_list(value: Any) -> bool:
@@ -72,7 +71,8 @@ def _key(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def map_events(events: list[Any], counter: list[int], prefix: str, field: str = "events"):
+def map_events(events: list[Any], counter: list[int], prefix: str, field: str = "events"
+               ) -> tuple[tuple[Message, ...], Any]:
     """Events → (messages, tools); `counter` carries the synthetic call number across
     sessions of one file."""
     events = _flatten(events)
@@ -85,8 +85,9 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
                 results[cause] = index
     actions_by_id: dict[str, int] = {}
     for index, event in enumerate(events):
-        if "action" in event and _key(event.get("id")) is not None:
-            actions_by_id.setdefault(_key(event.get("id")), index)  # type: ignore[arg-type]
+        action_id = _key(event.get("id")) if "action" in event else None
+        if action_id is not None:
+            actions_by_id.setdefault(action_id, index)
     result_events = {
         results[action_id]: action_id for action_id in results if action_id in actions_by_id
     }

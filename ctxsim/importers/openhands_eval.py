@@ -16,7 +16,6 @@ from .openhands import map_events
 from .source import Probe, Source
 
 NAME = "openhands-eval"
-LINE_BASED = True
 
 
 def detect(probe: Probe) -> bool | str:

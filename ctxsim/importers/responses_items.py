@@ -15,6 +15,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, ToolCall
 
 from .common import (
+    AssistantDraft,
     HistoryBuilder,
     Names,
     arguments_text,
@@ -103,7 +104,7 @@ class ItemMapper:
         self.history = history or HistoryBuilder()
         self._response = 0
 
-    def _assistant(self, meta: dict[str, Any]):
+    def _assistant(self, meta: dict[str, Any]) -> AssistantDraft:
         draft = self.history.open_assistant
         if draft is None:
             self._response += 1

@@ -12,7 +12,6 @@ from .errors import TranscriptError
 from .source import Probe, Source
 
 NAME = "scenario"
-LINE_BASED = False
 
 # A bare {"messages": [...]} is a chat transcript; a scenario shows at least one of its own keys.
 SCENARIO_ONLY_KEYS = frozenset({"config", "profile", "stages", "description", "response_schema"})

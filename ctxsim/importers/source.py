@@ -179,14 +179,18 @@ class Source:
         # and the parse can both start from the beginning.
         spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115
         total = 0
-        while chunk := stream.read(1024 * 1024):
+        while True:
+            # Typed as bytes, but a stream opened as text gives str: refuse it by name.
+            chunk: bytes | str = stream.read(1024 * 1024)
+            if not chunk:
+                break
             if isinstance(chunk, str):
                 raise TranscriptError("the upload was opened as text; open it in binary mode")
             total += len(chunk)
             self._check_size(total)
             spool.write(chunk)
         spool.seek(0)
-        return spool  # type: ignore[return-value]
+        return spool
 
     @contextmanager
     def open(self) -> Iterator[IO[bytes]]:
@@ -201,7 +205,7 @@ class Source:
 
     def _read_head(self) -> bytes:
         with self.open() as stream:
-            head = stream.read(HEAD_BYTES)
+            head: bytes | str = stream.read(HEAD_BYTES)
         if isinstance(head, str):
             raise TranscriptError("the upload was opened as text; open it in binary mode")
         return head

@@ -32,7 +32,6 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "swe-agent"
-LINE_BASED = False
 
 
 HISTORY_KEYS = ("message_type", "agent", "tool_call_ids", "is_demo")
@@ -183,7 +182,7 @@ def parse(source: Source) -> list[Session]:
             meta=_session_meta(document),
         )]
     trajectory = expect_list(document.get("trajectory"), "trajectory")
-    messages: list[Message] = []
+    messages = []
     for index, item in enumerate(history):
         item = expect_dict(item, f"history[{index}]")
         role = item.get("role")
@@ -236,7 +235,8 @@ def parse(source: Source) -> list[Session]:
 
 
 def _session_meta(document: dict[str, Any]) -> dict[str, Any]:
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    info = document.get("info")
+    info = info if isinstance(info, dict) else {}
     session_meta: dict[str, Any] = {
         key: info[key]
         for key in ("exit_status", "model_stats", "swe_agent_version", "swe_agent_hash")

@@ -73,10 +73,10 @@ class CacheSimulator:
         node = self.root
         reading = True
         read: _Node | None = None
-        for key, cost in zip(keys, costs, strict=True):
+        for key, part in zip(keys, costs, strict=True):
             child = node.children.get(key)
             if child is None:
-                child = node.children[key] = _Node(node.tokens + cost)
+                child = node.children[key] = _Node(node.tokens + part)
             if reading and alive(child):
                 read = child
             elif rule.style != ANTHROPIC:

@@ -195,7 +195,7 @@ class LossTracker:
         """Origins of the tool results seen so far whose content contains `needle`."""
         searched, found = self._containing.get(ident, (0, []))
         for m in self._seen[searched:]:
-            if needle in m.content:
+            if needle in m.content and m.origin is not None:  # a seen result has its origin
                 found.append(m.origin)
         self._containing[ident] = (len(self._seen), found)
         return found

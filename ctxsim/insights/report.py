@@ -13,7 +13,7 @@ from typing import Any
 
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, Replay
-from ctxsim.pipeline.tokens import message_tokens
+from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 from .breaks import BreakCause, common_prefix, explain_break
 from .cache import BreakEven, CacheSimulator, break_even
@@ -121,7 +121,7 @@ def call_time(call: CallResult, messages: Sequence[Message]) -> float | None:
 class _Costs:
     """Message costs by identity; the engine shares unchanged messages between calls."""
 
-    def __init__(self, counter) -> None:
+    def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self._by_id: dict[int, tuple[Message, int]] = {}
         # Stateless stages build equal messages anew at every call: also cache by value.

@@ -49,10 +49,8 @@ class Axis:
     values: tuple[int, ...]
 
 
-class SweepError(ValueError):
-    def __init__(self, errors: Mapping[str, str]):
-        self.errors = dict(errors)
-        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+class SweepError(ParamError):
+    """Bad axes or grid: a parameter error, per field, raised before anything is replayed."""
 
 
 def axis(name: str, start: int, stop: int, step: int) -> Axis:

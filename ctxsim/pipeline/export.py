@@ -8,29 +8,16 @@ the same values for everything the format carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .params import CHATCLI_ENV, ENV_BY_NAME, PARAMS, ParamError, validate_params
 from .profiles import CHATCLI_STAGES, RunConfig
-from .registry import STAGES
+from .registry import STAGES, exported_params, family_params
 
 ANTHROPIC_EDIT = "clear_tool_uses_20250919"
 COMPRESSION_VAR = "CHATCLI_COMPRESSION"
-FAMILY_PARAMS = {
-    "chatcli": ("env", "ccr", "loop_mode", "anchor_text", "spill_dir", "tool_caps",
-                "exempt_tools", "semantics"),
-    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount",
-              "toolContextPlaceholder", "systemInstructions"),
-    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
-                  "placeholder"),
-}
-CARRIED = {
-    "chatcli": ("env", "ccr"),
-    "aivax": ("contextMaximumSize", "contextOverflowAction", "toolContextCount"),
-    "anthropic": ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
-}
 
 
 @dataclass(frozen=True)
@@ -48,9 +35,12 @@ def _plain(value: Any) -> Any:
 
 
 def _left_out(family: str, values: Mapping[str, Any]) -> list[str]:
+    """The tool's parameters its format does not carry (`StageDef.exported`) that differ from
+    their default, then the counter (an estimate of ctxsim's, in no tool's settings)."""
     notes = []
-    for name in FAMILY_PARAMS[family]:
-        if name in CARRIED[family]:
+    carried = exported_params(family)
+    for name in family_params(family):
+        if name in carried:
             continue
         value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
         if value != default:
@@ -68,7 +58,8 @@ def _env_value(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def export_chatcli(values: Mapping[str, Any], stages: tuple = CHATCLI_STAGES) -> Export:
+def export_chatcli(values: Mapping[str, Any],
+                   stages: tuple[tuple[str, str], ...] = CHATCLI_STAGES) -> Export:
     """`CHATCLI_...=value` lines: the env values as typed, and `ccr` off as compression off."""
     env = values.get("env") or {}
     lines = [f"{var.name}={_env_value(env[var.name])}" for var in CHATCLI_ENV if var.name in env]
@@ -233,15 +224,21 @@ def export_profile(config: RunConfig) -> list[Export]:
         family = STAGES[stage].family
         if family not in families:
             families.append(family)
-    out = []
-    for family in families:
-        if family == "chatcli":
-            out.append(export_chatcli(config.values, config.stages))
-        elif family == "aivax":
-            out.append(export_aivax(config.values))
-        elif family == "anthropic":
-            out.append(export_anthropic(config.values))
-    return out
+    return [FORMATS[family].export(config) for family in families]
 
 
-IMPORTERS = {"chatcli": import_chatcli, "aivax": import_aivax, "anthropic": import_anthropic}
+@dataclass(frozen=True)
+class Format:
+    """A tool's own configuration: how a profile is written in it and read back from it."""
+
+    export: Callable[[RunConfig], Export]
+    load: Callable[[str], dict[str, Any]]
+
+
+# One per family of `registry.FAMILIES`.
+FORMATS: dict[str, Format] = {
+    "chatcli": Format(lambda c: export_chatcli(c.values, c.stages), import_chatcli),
+    "aivax": Format(lambda c: export_aivax(c.values), import_aivax),
+    "anthropic": Format(lambda c: export_anthropic(c.values), import_anthropic),
+}
+IMPORTERS = {name: f.load for name, f in FORMATS.items()}

@@ -19,7 +19,9 @@ ROLES = ("system", "user", "assistant", "tool")
 EMPTY_META: Mapping[str, Any] = MappingProxyType({})
 
 
-def _replace_each_byte(error: UnicodeDecodeError) -> tuple[str, int]:
+def _replace_each_byte(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):  # registered for decoding only
+        raise error
     # Python reports a maximal invalid subsequence at once; Go's decoder consumes one byte per
     # error, so it emits one replacement character per invalid byte.
     return "\ufffd" * (error.end - error.start), error.end

@@ -47,6 +47,7 @@ class EnvVar:
     default: int
     label: str
     help: str
+    unit: str  # what the form says it counts
 
 
 # ChatCLI's knobs (behaviour file §3.6, §4.8). Values > 0 parsed by Atoi win; anything else
@@ -54,23 +55,30 @@ class EnvVar:
 CHATCLI_ENV: tuple[EnvVar, ...] = (
     EnvVar("CHATCLI_TOOL_RESULT_BUDGET_CHARS", "turn_budget_chars", 200000,
            "Per-group budget", "Pass 2: an assistant group over this many bytes is cut, "
-           "largest results first."),
+           "largest results first.", "bytes"),
     EnvVar("CHATCLI_TOOL_RESULT_MAX_CHARS", "per_result_max_chars", 20000,
            "Per-result limit", "Pass 1: a result strictly over this size is spilled to a file "
-           "and replaced by a 4000/1000 preview."),
+           "and replaced by a 4000/1000 preview.", "bytes"),
     EnvVar("CHATCLI_MICROCOMPACT_TRUNCATE_TURNS", "mc_turns_before_truncate", 2,
            "Truncate at age", "Results this many assistant turns old get a head/tail preview; "
-           "microcompact also skips loop turns below it."),
+           "microcompact also skips loop turns below it.", "assistant turns"),
     EnvVar("CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS", "mc_turns_before_summarize", 4,
-           "Summarize at age", "Results this many assistant turns old become a one-line summary."),
+           "Summarize at age", "Results this many assistant turns old become a one-line summary.",
+           "assistant turns"),
     EnvVar("CHATCLI_MICROCOMPACT_HEAD_CHARS", "mc_truncate_head_chars", 2000,
-           "Preview head", "Bytes kept at the start of a microcompact preview."),
+           "Preview head", "Bytes kept at the start of a microcompact preview.", "bytes"),
     EnvVar("CHATCLI_MICROCOMPACT_TAIL_CHARS", "mc_truncate_tail_chars", 500,
-           "Preview tail", "Bytes kept at the end of a microcompact preview."),
+           "Preview tail", "Bytes kept at the end of a microcompact preview.", "bytes"),
     EnvVar("CHATCLI_MICROCOMPACT_MIN_CONTENT", "mc_min_content_size", 3000,
-           "Minimum size", "Results smaller than this are never microcompacted."),
+           "Minimum size", "Results smaller than this are never microcompacted.", "bytes"),
 )
 ENV_BY_NAME = {v.name: v for v in CHATCLI_ENV}
+ENV_BY_KEY = {v.key: v for v in CHATCLI_ENV}
+
+
+def env_default(key: str) -> int:
+    """ChatCLI's default for an effective-config key (e.g. `mc_min_content_size`)."""
+    return ENV_BY_KEY[key].default
 
 
 @dataclass(frozen=True)
@@ -198,7 +206,7 @@ def _opt_typed_value(allowed: tuple[str, ...]) -> Validator:
     return lambda v: None if v is None else inner(v)
 
 
-def _bool_or_names(v: Any) -> bool | tuple[str, ...]:
+def _bool_or_list(v: Any) -> bool | tuple[str, ...]:
     if isinstance(v, bool):
         return v
     try:
@@ -217,8 +225,11 @@ class ParamSpec:
     help: str
     validate: Validator = field(repr=False)
     unit: str = ""
-    kind: str = "int"  # int | optional-int | string | optional-string | choice | list | map
-    # | env | object
+    # How the value is shaped, which decides how a form edits it and a URL carries it:
+    # int | optional-int | string | optional-string (empty = None) | choice | list | map | env
+    # | object ({"type", "value"}; `choices` are its types; a None default means "none" is
+    # one) | bool_or_list (true, false or a list of names).
+    kind: str = "int"
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
 
@@ -231,9 +242,12 @@ AIVAX_PLACEHOLDER_PT = "[resposta da ferramenta truncada - chame esta ferramenta
 DEFAULT_EXEMPT_TOOLS = ("write", "edit", "patch", "exec", "run", "bash", "shell")
 COUNTERS = ("cl100k_base", "o200k_base", "bytes4")
 
+# In the order the thresholds form shows them.
 PARAMS: dict[str, ParamSpec] = {
     p.name: p
     for p in (
+        ParamSpec("counter", "Token counter", "cl100k_base", "How tokens are estimated.",
+                  _choice(*COUNTERS), kind="choice", choices=COUNTERS),
         ParamSpec("env", "ChatCLI environment", {}, "CHATCLI_* variables as typed; each is read "
                   "like Go strconv.Atoi and used only when > 0.", _env, kind="env",
                   env_vars=CHATCLI_ENV),
@@ -243,11 +257,6 @@ PARAMS: dict[str, ParamSpec] = {
         ParamSpec("ccr", "Recall suffix (CCR)", "on", "on: microcompact stubs end with an "
                   "@recall marker (ChatCLI's default); off = CHATCLI_COMPRESSION=off.",
                   _choice("on", "off"), kind="choice", choices=("on", "off")),
-        ParamSpec("anchor_text", "Anchor text", None, "Optional system message appended to "
-                  "every outgoing copy (ChatCLI's per-turn reminder); empty = none.", _opt_string,
-                  kind="optional-string"),
-        ParamSpec("spill_dir", "Spill directory", "/tmp/chatcli-tool-results", "Directory "
-                  "named in budget previews; spill files go there.", _string, kind="string"),
         ParamSpec("tool_caps", "Tool → plugin", {}, "Maps a transcript's tool names to the "
                   "ChatCLI plugin they dispatch as (e.g. Read → @read for the 80000 cap).",
                   _tool_caps, kind="map"),
@@ -258,6 +267,11 @@ PARAMS: dict[str, ParamSpec] = {
                   "documented: what its documentation describes.",
                   _choice("implemented", "documented"), kind="choice",
                   choices=("implemented", "documented")),
+        ParamSpec("spill_dir", "Spill directory", "/tmp/chatcli-tool-results", "Directory "
+                  "named in budget previews; spill files go there.", _string, kind="string"),
+        ParamSpec("anchor_text", "Anchor text", None, "Optional system message appended to "
+                  "every outgoing copy (ChatCLI's per-turn reminder); empty = none.",
+                  _opt_string, kind="optional-string"),
         ParamSpec("toolContextCount", "Tool context count", 0, "The N most recent tool "
                   "messages keep their content; older ones get the placeholder. 0 = off.",
                   _int_ge0, unit="messages"),
@@ -280,19 +294,17 @@ PARAMS: dict[str, ParamSpec] = {
                   choices=("input_tokens", "tool_uses")),
         ParamSpec("keep", "Keep", {"type": "tool_uses", "value": 3}, "The most recent tool "
                   "uses whose results are kept.", _typed_value(("tool_uses",)), kind="object",
-                  unit="tool uses"),
+                  choices=("tool_uses",), unit="tool uses"),
         ParamSpec("clear_at_least", "Clear at least", None, "Clear nothing unless this many "
                   "input tokens are saved.", _opt_typed_value(("input_tokens",)),
-                  kind="object", unit="tokens"),
+                  kind="object", choices=("input_tokens",), unit="tokens"),
         ParamSpec("exclude_tools", "Exclude tools", (), "Tools whose results are never "
                   "cleared.", _string_list, kind="list"),
         ParamSpec("clear_tool_inputs", "Clear tool inputs", False, "Also replace the cleared "
-                  "calls' arguments by {} (true, or only for these tools).", _bool_or_names,
-                  kind="object"),
+                  "calls' arguments by {} (true, or only for these tools).", _bool_or_list,
+                  kind="bool_or_list"),
         ParamSpec("placeholder", "Placeholder", "[cleared]", "Text replacing a cleared result.",
                   _string, kind="string"),
-        ParamSpec("counter", "Token counter", "cl100k_base", "How tokens are estimated.",
-                  _choice(*COUNTERS), kind="choice", choices=COUNTERS),
     )
 }
 

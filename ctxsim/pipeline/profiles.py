@@ -66,9 +66,6 @@ class RunConfig:
     values: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
 
-    def stage_params(self) -> Mapping[str, Any]:
-        return self.values
-
     def effective_config(self) -> dict[str, Any]:
         """The trace's `effective_config`: ChatCLI's effective knobs when a ChatCLI stage runs,
         then the value of every parameter the profile's stages read."""

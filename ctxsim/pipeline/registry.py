@@ -1,17 +1,36 @@
-"""Every stage, declared once: its phases, its parameters, what it does (SPEC §3).
+"""Every stage, declared once: its phases, its parameters, what it does (SPEC §3), and what
+its report means to the people reading a replay.
 
 Phases run in `PHASES` order: dispatch (once, as a result enters the history), persistent (on
 the history the client keeps), outgoing (on the per-call copy; the anchor is appended as it
 starts), gateway (stateless, on what the client sent).
+
+Adding a stage:
+
+1. Write `stages/<name>.py` with `run(history, ctx) -> StageResult` and, beside it, what its
+   report means: `activity(report) -> int`, `describe(report) -> str`,
+   `quiet_note(facts: ReplayFacts) -> str | None`, and when the stage has them
+   `limit_line(values) -> (label, tokens | None)` and `instructions(values) -> str`.
+2. Declare its parameters in `params.py` (`PARAMS`, in the order the form shows them).
+3. Add one `StageDef` below, in the order the stages table lists them. Its `family` names the
+   tool it models (`FAMILIES`; a new tool also gets a `Family` here and an entry in
+   `export.FORMATS`); `exported` lists the parameters that tool's own configuration carries.
+4. Put it in a profile (`profiles.py`) if a built-in profile runs it.
+
+Nothing outside `stages/` interprets a stage's report: the web pages, the notes and the
+exports read these fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .messages import Message
+from .params import PARAMS
 from .stages import (
+    ReplayFacts,
     StageContext,
     StageResult,
     budget,
@@ -27,43 +46,128 @@ PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
 ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
 
+Report = Mapping[str, Any]  # what a stage's run reported at one call
+Values = Mapping[str, Any]  # a replay's parameter values (`RunConfig.values`)
+
+
+def no_activity(report: Report) -> int:
+    return 0
+
+
+def describe_fields(report: Report) -> str:
+    """The default one-line description: the report's plain fields."""
+    return ", ".join(f"{k}: {v}" for k, v in report.items() if not isinstance(v, (list, dict)))
+
+
+def no_note(facts: ReplayFacts) -> str | None:
+    return None
+
 
 @dataclass(frozen=True)
 class StageDef:
+    """A stage as the engine runs it and as the pages explain it.
+
+    - `run(history, ctx) -> StageResult`: the stage itself.
+    - `activity(report) -> int`: how many things it did at one call; 0 = it did not fire. The
+      session totals add it up per stage and `quiet_note` uses it.
+    - `describe(report) -> str`: the report at one call in one plain sentence.
+    - `quiet_note(facts) -> str | None`: over a whole replay, the sentence for a tier or limit
+      that never fired and why (None when it fired). `facts` is a `ReplayFacts`.
+    - `limit_line(values) -> (label, tokens | None)`: the horizontal line the token chart draws
+      for this stage (None: none). The first enabled stage, in registry order, that has one
+      draws it.
+    - `instructions(values) -> str`: text the stage's tool adds to every prompt (a gateway's
+      own system instructions), counted in the raw and sent totals of every call.
+    - `exported`: the parameters the export of its `family`'s tool carries; the family's other
+      parameters are listed as left out.
+    """
+
     name: str
     label: str
     phases: tuple[str, ...]
     params: tuple[str, ...]
     run: Callable[[Sequence[Message], StageContext], StageResult]
     help: str = ""
-    family: str = ""  # which real tool it models: chatcli | aivax | anthropic
+    family: str = ""  # which real tool it models: a key of FAMILIES
+    activity: Callable[[Report], int] = no_activity
+    describe: Callable[[Report], str] = describe_fields
+    quiet_note: Callable[[ReplayFacts], str | None] = no_note
+    limit_line: Callable[[Values], tuple[str, int | None]] | None = None
+    instructions: Callable[[Values], str] | None = None
+    exported: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Family:
+    """A real tool some stages model: its name on the pages, and the engine parameters that are
+    its settings too (so its export lists them when they differ from the default)."""
+
+    name: str
+    label: str
+    params: tuple[str, ...] = ()
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("chatcli", "ChatCLI", ("loop_mode", "anchor_text")),
+        Family("aivax", "AIVAX gateway"),
+        Family("anthropic", "Anthropic"),
+    )
+}
 
 
 STAGES: dict[str, StageDef] = {
     s.name: s
     for s in (
-        StageDef("tool_cap", "Per-tool cap", ("dispatch",), ("tool_caps", "semantics"),
-                 tool_cap.run, "ChatCLI's per-tool cap when a result enters the history.",
-                 "chatcli"),
-        StageDef("microcompact", "Microcompact", ("persistent", "outgoing"),
-                 ("env", "ccr", "semantics", "exempt_tools"), microcompact.run,
-                 "Old results become previews, then one-line summaries.", "chatcli"),
-        StageDef("pairing", "Pairing repair", ("persistent", "outgoing"), ("semantics",),
-                 pairing.run, "Every call gets exactly one result.", "chatcli"),
-        StageDef("budget", "Budget + spill", ("persistent", "outgoing"),
-                 ("env", "spill_dir", "semantics"), budget.run,
-                 "Large results are spilled to files and replaced by previews.", "chatcli"),
-        StageDef("tool_context", "Tool context", ("gateway",),
-                 ("toolContextCount", "toolContextPlaceholder"), tool_context.run,
-                 "Only the most recent tool results keep their content.", "aivax"),
-        StageDef("context_limit", "Context limit", ("gateway",),
-                 ("contextMaximumSize", "contextOverflowAction", "systemInstructions"),
-                 context_limit.run, "Throw or truncate when the prompt is over the limit.",
-                 "aivax"),
-        StageDef("clear_tool_uses", "Clear tool uses", ("gateway",),
-                 ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
-                  "placeholder"), clear_tool_uses.run,
-                 "Anthropic context editing: old tool results are cleared.", "anthropic"),
+        StageDef(
+            "tool_cap", "Per-tool cap", ("dispatch",), ("tool_caps", "semantics"), tool_cap.run,
+            "ChatCLI's per-tool cap when a result enters the history.", "chatcli",
+        ),
+        StageDef(
+            "microcompact", "Microcompact", ("persistent", "outgoing"),
+            ("env", "ccr", "semantics", "exempt_tools"), microcompact.run,
+            "Old results become previews, then one-line summaries.", "chatcli",
+            activity=microcompact.activity, describe=microcompact.describe,
+            quiet_note=microcompact.quiet_note, exported=("env", "ccr"),
+        ),
+        StageDef(
+            "pairing", "Pairing repair", ("persistent", "outgoing"), ("semantics",), pairing.run,
+            "Every call gets exactly one result.", "chatcli",
+            activity=pairing.activity, describe=pairing.describe, quiet_note=pairing.quiet_note,
+        ),
+        StageDef(
+            "budget", "Budget + spill", ("persistent", "outgoing"),
+            ("env", "spill_dir", "semantics"), budget.run,
+            "Large results are spilled to files and replaced by previews.", "chatcli",
+            activity=budget.activity, describe=budget.describe, quiet_note=budget.quiet_note,
+            exported=("env",),
+        ),
+        StageDef(
+            "tool_context", "Tool context", ("gateway",),
+            ("toolContextCount", "toolContextPlaceholder"), tool_context.run,
+            "Only the most recent tool results keep their content.", "aivax",
+            activity=tool_context.activity, describe=tool_context.describe,
+            quiet_note=tool_context.quiet_note, exported=("toolContextCount",),
+        ),
+        StageDef(
+            "context_limit", "Context limit", ("gateway",),
+            ("contextMaximumSize", "contextOverflowAction", "systemInstructions"),
+            context_limit.run, "Throw or truncate when the prompt is over the limit.", "aivax",
+            activity=context_limit.activity, describe=context_limit.describe,
+            quiet_note=context_limit.quiet_note, limit_line=context_limit.limit_line,
+            instructions=context_limit.instructions,
+            exported=("contextMaximumSize", "contextOverflowAction"),
+        ),
+        StageDef(
+            "clear_tool_uses", "Clear tool uses", ("gateway",),
+            ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs",
+             "placeholder"), clear_tool_uses.run,
+            "Anthropic context editing: old tool results are cleared.", "anthropic",
+            activity=clear_tool_uses.activity, describe=clear_tool_uses.describe,
+            quiet_note=clear_tool_uses.quiet_note, limit_line=clear_tool_uses.limit_line,
+            exported=("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
+        ),
     )
 }
 
@@ -113,3 +217,29 @@ def params_of(entries: Sequence[tuple[str, str]]) -> set[str]:
     for stage, _ in entries:
         names.update(STAGES[stage].params)
     return names
+
+
+def family_params(family: str) -> tuple[str, ...]:
+    """Every parameter of a tool: its stages' and its own engine settings, in form order."""
+    names = set(FAMILIES[family].params)
+    for stage in STAGES.values():
+        if stage.family == family:
+            names.update(stage.params)
+    return tuple(n for n in PARAMS if n in names)
+
+
+def exported_params(family: str) -> tuple[str, ...]:
+    """The parameters the tool's own configuration carries, in form order."""
+    names = {n for s in STAGES.values() if s.family == family for n in s.exported}
+    return tuple(n for n in PARAMS if n in names)
+
+
+def instructions_of(entries: Sequence[tuple[str, str]], values: Values) -> str:
+    """The instructions the stage list's tools add to every prompt: the first stage's that has
+    some (`StageDef.instructions`), counted in every call's raw and sent totals."""
+    for stage, _ in entries:
+        instructions = STAGES[stage].instructions
+        text = instructions(values) if instructions is not None else ""
+        if text:
+            return text
+    return ""

@@ -7,13 +7,13 @@ result (a full trace) holds them all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
-from .registry import PHASES, STAGES
+from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
@@ -54,8 +54,10 @@ class CallResult:
     persistent_tokens: int = 0
     # Saved before this call's stages ran: dispatch caps and earlier persistent rewrites.
     carried_over: int = 0
-    # The part of `carried_over` that dispatch stages (ChatCLI's per-tool cap) saved.
+    # The part of `carried_over` that dispatch stages (ChatCLI's per-tool cap) saved, in all
+    # and by stage.
     dispatch_saved: int = 0
+    dispatch_savings: Mapping[str, int] = field(default_factory=dict)
     # The history this call's stages started from: what earlier calls kept, plus the new
     # messages (dispatch caps applied). Shares its messages with the other histories.
     input_history: tuple[Message, ...] = ()
@@ -128,9 +130,11 @@ class _Deltas:
 
     def delta(self, slot: int) -> Delta | None:
         prev = self.previous.get(slot)
-        if prev is None or self.carried is None or self._now is None or prev[2] is None:
+        if prev is None or self.carried is None or self._now is None:
             return None
         before_in, before_out, earlier = prev
+        if earlier is None:
+            return None
         appended = range(self.base_len, max(len(before_in), len(before_out)))
         return Delta(before_in, before_out,
                      frozenset(self.carried | earlier | self._now).union(appended))
@@ -167,8 +171,8 @@ class Replay:
         self._costs = _CostCache(self.counter)
         self._deltas = _Deltas()
         self.dispatch_saved = 0
-        gateway_si = self.config.values.get("systemInstructions") or "" if any(
-            s == "context_limit" for s, _ in self.config.stages) else ""
+        self._dispatch_savings: dict[str, int] = {}
+        gateway_si = instructions_of(self.config.stages, self.config.values)
         # Memos let stages skip work redone at every call; `use_memos=False` turns them off
         # (tests compare both ways).
         self.memos: dict[str, dict[str, Any]] | None = {} if self.use_memos else None
@@ -224,6 +228,10 @@ class Replay:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
                                            self.spills, self.tools, self.response_schema)
                         r = STAGES[stage].run([*persistent[latest_assistant:], msg], ctx)
+                        if r.history[-1] is not msg:
+                            saved = self._costs.cost(msg) - self._costs.cost(r.history[-1])
+                            self._dispatch_savings[stage] = (
+                                self._dispatch_savings.get(stage, 0) + saved)
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
                 persistent.append(msg)
@@ -287,6 +295,7 @@ class Replay:
             persistent_tokens=kept_tokens,
             carried_over=raw_tokens - self.extra_tokens - persistent_tokens,
             dispatch_saved=self.dispatch_saved,
+            dispatch_savings=dict(self._dispatch_savings),
             sent=history,
             spills=self.spills.records[spill_start:],
             raw_tokens=raw_tokens,

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, decode_for_display
+from ctxsim.pipeline.registry import STAGES
 from ctxsim.pipeline.replay import CallResult
+from ctxsim.pipeline.stages import ReplayFacts
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 # Report lists can hold one entry per message; the cached summary keeps their length only.
@@ -54,20 +56,13 @@ CARRIED = "carried"
 
 def _savings(call: CallResult) -> dict[str, int]:
     saved = dict(call.savings)
-    if call.dispatch_saved:
-        saved["tool_cap"] = saved.get("tool_cap", 0) + call.dispatch_saved
+    for stage, n in call.dispatch_savings.items():  # what each dispatch stage saved so far
+        if n:
+            saved[stage] = saved.get(stage, 0) + n
     carried = (call.raw_tokens - call.sent_tokens) - sum(saved.values())
     if carried:
         saved[CARRIED] = carried
     return saved
-
-
-REPAIR_KEYS = (
-    "synthetic_results_injected",
-    "orphan_results_removed",
-    "duplicate_tool_use_pruned",
-    "results_relocated",
-)
 
 
 def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,9 +84,7 @@ def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "total_sent": sum(sent),
         "failed": sum(1 for c in calls if c["error"]),
         "spills": sum(c["spills"] for c in calls),
-        "repairs": sum(
-            c["reports"].get("pairing", {}).get(k, 0) for c in calls for k in REPAIR_KEYS
-        ),
+        "repairs": fired.get("pairing", 0),  # what pairing repair did is its activity
         "saved_by_stage": saved,
         "activity": fired,
     }
@@ -99,19 +92,8 @@ def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _activity(stage: str, report: Mapping[str, Any]) -> int:
     """How many things a stage did at one call (0 = it did not fire)."""
-    if stage == "microcompact":
-        return report.get("truncated", 0) + report.get("summarized", 0)
-    if stage == "pairing":
-        return sum(report.get(k, 0) for k in REPAIR_KEYS)
-    if stage == "budget":
-        return report.get("results_truncated", 0)
-    if stage == "tool_context":
-        return report.get("replaced", 0)
-    if stage == "context_limit":
-        return report.get("removed", 0) + (1 if report.get("error") else 0)
-    if stage == "clear_tool_uses":
-        return 1 if report.get("applied") else 0
-    return 0
+    definition = STAGES.get(stage)
+    return definition.activity(report) if definition is not None else 0
 
 
 # --- notes: tiers and limits that never fired, and why --------------------------------------
@@ -124,80 +106,16 @@ def notes(
     messages: Sequence[Message],
 ) -> list[str]:
     """One sentence per tier or limit of the profile that never fired in this replay, with the
-    reason when the replay shows it."""
+    reason when the replay shows it (each stage's `quiet_note`, in the profile's order)."""
+    largest = max((len(m.content) for m in messages if m.role == "tool"), default=0)
+    turns = tuple(c["turn"] for c in calls)
     out: list[str] = []
-    names = [s for s, _ in stages]
-    env = values.get("_env_effective", {})
-    results = [m for m in messages if m.role == "tool"]
-    largest = max((len(m.content) for m in results), default=0)
-    sum_of = lambda stage, key: sum(  # noqa: E731 - local shorthand over the call summaries
-        c["reports"].get(stage, {}).get(key, 0) or 0 for c in calls
-    )
-    if "microcompact" in names:
-        min_size = env.get("mc_min_content_size", 3000)
-        truncate_at = env.get("mc_turns_before_truncate", 2)
-        summarize_at = env.get("mc_turns_before_summarize", 4)
-        max_turn = max((c["turn"] for c in calls), default=0)
-        if sum_of("microcompact", "truncated") == 0 and sum_of("microcompact", "summarized") == 0:
-            if max_turn < truncate_at:
-                out.append(
-                    f"Microcompact never ran: no run reached loop turn {truncate_at} (the longest "
-                    f"reached {max_turn}), and ChatCLI skips the first {truncate_at} calls of "
-                    "every run."
-                )
-            elif largest < min_size:
-                out.append(
-                    f"Microcompact never fired: no result reached the {min_size}-byte minimum "
-                    f"(largest: {largest} bytes)."
-                )
-            else:
-                out.append("Microcompact never fired: no large result grew old enough.")
-        elif sum_of("microcompact", "summarized") == 0:
-            head = env.get("mc_truncate_head_chars", 2000)
-            tail = env.get("mc_truncate_tail_chars", 500)
-            reason = (
-                f"every result reaching age {summarize_at} had already been truncated below "
-                f"the {min_size}-byte minimum (previews are about {head}+{tail} bytes)"
-                if head + tail + 200 < min_size
-                else f"no result reached age {summarize_at} while still {min_size} bytes or more"
-            )
-            out.append(f"The summarize tier never fired: {reason}.")
-    if "budget" in names:
-        per_result = env.get("per_result_max_chars", 20000)
-        if sum_of("budget", "results_truncated") == 0:
-            out.append(
-                f"The budget never spilled: no result was over {per_result} bytes when sent "
-                f"(largest result in the transcript: {largest} bytes; the per-tool cap keeps "
-                "successful results near 6 KB)."
-            )
-    if "pairing" in names and sum(sum_of("pairing", k) for k in REPAIR_KEYS) == 0:
-        out.append("Pairing never repaired anything: every call had its result in place.")
-    if "tool_context" in names and sum_of("tool_context", "replaced") == 0:
-        count = values.get("toolContextCount", 0)
-        out.append(
-            "Tool context never replaced a result: "
-            + ("it is off (toolContextCount 0)." if not count
-               else f"no call held more than {count} tool messages.")
-        )
-    if "context_limit" in names:
-        limit = values.get("contextMaximumSize")
-        peak = max((c["reports"].get("context_limit", {}).get("tokens_before", 0)
-                    for c in calls), default=0)
-        if limit is None:
-            out.append("The context limit never applied: contextMaximumSize is unset.")
-        elif not any(_activity("context_limit", c["reports"].get("context_limit", {}))
-                     for c in calls):
-            out.append(
-                f"The context limit never fired: the prompt estimate peaked at {peak} tokens, "
-                f"within the limit of {limit}."
-            )
-    if "clear_tool_uses" in names and sum_of("clear_tool_uses", "cleared_tool_uses") == 0:
-        trigger = values.get("trigger") or {}
-        out.append(
-            f"Clear tool uses never cleared anything: the trigger ({trigger.get('type')} > "
-            f"{trigger.get('value')}) never fired, or nothing older than the kept tool uses "
-            "was clearable."
-        )
+    for stage, _ in stages:
+        facts = ReplayFacts(tuple(c["reports"].get(stage, {}) for c in calls), turns, values,
+                            largest)
+        note = STAGES[stage].quiet_note(facts)
+        if note:
+            out.append(note)
     return out
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
-from ctxsim.pipeline.registry import PHASES, STAGES, params_of
+from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.replays import analysis, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
@@ -21,8 +21,8 @@ from ctxsim.transcripts.models import Session
 COLLAPSE_BYTES = 1200
 # Unchanged messages are the bulk of a late call and the least interesting part of it.
 COLLAPSE_UNCHANGED_BYTES = 300
-# Units a parameter of this kind is edited in.
-STAGE_FAMILY_LABEL = {"chatcli": "ChatCLI", "aivax": "AIVAX gateway", "anthropic": "Anthropic"}
+# Savings that are no stage's of this call (see `analysis.CARRIED`), by their summary key.
+SAVING_LABELS = {analysis.CARRIED: "Persistent stages at earlier calls"}
 
 
 @dataclass
@@ -36,23 +36,25 @@ class Field:
     choices: tuple[str, ...] = ()
     env_vars: list[dict[str, Any]] | None = None
     error: str = ""
+    optional: bool = False  # None is a value of its own (an "object" offers "none")
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
     """The thresholds form, generated from the typed parameters of the profile's stages."""
     rc = settings.run_config()
     fields = []
-    for name in sorted(params_of(rc.stages) | {"counter"}, key=_param_order):
+    shown = params_of(rc.stages) | {"counter"}
+    for name in (n for n in PARAMS if n in shown):  # the parameter table's order
         spec = PARAMS[name]
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
-                      error=errors.get(name, ""))
+                      error=errors.get(name, ""), optional=spec.default is None)
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
             field.env_vars = [
                 {"name": var.name, "label": var.label, "help": var.help, "default": var.default,
-                 "unit": "assistant turns" if "TURNS" in var.name else "bytes",
+                 "unit": var.unit,
                  "typed": typed.get(var.name, ""), "effective": env[var.name].effective,
                  "warning": env[var.name].warning}
                 for var in spec.env_vars
@@ -61,21 +63,11 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
             field.value = ", ".join(value or ())
         elif spec.kind == "map":
             field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-        elif name == "clear_tool_inputs":
+        elif spec.kind == "bool_or_list":
             field.value = ("true" if value is True else "false" if value in (False, None)
                            else ", ".join(value))
         fields.append(field)
     return fields
-
-
-_ORDER = ["counter", "env", "loop_mode", "ccr", "tool_caps", "exempt_tools", "semantics",
-          "spill_dir", "anchor_text", "toolContextCount", "toolContextPlaceholder",
-          "contextMaximumSize", "contextOverflowAction", "systemInstructions", "trigger", "keep",
-          "clear_at_least", "exclude_tools", "clear_tool_inputs", "placeholder"]
-
-
-def _param_order(name: str) -> int:
-    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
 
 
 def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
@@ -86,7 +78,8 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         entry = next(((i, p) for i, (s, p) in enumerate(current) if s == name), None)
         rows.append({
             "name": name, "label": definition.label, "help": definition.help,
-            "family": STAGE_FAMILY_LABEL.get(definition.family, definition.family),
+            "family": FAMILIES[definition.family].label if definition.family in FAMILIES
+            else definition.family,
             "enabled": entry is not None,
             "phase": entry[1] if entry else definition.phases[0],
             "order": (entry[0] + 1) * 10 if entry else 99,
@@ -98,14 +91,13 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
 
 def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | None = None):
     """The data the chart script reads (through json_script: never executable)."""
-    values = run.config
-    limit = None
-    if any(s == "context_limit" for s, _ in run.stages):
-        limit = values.get("contextMaximumSize")
-    elif any(s == "clear_tool_uses" for s, _ in run.stages):
-        trigger = values.get("trigger") or {}
-        if trigger.get("type") == "input_tokens":
-            limit = trigger.get("value")
+    enabled = {s for s, _ in run.stages}
+    # The first enabled stage (in registry order) that has a limit line draws it.
+    label, limit = next(
+        (d.limit_line(run.config) for d in STAGES.values()
+         if d.name in enabled and d.limit_line is not None),
+        ("", None),
+    )
     return {
         "labels": [c["i"] for c in run.calls],
         "raw": [c["raw"] for c in run.calls],
@@ -114,8 +106,7 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
         "spills": [c["i"] for c in run.calls if c["spills"]],
         "comments": comment_counts or {},
         "limit": limit,
-        "limitLabel": "context limit" if any(s == "context_limit" for s, _ in run.stages)
-        else "clear trigger",
+        "limitLabel": label,
         "selected": selected,
         "counter": run.counter,
     }
@@ -134,9 +125,9 @@ def summary(run: ReplayRun) -> dict[str, Any]:
 
 
 def _saving_label(stage: str) -> str:
-    if stage == analysis.CARRIED:
-        return "Persistent stages at earlier calls"
-    return STAGES[stage].label if stage in STAGES else stage
+    if stage in STAGES:
+        return STAGES[stage].label
+    return SAVING_LABELS.get(stage, stage)
 
 
 def call_rows(detail: services.CallDetail) -> list[dict[str, Any]]:
@@ -182,38 +173,9 @@ def report_lines(call) -> list[dict[str, Any]]:
     return out
 
 
-def describe(stage: str, r: dict[str, Any]) -> str:
-    if stage == "microcompact":
-        if r.get("skipped_early"):
-            return "Skipped: ChatCLI does not microcompact in the first loop turns of a run."
-        return (f"{r.get('truncated', 0)} result(s) truncated, {r.get('summarized', 0)} "
-                f"summarized, {r.get('chars_saved', 0)} bytes saved.")
-    if stage == "pairing":
-        if not r.get("has_repairs") and not any(r.get(k) for k in analysis.REPAIR_KEYS):
-            return "No repair needed."
-        parts = [f"{r.get(k, 0)} {k.replace('_', ' ')}" for k in analysis.REPAIR_KEYS if r.get(k)]
-        return "Repaired: " + ", ".join(parts) + "."
-    if stage == "budget":
-        return (f"{r.get('total_tool_results', 0)} results checked, "
-                f"{r.get('results_truncated', 0)} spilled to files "
-                f"({r.get('total_original_chars', 0)} → {r.get('total_final_chars', 0)} bytes).")
-    if stage == "tool_context":
-        return f"{r.get('kept', 0)} tool messages kept, {r.get('replaced', 0)} replaced."
-    if stage == "context_limit":
-        if r.get("limit") is None:
-            return "No limit set."
-        text = (f"{r.get('tokens_before')} → {r.get('tokens_after')} tokens against a limit of "
-                f"{r.get('limit')} ({r.get('action')}); {r.get('removed', 0)} message(s) removed.")
-        if r.get("error"):
-            text += " The call FAILED: context_overflow."
-        return text
-    if stage == "clear_tool_uses":
-        if not r.get("applied"):
-            return "Not applied."
-        return (f"Cleared {r.get('cleared_tool_uses', 0)} tool result(s) "
-                f"({r.get('cleared_input_tokens', 0)} tokens); "
-                f"{r.get('cleared_tool_inputs', 0)} input(s) cleared.")
-    return ", ".join(f"{k}: {v}" for k, v in r.items() if not isinstance(v, (list, dict)))
+def describe(stage: str, report: dict[str, Any]) -> str:
+    """The stage's report at one call in one sentence (`StageDef.describe`)."""
+    return STAGES[stage].describe(report)
 
 
 def phase_names() -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """The session page and what hangs off it (SPEC §8): replay, call view, spills, trace, profiles.
 
 Views parse the request, call `services`/`page`, and render the page or one of its partials
-(`request.htmx`). Every object comes through the team-scoped access helpers.
+(`ctxsim.htmx.render_page_or_partial`); HX response headers come from `django_htmx.http`.
+Every object comes through the team-scoped access helpers.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.html import escape
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
-from ctxsim.htmx import target_id
+from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
@@ -26,6 +27,9 @@ from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
 
 TEMPLATE = "replays/session.html"
+REVIEW_TEMPLATE = "reviews/review.html"
+# The regions of the session page an htmx request may reload, by DOM id.
+PAGE_PARTIALS = {"call-view": "call-response", "replay": "replay-response"}
 
 
 def _session(request: HttpRequest, session_id: int, action: str = "read"):
@@ -42,22 +46,16 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     url = f"{reverse('session-detail', args=[session.pk])}?"
     if errors and request.htmx:
         # Keep the last good result on screen: only the error list is swapped.
-        html = render_to_string(f"{TEMPLATE}#form-errors", {"errors": errors}, request)
-        return HttpResponse(html, headers={"HX-Retarget": "#form-errors",
-                                           "HX-Reswap": "outerHTML"})
+        response = render(request, f"{TEMPLATE}#form-errors", {"errors": errors})
+        return reswap(retarget(response, "#form-errors"), "outerHTML")
     run, call = _run_and_call(request, session, settings)
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         return redirect(url + settings.query(call))
     context = page_context(request, session, membership, settings, errors, run, call)
     context["url"] = url
-    target = target_id(request)
-    if target == "call-view":
-        response = render(request, f"{TEMPLATE}#call-response", context)
-    elif target == "replay":
-        response = render(request, f"{TEMPLATE}#replay-response", context)
-    else:
-        return render(request, TEMPLATE, context)
-    response["HX-Push-Url"] = url + settings.query(call)
+    response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
+    if partial_for(request, PAGE_PARTIALS):
+        push_url(response, url + settings.query(call))
     return response
 
 
@@ -76,32 +74,30 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
 
+# Stands for a message's position in the comment link rendered once per call view.
+_ORIGIN = "__origin__"
+
+
 def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     """Each commentable message's comment box (threads and, for writers, the form), rendered
     only for rows that need one; the message list itself is rendered in Python."""
     state = review["review"]
     boxes = {}
-    form_url = escape(f"{reverse('comment-create', args=[session.pk])}?call={call}&message=")
+    form_url = f"{reverse('comment-create', args=[session.pk])}?call={call}&message="
+    # A call may hold thousands of uncommented messages: their link differs only by the
+    # message's position, so the partial is rendered once and the position filled in.
+    toggle = render_to_string(f"{REVIEW_TEMPLATE}#comment-toggle",
+                              {"url": form_url + _ORIGIN}, request) if state.can_write else ""
     for index, origin, _html in rows:
         count = state.message_counts.get(origin, 0) if origin is not None else 0
         if origin is None or not (count or state.can_write):
             continue
         if not count:
-            # A writer's affordance on an uncommented message: a link that loads the form, so
-            # a call of thousands of messages does not render thousands of forms.
-            url = f"{form_url}{origin}"
-            boxes[index] = (
-                f'<div class="msg-comments"><a class="comment-toggle" href="{url}" '
-                f'hx-get="{url}" hx-target="this" hx-swap="outerHTML">comment</a></div>'
-            )
+            boxes[index] = toggle.replace(_ORIGIN, str(origin))
             continue
         anchor = {**review, "session": session, "threads": state.message_threads.get(origin, []),
                   "call": call, "message": origin, "count": count}
-        inner = render_to_string("reviews/review.html#thread-block", anchor, request)
-        label = render_to_string("reviews/review.html#count", anchor, request)
-        boxes[index] = (
-            f'<details class="msg-comments" open><summary>{label}</summary>{inner}</details>'
-        )
+        boxes[index] = render_to_string(f"{REVIEW_TEMPLATE}#message-comments", anchor, request)
     return boxes
 
 
@@ -228,9 +224,8 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "state_query": urlencode([*kept, ("b", sides[1].ref)]),
         "back_query": sides[0].settings.query(call),
     }
-    if target_id(request) == "compare-calls":
-        return render(request, "replays/compare.html#compare-calls", context)
-    return render(request, "replays/compare.html", context)
+    return render_page_or_partial(request, "replays/compare.html",
+                                  {"compare-calls": "compare-calls"}, context)
 
 
 @require_safe
@@ -281,14 +276,13 @@ def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
 def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:
     """A 200 with the field messages (htmx swaps them into the form; without JS, a page)."""
     context = {"session": session, "which": which, "errors": errors, "post": request.POST}
-    if request.htmx:
-        return render(request, "replays/profile_forms.html#profile-errors", context)
-    return render(request, "replays/profile_forms.html", context)
+    return render_page_or_partial(request, "replays/profile_forms.html", "profile-errors",
+                                  context)
 
 
 def _to_page(request: HttpRequest, session, query: str) -> HttpResponse:
     url = f"{reverse('session-detail', args=[session.pk])}?{query}"
     if request.htmx:
-        return HttpResponse(headers={"HX-Redirect": url})
+        return HttpResponseClientRedirect(url)
     return redirect(url)
 

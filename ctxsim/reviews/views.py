@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ctxsim.htmx import render_page_or_partial
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Comment
 from ctxsim.teams.access import get_scoped
@@ -116,8 +117,8 @@ def activity(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole activity list of a session (the session page shows the latest entries)."""
     session, _ = _session(request, session_id)
     entries = services.activity_for(session, limit=10_000)
-    template = f"{TEMPLATE}#activity" if request.htmx else "reviews/activity.html"
-    return render(request, template, {"session": session, "activity": entries})
+    return render_page_or_partial(request, "reviews/activity.html", "activity",
+                                  {"session": session, "activity": entries})
 
 
 def _block(request, session, membership, call_index, message_index, error="", draft=None):

@@ -12,7 +12,12 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+    require_POST,
+    require_safe,
+)
 from django_htmx.http import HttpResponseClientRedirect
 
 from ctxsim.teams import services
@@ -21,6 +26,7 @@ from ctxsim.teams.current import switch_team
 from ctxsim.teams.models import Invite, Membership, Role
 
 
+@require_safe
 def team_list(request: HttpRequest) -> HttpResponse:
     return render(request, "teams/team_list.html", {"memberships": memberships_for(request.user)})
 

@@ -1,12 +1,13 @@
 """Importing a transcript file into a team: parse (pure importers), then store in one transaction.
 
 A file that fails to parse or to store leaves no rows behind; its error is one line that says
-what was wrong and where.
+what was wrong and where. What other apps do with new sessions (activity lines, list figures)
+hangs off the signals in `transcripts.signals`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -15,8 +16,8 @@ from django.conf import settings
 
 from ctxsim import importers
 from ctxsim.importers.errors import TranscriptError
-from ctxsim.reviews.services import record_uploads
 from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.signals import import_finished, sessions_imported
 from ctxsim.transcripts.store import save_sessions
 
 
@@ -50,8 +51,15 @@ def import_transcript(
         before_save()
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
     rows = save_sessions(parsed.sessions, team=team, user=user, source_name=name)
-    record_uploads(rows, user, name)  # activity list; never fails the import (reviews app)
+    # The rows are committed; receivers (the reviews app's activity list) never fail the import.
+    sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
     return ImportOutcome(sessions=rows, format=parsed.format, warnings=list(parsed.warnings))
+
+
+def finish_import(rows: Iterable[Session]) -> None:
+    """Announce that an upload, job or command is done importing `rows`, after the import's
+    transaction: the replays app fills each session's list figures from the default replay."""
+    import_finished.send(sender=Session, sessions=list(rows))
 
 
 def session_line(row: Session) -> dict:

@@ -1,24 +1,23 @@
-"""What the transcript views do: list a team's sessions, import uploads, run background jobs.
+"""What the transcript views do: list a team's sessions, import uploads, queue background jobs.
 
 Views parse the request and render; everything that touches several models or the task queue
-lives here. Guarantees:
+lives here (the worker's side of a job is `tasks.py`, which this module imports, never the
+other way round). Guarantees:
 
 - every file is imported in its own transaction (`imports.import_transcript`), so a failed
   file, in the request or in the worker, leaves no session, message or content behind;
-- a background job's progress and heartbeat are written outside that transaction, so the
-  page can watch it, and a worker that dies leaves a job that `fail_stuck_jobs` can find.
+- a worker that dies leaves a job that `fail_stuck_jobs` can find (see `tasks.JobReporter`).
+
+Other apps follow imports and deletions through `transcripts.signals`; this app imports none
+of them.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import IO
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -29,18 +28,23 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from ctxsim.importers.errors import TranscriptError
-from ctxsim.replays.models import SpilledFile, storage_name_for
 from ctxsim.teams.models import Team
 from ctxsim.transcripts import search
-from ctxsim.transcripts.imports import import_transcript
+from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
+from ctxsim.transcripts.signals import session_deleting
+from ctxsim.transcripts.tasks import run_import, run_import_job
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "FileResult", "SessionFilters", "delete_session", "enqueue", "fail_stuck_jobs",
+    "import_timeout", "import_uploads", "jobs_to_show", "list_sessions", "queue_import",
+    "requeue", "run_import_job", "session_totals", "size_error", "size_limit_text",
+    "team_formats",
+]
+
 
 SESSIONS_PER_PAGE = 50
 DEFAULT_IMPORT_TIMEOUT_SECONDS = 600
-# Share of the progress bar given to reading the file; saving and replay stats take the rest.
-READ_SHARE = 90
 
 
 # -- the sessions list -------------------------------------------------------------------------
@@ -167,30 +171,10 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
     except OSError as error:
         result.error = f"the upload cannot be read ({error.strerror or error})"
         return
-    fill_default_stats(outcome.sessions)
+    finish_import(outcome.sessions)
     result.sessions = list(outcome.sessions)
     result.format = outcome.format
     result.warnings = outcome.warnings
-
-
-def fill_default_stats(rows: Iterable[Session]) -> None:
-    """Replay each new session with the default profile to fill its peak tokens and errors.
-
-    The replay service belongs to the replays app and may not exist yet; without it the
-    fields stay empty and the list shows "—". A failing replay never fails the import.
-    """
-    try:
-        replay_services = importlib.import_module("ctxsim.replays.services")
-    except ImportError:
-        return
-    compute = getattr(replay_services, "compute_default_stats", None)
-    if compute is None:
-        return
-    for row in rows:
-        try:
-            compute(row)
-        except Exception:
-            logger.exception("computing the default replay stats of session %s failed", row.pk)
 
 
 # -- background imports ------------------------------------------------------------------------
@@ -214,8 +198,6 @@ def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") ->
 
 def enqueue(job: ImportJob) -> None:
     """Hand the job to the task backend once the job row is committed (the worker reads it)."""
-    from ctxsim.transcripts.tasks import run_import  # the task module imports this one
-
     def send() -> None:
         result = run_import.enqueue(job.pk, job.attempts)
         ImportJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
@@ -240,170 +222,30 @@ def requeue(job: ImportJob) -> str:
     return ""
 
 
-class ProgressStream:
-    """A binary stream that reports how far into the file the importer has read.
-
-    It forwards what the importers' `Source` uses (read, readline, iteration, seek, tell) and
-    reports the furthest offset reached, since the importer rewinds after probing the head.
-    """
-
-    def __init__(self, raw: IO[bytes], size: int, report: Callable[[int], None]):
-        self._raw = raw
-        self._size = max(size, 1)
-        self._report = report
-        self._offset = 0
-        self._furthest = 0
-
-    def _advance(self, data: bytes) -> bytes:
-        self._offset += len(data)
-        if self._offset > self._furthest:
-            self._furthest = self._offset
-            self._report(min(100, self._furthest * 100 // self._size))
-        return data
-
-    def read(self, size: int = -1) -> bytes:
-        return self._advance(self._raw.read(size))
-
-    def readline(self, size: int = -1) -> bytes:
-        return self._advance(self._raw.readline(size))
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> bytes:
-        line = self.readline()
-        if not line:
-            raise StopIteration
-        return line
-
-    def seekable(self) -> bool:
-        return self._raw.seekable()
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._offset = self._raw.seek(offset, whence)
-        return self._offset
-
-    def tell(self) -> int:
-        return self._offset
-
-
-class JobReporter:
-    """Writes a job's progress and heartbeat, throttled: at most every half second, unless the
-    bar moved by two points, so a fast import does not turn into thousands of writes."""
-
-    MIN_INTERVAL = 0.5
-    MIN_STEP = 2
-    HEARTBEAT_EVERY = 5.0
-
-    def __init__(self, job: ImportJob):
-        self.job_id = job.pk
-        self.last_percent = -1
-        self.last_write = 0.0
-
-    def reading(self, percent_of_file: int) -> None:
-        self.update(percent_of_file * READ_SHARE // 100)
-
-    def update(self, percent: int, message: str | None = None, *, force: bool = False) -> None:
-        now = time.monotonic()
-        elapsed = now - self.last_write
-        moved = percent - self.last_percent
-        due = (moved >= self.MIN_STEP) or (moved > 0 and elapsed >= self.MIN_INTERVAL)
-        if not (force or due or elapsed >= self.HEARTBEAT_EVERY):
-            return
-        fields = {"progress": max(percent, self.last_percent, 0), "heartbeat_at": timezone.now()}
-        if message is not None:
-            fields["message"] = message
-        ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING).update(**fields)
-        self.last_percent = fields["progress"]
-        self.last_write = now
-
-
-def run_import_job(job_id: int, attempt: int | None = None) -> dict:
-    """The worker's side of a background import: claim the job, import, record the outcome."""
-    now = timezone.now()
-    claim = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED)
-    if attempt is not None:
-        claim = claim.filter(attempts=attempt)
-    if not claim.update(status=ImportJob.Status.RUNNING, started_at=now, heartbeat_at=now):
-        return {"job": job_id, "status": "skipped"}
-    job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
-    reporter = JobReporter(job)
-    reporter.update(0, "reading the file", force=True)
-    try:
-        with default_storage.open(job.stored_name, "rb") as handle:
-            stream = ProgressStream(handle, job.size, reporter.reading)
-            reporter_saving = _SavingHint(reporter)
-            outcome = import_transcript(
-                stream,  # type: ignore[arg-type]
-                team=job.team,
-                user=job.user,
-                format=job.format or None,
-                source_name=job.file_name,
-                before_save=reporter_saving,
-            )
-    except TranscriptError as error:
-        return _finish(job, ImportJob.Status.FAILED, str(error))
-    except OSError as error:
-        return _finish(
-            job, ImportJob.Status.FAILED, f"the stored upload cannot be read ({error})"
-        )
-    except Exception as error:  # the job must say it failed, whatever went wrong
-        logger.exception("background import %s failed", job_id)
-        return _finish(
-            job, ImportJob.Status.FAILED, f"the import failed unexpectedly ({type(error).__name__})"
-        )
-    reporter.update(97, "computing token peaks", force=True)
-    fill_default_stats(outcome.sessions)
-    ids = [row.pk for row in outcome.sessions]
-    message = "; ".join(outcome.warnings)
-    result = _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
-    # The sessions are stored; the upload is no longer needed (failed jobs keep it to re-queue).
-    default_storage.delete(job.stored_name)
-    ImportJob.objects.filter(pk=job.pk).update(stored_name="")
-    return result
-
-
-class _SavingHint:
-    """Called by `import_transcript` once parsing is over, before the write transaction."""
-
-    def __init__(self, reporter: JobReporter):
-        self.reporter = reporter
-
-    def __call__(self) -> None:
-        self.reporter.update(READ_SHARE, "saving the sessions", force=True)
-
-
-def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dict:
-    ImportJob.objects.filter(pk=job.pk).update(
-        status=status,
-        progress=100 if status == ImportJob.Status.DONE else job.progress,
-        message=message,
-        session_ids=list(session_ids),
-        finished_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
-    return {"job": job.pk, "status": status, "sessions": list(session_ids)}
-
-
 def import_timeout() -> timedelta:
     seconds = getattr(settings, "CTXSIM_IMPORT_TIMEOUT_SECONDS", DEFAULT_IMPORT_TIMEOUT_SECONDS)
     return timedelta(seconds=seconds)
 
 
-def fail_stuck_jobs(now=None) -> int:
+def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
     """Mark jobs "running" without a heartbeat for longer than the timeout as failed.
 
     A worker killed mid-import rolls its transaction back (no rows), but the job row would say
-    "running" forever. Reading first keeps the common case (nothing stuck) free of a write,
-    which on SQLite would wait for an import's write transaction.
+    "running" forever. Without `among` every team's jobs are checked (`check_stuck_imports`,
+    run periodically). Pages pass the jobs they are about to show, already read: their check
+    costs no query, and a write happens only when one of those jobs really is stuck (a write
+    on SQLite would wait for an import's write transaction).
     """
     now = now or timezone.now()
     timeout = import_timeout()
     cutoff = now - timeout
-    stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    )
-    ids = list(stuck.values_list("pk", flat=True))
+    if among is None:
+        stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        )
+        ids = list(stuck.values_list("pk", flat=True))
+    else:
+        ids = [job.pk for job in among if _stuck(job, cutoff)]
     if not ids:
         return 0
     minutes = int(timeout.total_seconds() // 60)
@@ -416,6 +258,15 @@ def fail_stuck_jobs(now=None) -> int:
         ),
         finished_at=now,
     )
+
+
+def _stuck(job: ImportJob, cutoff) -> bool:
+    """The in-memory form of `fail_stuck_jobs`'s query."""
+    if job.status != ImportJob.Status.RUNNING:
+        return False
+    if job.heartbeat_at is not None:
+        return job.heartbeat_at < cutoff
+    return job.started_at is not None and job.started_at < cutoff
 
 
 def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[ImportJob]:
@@ -432,8 +283,8 @@ def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[
 
 def delete_session(session: Session) -> None:
     """Delete a session with everything hanging off it (sidechains, replays, review), then the
-    stored contents and spill files no other session uses: both are shared by hash, so only
-    orphans go."""
+    stored contents no other session uses (contents are shared by hash, so only orphans go).
+    Apps that keep files for the session (replays' spills) clean up on `session_deleting`."""
     sessions, frontier = [session], [session.pk]
     while frontier:
         children = list(Session.objects.filter(parent_id__in=frontier))
@@ -442,17 +293,8 @@ def delete_session(session: Session) -> None:
     content_ids = set(
         Message.objects.filter(session__in=sessions).values_list("content_id", flat=True)
     )
-    spill_hashes = set(
-        SpilledFile.objects.filter(run__session__in=sessions).values_list("sha256", flat=True)
-    )
     with transaction.atomic():
+        session_deleting.send(sender=Session, session=session, sessions=sessions)
         session.delete()
         still_used = Message.objects.filter(content=OuterRef("pk"))
         Content.objects.filter(pk__in=content_ids).exclude(Exists(still_used)).delete()
-        orphans = spill_hashes - set(
-            SpilledFile.objects.filter(sha256__in=spill_hashes).values_list("sha256", flat=True)
-        )
-        # Storage is not transactional: remove files only once the rows are really gone.
-        transaction.on_commit(
-            lambda: [default_storage.delete(storage_name_for(sha)) for sha in orphans]
-        )

@@ -1,13 +1,178 @@
-"""Background tasks (Django's `django.tasks`, run by `manage.py db_worker`)."""
+"""Background imports: the worker's side of a job (Django's `django.tasks`, run by
+`manage.py db_worker`).
+
+`services` queues jobs and imports this module; nothing here imports `services`. A job's
+progress and heartbeat are written outside the import's transaction, so the page can watch it,
+and a worker that dies leaves a "running" job whose heartbeat stops (`fail_stuck_jobs`).
+"""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+from typing import IO
+
+from django.core.files.storage import default_storage
 from django.tasks import task
+from django.utils import timezone
 
-from ctxsim.transcripts import services
+from ctxsim.importers.errors import TranscriptError
+from ctxsim.transcripts.imports import finish_import, import_transcript
+from ctxsim.transcripts.models import ImportJob
+
+logger = logging.getLogger(__name__)
+
+# Share of the progress bar given to reading the file; saving and replay stats take the rest.
+READ_SHARE = 90
 
 
-@task
+@task(queue_name="imports")
 def run_import(job_id: int, attempt: int | None = None) -> dict:
     """Import one stored upload; the job row records progress and the outcome."""
-    return services.run_import_job(job_id, attempt)
+    return run_import_job(job_id, attempt)
+
+
+class ProgressStream:
+    """A binary stream that reports how far into the file the importer has read.
+
+    It forwards what the importers' `Source` uses (read, readline, iteration, seek, tell) and
+    reports the furthest offset reached, since the importer rewinds after probing the head.
+    """
+
+    def __init__(self, raw: IO[bytes], size: int, report: Callable[[int], None]):
+        self._raw = raw
+        self._size = max(size, 1)
+        self._report = report
+        self._offset = 0
+        self._furthest = 0
+
+    def _advance(self, data: bytes) -> bytes:
+        self._offset += len(data)
+        if self._offset > self._furthest:
+            self._furthest = self._offset
+            self._report(min(100, self._furthest * 100 // self._size))
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._advance(self._raw.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._advance(self._raw.readline(size))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> bytes:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._offset = self._raw.seek(offset, whence)
+        return self._offset
+
+    def tell(self) -> int:
+        return self._offset
+
+
+class JobReporter:
+    """Writes a job's progress and heartbeat, throttled: at most every half second, unless the
+    bar moved by two points, so a fast import does not turn into thousands of writes."""
+
+    MIN_INTERVAL = 0.5
+    MIN_STEP = 2
+    HEARTBEAT_EVERY = 5.0
+
+    def __init__(self, job: ImportJob):
+        self.job_id = job.pk
+        self.last_percent = -1
+        self.last_write = 0.0
+
+    def reading(self, percent_of_file: int) -> None:
+        self.update(percent_of_file * READ_SHARE // 100)
+
+    def update(self, percent: int, message: str | None = None, *, force: bool = False) -> None:
+        now = time.monotonic()
+        elapsed = now - self.last_write
+        moved = percent - self.last_percent
+        due = (moved >= self.MIN_STEP) or (moved > 0 and elapsed >= self.MIN_INTERVAL)
+        if not (force or due or elapsed >= self.HEARTBEAT_EVERY):
+            return
+        fields = {"progress": max(percent, self.last_percent, 0), "heartbeat_at": timezone.now()}
+        if message is not None:
+            fields["message"] = message
+        ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING).update(**fields)
+        self.last_percent = fields["progress"]
+        self.last_write = now
+
+
+def run_import_job(job_id: int, attempt: int | None = None) -> dict:
+    """The worker's side of a background import: claim the job, import, record the outcome."""
+    now = timezone.now()
+    claim = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED)
+    if attempt is not None:
+        claim = claim.filter(attempts=attempt)
+    if not claim.update(status=ImportJob.Status.RUNNING, started_at=now, heartbeat_at=now):
+        return {"job": job_id, "status": "skipped"}
+    job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
+    reporter = JobReporter(job)
+    reporter.update(0, "reading the file", force=True)
+    try:
+        with default_storage.open(job.stored_name, "rb") as handle:
+            stream = ProgressStream(handle, job.size, reporter.reading)
+            reporter_saving = _SavingHint(reporter)
+            outcome = import_transcript(
+                stream,  # type: ignore[arg-type]
+                team=job.team,
+                user=job.user,
+                format=job.format or None,
+                source_name=job.file_name,
+                before_save=reporter_saving,
+            )
+    except TranscriptError as error:
+        return _finish(job, ImportJob.Status.FAILED, str(error))
+    except OSError as error:
+        return _finish(
+            job, ImportJob.Status.FAILED, f"the stored upload cannot be read ({error})"
+        )
+    except Exception as error:  # the job must say it failed, whatever went wrong
+        logger.exception("background import %s failed", job_id)
+        return _finish(
+            job, ImportJob.Status.FAILED, f"the import failed unexpectedly ({type(error).__name__})"
+        )
+    reporter.update(97, "computing token peaks", force=True)
+    finish_import(outcome.sessions)
+    ids = [row.pk for row in outcome.sessions]
+    message = "; ".join(outcome.warnings)
+    result = _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
+    # The sessions are stored; the upload is no longer needed (failed jobs keep it to re-queue).
+    default_storage.delete(job.stored_name)
+    ImportJob.objects.filter(pk=job.pk).update(stored_name="")
+    return result
+
+
+class _SavingHint:
+    """Called by `import_transcript` once parsing is over, before the write transaction."""
+
+    def __init__(self, reporter: JobReporter):
+        self.reporter = reporter
+
+    def __call__(self) -> None:
+        self.reporter.update(READ_SHARE, "saving the sessions", force=True)
+
+
+def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dict:
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=status,
+        progress=100 if status == ImportJob.Status.DONE else job.progress,
+        message=message,
+        session_ids=list(session_ids),
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    return {"job": job.pk, "status": status, "sessions": list(session_ids)}

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ctxsim.htmx import render_page_or_partial
 from ctxsim.teams.access import check_role, get_scoped
 from ctxsim.teams.current import current_membership
 from ctxsim.teams.models import Membership
@@ -40,16 +41,13 @@ def session_list(request: HttpRequest) -> HttpResponse:
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
     context = {"form": form, "page": page, "filtered": filters != services.SessionFilters()}
-    template = "transcripts/session_list.html"
-    if request.htmx:
-        template += "#session-table"
-    return render(request, template, context)
+    return render_page_or_partial(request, "transcripts/session_list.html", "session-table",
+                                  context)
 
 
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     membership = _membership(request, "write" if request.method == "POST" else "read")
-    services.fail_stuck_jobs()
     results = []
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -60,10 +58,14 @@ def upload(request: HttpRequest) -> HttpResponse:
             format=form.cleaned_data["format"],
         )
         form = UploadForm()
+    jobs = list(services.jobs_to_show(membership.team, besides=results))
+    # A job whose worker went away is shown as failed (with its re-queue button), not running.
+    if services.fail_stuck_jobs(among=jobs):
+        jobs = list(services.jobs_to_show(membership.team, besides=results))
     context = {
         "form": form,
         "results": results,
-        "jobs": services.jobs_to_show(membership.team, besides=results),
+        "jobs": jobs,
         "limit": services.size_limit_text(),
     }
     return render(request, "transcripts/upload.html", context)
@@ -71,12 +73,11 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def import_job(request: HttpRequest, job_id: int) -> HttpResponse:
-    services.fail_stuck_jobs()
     job, membership = get_scoped(ImportJob.objects.select_related("user"), request.user, pk=job_id)
-    template = "transcripts/import_job.html"
-    if request.htmx:
-        template += "#import-job"
-    return render(request, template, {"job": job, "membership": membership})
+    if services.fail_stuck_jobs(among=[job]):  # its worker went away: say so, stop polling
+        job.refresh_from_db()
+    return render_page_or_partial(request, "transcripts/import_job.html", "import-job",
+                                  {"job": job, "membership": membership})
 
 
 @require_POST

@@ -54,6 +54,8 @@
     var el = evt.target;
     if (el.matches && el.matches("[data-autosubmit]") && el.form) el.form.requestSubmit();
   });
+  // Says the selects now submit on change (tests wait for it instead of guessing a delay).
+  document.documentElement.dataset.autosubmit = "ready";
   document.addEventListener("htmx:after:swap", renderSweepChart);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderSweepChart);
   else renderSweepChart();

@@ -43,13 +43,12 @@
     return url.pathname + url.search;
   }
 
-  // htmx.ajax() names <body> in HX-Target whatever the target is, so say it explicitly: the
-  // server picks the partial to render from that header.
+  // The element to replace is also the request's source, so htmx itself names it in
+  // HX-Target (htmx.ajax() defaults the source to <body>) and the server answers with the
+  // partial of that id, as for any other htmx control of the page.
   function swapInto(selector, url) {
-    var el = document.querySelector(selector);
-    if (!el) return;
-    htmx.ajax("GET", url, { target: selector, swap: "outerHTML",
-                            headers: { "HX-Target": el.tagName.toLowerCase() + selector } });
+    if (!document.querySelector(selector)) return;
+    htmx.ajax("GET", url, { source: selector, target: selector, swap: "outerHTML" });
   }
 
   function openCall(index) { swapInto("#call-view", callUrl(index)); }
@@ -123,6 +122,8 @@
     var el = evt.target;
     if (el && el.hasAttribute && el.hasAttribute("data-autosubmit") && el.form) el.form.requestSubmit();
   });
+  // Says the selects now submit on change (tests wait for it instead of guessing a delay).
+  document.documentElement.dataset.autosubmit = "ready";
 
   document.addEventListener("keydown", function (evt) {
     var tag = (evt.target && evt.target.tagName) || "";

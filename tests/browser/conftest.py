@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import pytest
+from django.db import connections
+from django_tasks_db.management.commands.db_worker import Worker
 
-from tests.conftest import password_for, use_fast_password_hashing
+from tests.factories import password_for, use_fast_password_hashing
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # inside one unless told that this (single-threaded test) use is safe.
@@ -73,3 +76,53 @@ def login(live_server, page):
         return page
 
     return do_login
+
+
+class WorkerThread(threading.Thread):
+    """The real django-tasks-db worker, in a thread of the test process.
+
+    The test database is SQLite in memory, which a worker subprocess could not see; like the
+    live server, this thread uses the test thread's connection.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.connection = connections["default"]
+        self.worker = Worker(
+            queue_names=["*"], interval=0.2, batch=False, backend_name="default",
+            startup_delay=False, max_tasks=None, worker_id="browser-test",
+            excluded_queue_names=[],
+        )
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        connections["default"] = self.connection
+        try:
+            self.worker.run()
+        except BaseException as error:  # reported by the test
+            self.error = error
+
+    def stop(self) -> None:
+        self.worker.running = False
+        self.join(timeout=30)
+
+
+@pytest.fixture
+def worker():
+    thread = WorkerThread()
+    thread.connection.inc_thread_sharing()
+    yield thread
+    if thread.is_alive():
+        thread.stop()
+    thread.connection.dec_thread_sharing()
+    assert thread.error is None, thread.error
+
+
+@pytest.fixture
+def generated(personas):
+    """30 model calls, an oversized tool result every third, uploaded by the owner."""
+    from ctxsim.generator import generate_session
+    from ctxsim.transcripts.store import save_sessions
+
+    session = generate_session(30, seed=11, oversize_every=3)
+    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]

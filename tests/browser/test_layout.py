@@ -7,20 +7,12 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from ctxsim.generator import generate_session
 from ctxsim.replays.models import SpilledFile
-from ctxsim.transcripts.store import save_sessions
-from tests.conftest import password_for
+from tests.factories import password_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def generated(personas):
-    session = generate_session(30, seed=11, oversize_every=3)
-    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
 
 
 def log_in(context, live_server, username="owner"):

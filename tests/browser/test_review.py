@@ -8,16 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from ctxsim.transcripts.store import save_sessions
-from tests.web.test_session_page import spilling_session
-
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def stored(personas):
-    return save_sessions([spilling_session()], team=personas.team,
-                         user=personas.users["owner"])[0]
 
 
 def switch_user(page, login, name: str):

@@ -7,18 +7,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from ctxsim.generator import generate_session
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.transcripts.store import save_sessions
+from tests.factories import UNTRUSTED, spilling_session
 from tests.shared import SHARED_DIR, requires_shared
-from tests.web.test_session_page import UNTRUSTED, spilling_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def generated(personas):
-    return save_sessions([generate_session(30, seed=11, oversize_every=3)], team=personas.team)[0]
 
 
 def peak(page) -> int:

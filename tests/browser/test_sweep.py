@@ -3,13 +3,14 @@ the chart with its Pareto front, and applying a point to the session page."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
 from ctxsim.analysis.models import Sweep
 from ctxsim.generator import generate_session
 from ctxsim.transcripts.store import save_sessions
-from tests.browser.test_upload import worker  # noqa: F401 - the real db worker, in a thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,7 +21,7 @@ def long_session(personas):
 
 
 def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
-    personas, login, live_server, settings, long_session, worker  # noqa: F811
+    personas, login, live_server, settings, long_session, worker
 ):
     settings.CTXSIM_INLINE_SWEEP_WORK = 10  # 4 points x 200 calls: the background path
     assert long_session.model_call_count >= 200
@@ -29,6 +30,9 @@ def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
     page.click("#insights-link")
     expect(page.locator('.insight-col[data-profile="none"] .hit-rate')).to_be_visible()
     page.click("#sweep-link")
+    page.wait_for_url(re.compile(rf"/sessions/{long_session.pk}/sweeps/(\?|$)"))
+    # The select submits its form from a listener insights.js attaches: wait until it says so.
+    expect(page.locator("html")).to_have_attribute("data-autosubmit", "ready")
     # Choosing the profile reloads the page (it replays); give a loaded CI machine time.
     with page.expect_navigation(timeout=60_000):
         page.select_option("#sweep-profile-select", "aivax")

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from pathlib import Path
 
 import pytest
-from django.db import connections
-from django_tasks_db.management.commands.db_worker import Worker
 from playwright.sync_api import expect
 
 from ctxsim.generator import write_claude_code_jsonl
@@ -92,46 +89,6 @@ def test_a_bad_file_shows_its_one_line_message_in_the_browser(
         "line 1, column"
     )
     assert not Session.objects.exists()
-
-
-class WorkerThread(threading.Thread):
-    """The real django-tasks-db worker, in a thread of the test process.
-
-    The test database is SQLite in memory, which a worker subprocess could not see; like the
-    live server, this thread uses the test thread's connection.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.connection = connections["default"]
-        self.worker = Worker(
-            queue_names=["*"], interval=0.2, batch=False, backend_name="default",
-            startup_delay=False, max_tasks=None, worker_id="browser-test",
-            excluded_queue_names=[],
-        )
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        connections["default"] = self.connection
-        try:
-            self.worker.run()
-        except BaseException as error:  # reported by the test
-            self.error = error
-
-    def stop(self) -> None:
-        self.worker.running = False
-        self.join(timeout=30)
-
-
-@pytest.fixture
-def worker():
-    thread = WorkerThread()
-    thread.connection.inc_thread_sharing()
-    yield thread
-    if thread.is_alive():
-        thread.stop()
-    thread.connection.dec_thread_sharing()
-    assert thread.error is None, thread.error
 
 
 def test_a_large_file_goes_through_the_worker_with_a_progress_bar(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ctxsim import importers
@@ -26,33 +24,11 @@ from ctxsim.insights.sweep import (
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.pipeline.replay import replay
+from tests.factories import lost_path_transcript, read, rereading_transcript
 from tests.shared import SHARED_DIR, requires_shared
 
 CLEAR_ALL_BUT_ONE = {"trigger": {"type": "tool_uses", "value": 1},
                      "keep": {"type": "tool_uses", "value": 1}}
-APP_SOURCE = "\n".join(f"def handler_{n}(request):\n    return render(request, {n})"
-                       for n in range(60))
-
-
-def read(call_id: str, path: str) -> ToolCall:
-    return ToolCall(call_id, "Read", json.dumps({"file_path": path}))
-
-
-def rereading_transcript() -> list[Message]:
-    return [
-        Message.of("system", "You are a coding agent."),
-        Message.of("user", "Fix the crash in app.py"),
-        Message.of("assistant", "", tool_calls=[read("c1", "/repo/src/app.py")]),
-        Message.of("tool", APP_SOURCE, tool_call_id="c1"),
-        Message.of("assistant", "", tool_calls=[read("c2", "/repo/src/urls.py")]),
-        Message.of("tool", "urlpatterns = []", tool_call_id="c2"),
-        # The first result is cleared by now, so the agent reads the same file again.
-        Message.of("assistant", "", tool_calls=[read("c3", "/repo/src/app.py")]),
-        Message.of("tool", APP_SOURCE, tool_call_id="c3"),
-        Message.of("assistant", "Fixed."),
-    ]
-
-
 def test_a_cleared_result_read_again_is_one_reread_at_the_call_that_asked_for_it():
     rep = replay(rereading_transcript(), "anthropic-clear-tool-uses", CLEAR_ALL_BUT_ONE)
     loss = analyse(rep, cache_rule()).loss
@@ -66,22 +42,6 @@ def test_a_cleared_result_read_again_is_one_reread_at_the_call_that_asked_for_it
 def test_no_reread_is_reported_when_nothing_was_dropped():
     loss = analyse(replay(rereading_transcript(), "none"), cache_rule()).loss
     assert loss.rereads == [] and loss.drops == [] and loss.lost == []
-
-
-def lost_path_transcript(user_mentions_it: bool = False) -> list[Message]:
-    build_log = ("make: *** [all] Error 2\nerror: undefined symbol in "
-                 "build/generated/schema_v2.go line 4\n" + "cc -c ok\n" * 40)
-    question = "Why does the build fail?" + (
-        " Maybe build/generated/schema_v2.go?" if user_mentions_it else "")
-    return [
-        Message.of("system", "You are a build agent."),
-        Message.of("user", question),
-        Message.of("assistant", "", tool_calls=[ToolCall("b1", "Bash", '{"command": "make"}')]),
-        Message.of("tool", build_log, tool_call_id="b1"),
-        Message.of("assistant", "", tool_calls=[ToolCall("b2", "Bash", '{"command": "ls"}')]),
-        Message.of("tool", "Makefile\nREADME", tool_call_id="b2"),
-        Message.of("assistant", "The failure is in build/generated/schema_v2.go; regenerate it."),
-    ]
 
 
 def test_a_path_only_in_a_dropped_result_mentioned_later_is_a_lost_reference():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 
 
 def run(tmp_path: Path, scenario, *args: str) -> tuple[int, str, str]:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 
 SPILL_DIR = "/tmp/chatcli-tool-results"
 

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 
 from . import naive_chatcli
 

@@ -18,3 +18,13 @@ def test_the_pipeline_imports_without_django() -> None:
         "assert 'django' not in sys.modules, sorted(m for m in sys.modules if 'django' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={"PATH": ""})
+
+
+def test_the_simulate_cli_imports_without_django() -> None:
+    code = (
+        "import sys\n"
+        "import ctxsim.cli\n"
+        "assert 'ctxsim.importers' in sys.modules\n"
+        "assert 'django' not in sys.modules, sorted(m for m in sys.modules if 'django' in m)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={"PATH": ""})

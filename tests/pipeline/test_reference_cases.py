@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ctxsim.pipeline.cli import main
+from ctxsim.cli import main
 from tests.shared import requires_shared, shared_files
 
 CHATCLI_CASES = shared_files("reference/chatcli", "*.input.json")

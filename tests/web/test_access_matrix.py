@@ -30,8 +30,7 @@ from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.conftest import PERSONAS
-from tests.web.test_session_page import spilling_session
+from tests.factories import PERSONAS, spilling_session
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +66,7 @@ RULES: dict[str, dict[str, dict]] = {
     # Logging out lands on the login page (LOGOUT_REDIRECT_URL), whoever asks.
     "logout": {"GET": roles(405, outsider=405), "POST": roles(LOGIN, outsider=LOGIN)},
     # Lists of the user's own teams: an outsider sees their own team there, hence 200.
-    "team-list": {"GET": roles(200, outsider=200), "POST": roles(200, outsider=200)},
+    "team-list": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "team-switch": {"GET": POST_ONLY, "POST": roles(302)},
     "team-members": {"GET": manage(200), "POST": POST_ONLY},
     "team-member-add": {"GET": POST_ONLY, "POST": manage(302)},
@@ -106,10 +105,10 @@ RULES: dict[str, dict[str, dict]] = {
     "comment-permalink": {"GET": roles(302), "POST": GET_ONLY},
     "comment-resolve": {"GET": POST_ONLY, "POST": write(302)},
     # cache & information loss, sweeps (an empty sweep form is answered 400 with its errors)
-    "session-insights": {"GET": READ, "POST": READ},
-    "session-sweeps": {"GET": READ, "POST": READ},
+    "session-insights": {"GET": READ, "POST": GET_ONLY},
+    "session-sweeps": {"GET": READ, "POST": GET_ONLY},
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
-    "sweep-detail": {"GET": READ, "POST": READ},
+    "sweep-detail": {"GET": READ, "POST": GET_ONLY},
 }
 
 # Query strings some views need to reach their permission-checked object.

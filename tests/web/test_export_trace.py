@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from ctxsim.pipeline import cli
+from ctxsim import cli
 from ctxsim.transcripts.imports import import_transcript
 from tests.shared import SHARED_DIR, requires_shared
 

@@ -10,11 +10,10 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.analysis.models import Sweep
-from ctxsim.generator import generate_session
 from ctxsim.pipeline.messages import Session
 from ctxsim.transcripts.imports import import_transcript
 from ctxsim.transcripts.store import save_sessions
-from tests.insights.test_replay_insights import lost_path_transcript, rereading_transcript
+from tests.factories import lost_path_transcript, rereading_transcript
 from tests.shared import SHARED_DIR, requires_shared
 
 pytestmark = pytest.mark.django_db
@@ -28,12 +27,6 @@ def store(personas, messages, title="crafted"):
     return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
 
 
-@pytest.fixture
-def generated(personas):
-    session = generate_session(24, seed=5, oversize_every=4)
-    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
-
-
 def insights_url(row, query=""):
     return reverse("session-insights", args=[row.pk]) + (f"?{query}" if query else "")
 
@@ -44,9 +37,9 @@ def column(html: str, profile: str) -> str:
 
 
 def test_the_page_shows_hit_rate_and_cost_for_none_chatcli_and_aivax_by_default(
-    personas, generated
+    personas, long_session
 ):
-    response = personas.client("viewer").get(insights_url(generated))
+    response = personas.client("viewer").get(insights_url(long_session))
     assert response.status_code == 200
     html = response.content.decode()
     for profile in ("none", "chatcli", "aivax"):
@@ -58,9 +51,9 @@ def test_the_page_shows_hit_rate_and_cost_for_none_chatcli_and_aivax_by_default(
     assert 'class="breaks">0<' in column(html, "none")
 
 
-def test_the_htmx_request_gets_only_the_insights_partial(personas, generated):
+def test_the_htmx_request_gets_only_the_insights_partial(personas, long_session):
     response = personas.client("viewer").get(
-        insights_url(generated, "profiles=chatcli&model=gpt-5&lifetime=10m&price=2"),
+        insights_url(long_session, "profiles=chatcli&model=gpt-5&lifetime=10m&price=2"),
         headers={"HX-Request": "true", "HX-Target": "section#insights"},
     )
     body = response.content.decode()
@@ -68,17 +61,17 @@ def test_the_htmx_request_gets_only_the_insights_partial(personas, generated):
     assert 'data-profile="chatcli"' in body and 'data-profile="none"' not in body
 
 
-def test_bad_cache_settings_are_reported_and_fall_back_to_the_table(personas, generated):
+def test_bad_cache_settings_are_reported_and_fall_back_to_the_table(personas, long_session):
     response = personas.client("viewer").get(
-        insights_url(generated, "profiles=none&model=gpt-5&lifetime=1h&price=abc"))
+        insights_url(long_session, "profiles=none&model=gpt-5&lifetime=1h&price=abc"))
     html = response.content.decode()
     assert response.status_code == 200
     assert "<code>lifetime</code>" in html and "<code>price</code>" in html
 
 
-def test_the_session_page_settings_get_their_own_column(personas, generated):
+def test_the_session_page_settings_get_their_own_column(personas, long_session):
     html = personas.client("viewer").get(insights_url(
-        generated, "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=3000")).content.decode()
+        long_session, "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=3000")).content.decode()
     assert "current: chatcli" in html
     assert "CHATCLI_TOOL_RESULT_MAX_CHARS=3000" in html  # its links keep the parameters
 
@@ -122,42 +115,44 @@ def test_a_real_session_shows_every_default_profile_and_none_hits_the_whole_pref
     assert checked >= 5
 
 
-def test_outsiders_get_404_everywhere_and_viewers_cannot_start_a_sweep(personas, generated):
+def test_outsiders_get_404_everywhere_and_viewers_cannot_start_a_sweep(personas, long_session):
     outsider = personas.client("outsider")
-    urls = [insights_url(generated), reverse("session-sweeps", args=[generated.pk])]
+    urls = [insights_url(long_session), reverse("session-sweeps", args=[long_session.pk])]
     for url in urls:
         assert outsider.get(url).status_code == 404
         assert personas.client("anonymous").get(url).status_code == 302  # to the login page
-    create = reverse("sweep-create", args=[generated.pk])
+    create = reverse("sweep-create", args=[long_session.pk])
     form = {"profile": "aivax", "param1": "toolContextCount", "start1": "1", "stop1": "2",
             "step1": "1"}
     assert outsider.post(create, form).status_code == 404
     assert personas.client("viewer").post(create, form).status_code == 403
-    sweep = Sweep.objects.create(session=generated, axes=[], cache={}, status="done")
-    detail = reverse("sweep-detail", args=[generated.pk, sweep.pk])
+    sweep = Sweep.objects.create(session=long_session, axes=[], cache={}, status="done")
+    detail = reverse("sweep-detail", args=[long_session.pk, sweep.pk])
     assert outsider.get(detail).status_code == 404
     assert personas.client("viewer").get(detail).status_code == 200
 
 
-def test_a_sweep_post_needs_the_csrf_token(personas, generated):
+def test_a_sweep_post_needs_the_csrf_token(personas, long_session):
     from django.test import Client
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(personas.users["owner"])
-    response = client.post(reverse("sweep-create", args=[generated.pk]),
+    response = client.post(reverse("sweep-create", args=[long_session.pk]),
                            {"profile": "aivax", "param1": "toolContextCount"})
     assert response.status_code == 403
 
 
-def test_the_sweep_form_lists_integer_parameters_including_chatcli_env_knobs(personas, generated):
+def test_the_sweep_form_lists_integer_parameters_including_chatcli_env_knobs(
+    personas, long_session
+):
     html = personas.client("reviewer").get(
-        reverse("session-sweeps", args=[generated.pk]) + "?profile=chatcli").content.decode()
+        reverse("session-sweeps", args=[long_session.pk]) + "?profile=chatcli").content.decode()
     assert 'value="env.CHATCLI_TOOL_RESULT_MAX_CHARS"' in html
     assert 'id="sweep-form"' in html
 
 
-def test_a_bad_range_is_reported_per_field(personas, generated):
-    response = personas.client("owner").post(reverse("sweep-create", args=[generated.pk]), {
+def test_a_bad_range_is_reported_per_field(personas, long_session):
+    response = personas.client("owner").post(reverse("sweep-create", args=[long_session.pk]), {
         "profile": "aivax", "param1": "toolContextCount", "start1": "5", "stop1": "1",
         "step1": "x", "param2": "nope", "start2": "1", "stop2": "2", "step2": "1"})
     assert response.status_code == 400
@@ -172,12 +167,12 @@ def sweep_form(**extra):
             "step2": "20000", "model": "gpt-5", "lifetime": "", "price": "", **extra}
 
 
-def test_a_small_sweep_runs_inline_and_its_points_apply_as_page_parameters(personas, generated):
-    response = personas.client("reviewer").post(reverse("sweep-create", args=[generated.pk]),
+def test_a_small_sweep_runs_inline_and_its_points_apply_as_page_parameters(personas, long_session):
+    response = personas.client("reviewer").post(reverse("sweep-create", args=[long_session.pk]),
                                                 sweep_form())
     sweep = Sweep.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == reverse("sweep-detail", args=[generated.pk, sweep.pk])
+    assert response["Location"] == reverse("sweep-detail", args=[long_session.pk, sweep.pk])
     assert sweep.status == "done" and sweep.done == sweep.total == 6
     assert any(p["front"] for p in sweep.points)
     html = personas.client("viewer").get(response["Location"]).content.decode()
@@ -195,11 +190,11 @@ def test_a_small_sweep_runs_inline_and_its_points_apply_as_page_parameters(perso
 # transaction: this test commits for real.
 @pytest.mark.django_db(transaction=True)
 def test_a_large_sweep_goes_to_the_worker_and_reports_progress(
-    personas, generated, settings, django_capture_on_commit_callbacks
+    personas, long_session, settings, django_capture_on_commit_callbacks
 ):
     settings.CTXSIM_INLINE_SWEEP_WORK = 10
     with django_capture_on_commit_callbacks(execute=True):
-        response = personas.client("owner").post(reverse("sweep-create", args=[generated.pk]),
+        response = personas.client("owner").post(reverse("sweep-create", args=[long_session.pk]),
                                                  sweep_form())
     sweep = Sweep.objects.get()
     assert sweep.status == "queued"
@@ -209,7 +204,8 @@ def test_a_large_sweep_goes_to_the_worker_and_reports_progress(
     body = polled.content.decode()
     assert body.lstrip().startswith('<div id="sweep-status"') and "<html" not in body
     assert 'hx-trigger="every 1s"' in body and "<progress" in body
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     sweep.refresh_from_db()
     assert sweep.status == "done" and sweep.done == 6 and len(sweep.points) == 6
     done = personas.client("viewer").get(
@@ -218,7 +214,8 @@ def test_a_large_sweep_goes_to_the_worker_and_reports_progress(
     assert 'id="sweep-chart-data"' in done.content.decode()
 
 
-def test_the_session_page_links_to_the_insights_page_with_its_settings(personas, generated):
+def test_the_session_page_links_to_the_insights_page_with_its_settings(personas, long_session):
     html = personas.client("viewer").get(
-        reverse("session-detail", args=[generated.pk]) + "?profile=aivax&call=0").content.decode()
-    assert f'href="{insights_url(generated)}?profile=aivax' in html
+        reverse("session-detail", args=[long_session.pk]) + "?profile=aivax&call=0"
+    ).content.decode()
+    assert f'href="{insights_url(long_session)}?profile=aivax' in html

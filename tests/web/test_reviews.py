@@ -13,18 +13,11 @@ from django.urls import reverse
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Activity, Comment
 from ctxsim.transcripts.models import ReviewStatus, Session
-from tests.web.test_session_page import spilling_session
+from tests.factories import spilling_session
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def stored(personas):
-    from ctxsim.transcripts.store import save_sessions
-
-    return save_sessions([spilling_session()], team=personas.team, user=personas.users["owner"])[0]
 
 
 def page(client, session, call=None) -> str:

@@ -8,42 +8,12 @@ import pytest
 from django.http import QueryDict
 from django.urls import reverse
 
-from ctxsim.generator import generate_session
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile
 from ctxsim.transcripts.store import save_sessions
+from tests.factories import SPILLED, SPILLED_LINES, UNTRUSTED, spilling_session
 
 pytestmark = pytest.mark.django_db
-
-SPILLED_LINES = [f"line {n:04d} of a failing build log " + "x" * 40 for n in range(1, 401)]
-SPILLED = "\n".join(SPILLED_LINES)  # ~25 KB: an error result, never capped, always spilled
-
-
-def spilling_session() -> Session:
-    return Session(
-        format="openai-chat",
-        title="Build failure",
-        messages=(
-            Message.of("system", "You are a build agent."),
-            Message.of("user", "Why does the build fail?"),
-            Message.of("assistant", "", tool_calls=[ToolCall("call_1", "run_build", "{}")]),
-            Message.of("tool", SPILLED, tool_call_id="call_1", is_error=True),
-            Message.of("assistant", "The linker fails on line 17."),
-        ),
-    )
-
-
-@pytest.fixture
-def stored(personas):
-    row = save_sessions([spilling_session()], team=personas.team, user=personas.users["owner"])[0]
-    return row
-
-
-@pytest.fixture
-def long_session(personas):
-    session = generate_session(24, seed=5, oversize_every=4)
-    return save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
-
 
 def page_url(row, query: str = "") -> str:
     return reverse("session-detail", args=[row.pk]) + (f"?{query}" if query else "")
@@ -186,12 +156,6 @@ def test_the_trace_download_is_the_simulate_trace(personas, stored):
     assert trace["spilled_files"][0]["content"] == SPILLED
 
 
-UNTRUSTED = [
-    "<script>alert('pwned')</script>",
-    '<img src=x onerror="alert(1)">',
-    '<a href="javascript:alert(2)">click</a>',
-    "&lt;already escaped&gt; &amp; entities",
-]
 
 
 def test_transcript_content_is_rendered_as_text(personas):

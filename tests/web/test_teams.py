@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ctxsim.teams.models import Invite, Membership, Role
-from tests.conftest import password_for
+from tests.factories import password_for
 
 pytestmark = pytest.mark.django_db
 

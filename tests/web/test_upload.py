@@ -10,35 +10,18 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.urls import reverse
 
 from ctxsim import importers
-from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.importers.errors import TranscriptError
-from ctxsim.transcripts.models import Content, ImportJob, Message, Session
+from ctxsim.transcripts.models import ImportJob, Session
+from tests.factories import claude_code_bytes, row_counts, upload
 
 pytestmark = pytest.mark.django_db
 
 
 BAD_FIXTURES = Path(__file__).resolve().parent.parent / "importers" / "fixtures" / "bad"
-
-
-def claude_code_bytes(calls: int = 6, seed: int = 1, **options) -> bytes:
-    out = io.StringIO()
-    write_claude_code_jsonl(out, calls, seed, **options)
-    return out.getvalue().encode()
-
-
-def upload(name: str, data: bytes) -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, data, content_type="application/octet-stream")
-
-
-def row_counts() -> dict[str, int]:
-    return {
-        model.__name__: model.objects.count() for model in (Session, Message, Content, ImportJob)
-    }
 
 
 def importer_message(data: bytes) -> str:
@@ -240,3 +223,30 @@ def _two_session_claude_code() -> bytes:
 def test_the_two_session_helper_really_yields_two_sessions():
     result = importers.load(io.BytesIO(_two_session_claude_code()))
     assert len(result.sessions) == 2
+
+
+def test_an_upload_gets_its_list_figures_and_its_activity_line_from_the_apps_above(personas):
+    """transcripts announces the import; replays (default replay) and reviews (activity) act."""
+    from ctxsim.reviews.models import Activity
+
+    personas.client("owner").post(
+        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}
+    )
+    session = Session.objects.get()
+    assert session.peak_raw_tokens and session.peak_sent_tokens
+    assert session.replay_errors == 0
+    assert Activity.objects.filter(session=session, kind="upload").count() == 1
+
+
+def test_a_failing_default_replay_never_fails_the_upload(personas, monkeypatch):
+    from ctxsim.replays import services as replays
+
+    def broken(session):
+        raise RuntimeError("replay broke")
+
+    monkeypatch.setattr(replays, "compute_default_stats", broken)
+    response = personas.client("owner").post(
+        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}
+    )
+    assert response.status_code == 200
+    assert Session.objects.get().peak_raw_tokens is None

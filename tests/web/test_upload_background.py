@@ -7,6 +7,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.test import override_settings
@@ -14,13 +15,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.transcripts import services
+from ctxsim.transcripts import services, tasks
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
-from tests.web.test_upload import claude_code_bytes, row_counts, upload
+from tests.factories import claude_code_bytes, row_counts, upload
 
 pytestmark = pytest.mark.django_db
 
-IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+IMMEDIATE = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+                         "QUEUES": ["default", *django_settings.TASK_QUEUES]}}
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +66,8 @@ def test_the_worker_imports_the_job_and_the_page_links_the_sessions(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         post_large(personas.client("owner"))
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     job = ImportJob.objects.get()
     assert job.status == ImportJob.Status.DONE, job.message
     assert job.progress == 100
@@ -134,7 +137,7 @@ def test_an_outsider_gets_404_for_a_job_and_its_requeue(personas):
 def test_progress_follows_the_bytes_the_importer_reads():
     seen = []
     data = claude_code_bytes(20)
-    stream = services.ProgressStream(io.BytesIO(data), len(data), seen.append)
+    stream = tasks.ProgressStream(io.BytesIO(data), len(data), seen.append)
     assert stream.read(100) == data[:100]
     stream.seek(0)
     lines = list(stream)
@@ -148,11 +151,11 @@ def test_progress_writes_are_throttled(personas, monkeypatch):
         team=personas.team, file_name="x", size=10, status=ImportJob.Status.RUNNING
     )
     clock = [1000.0]
-    monkeypatch.setattr(services.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(tasks.time, "monotonic", lambda: clock[0])
     writes = []
-    reporter = services.JobReporter(job)
+    reporter = tasks.JobReporter(job)
     monkeypatch.setattr(
-        services.ImportJob.objects, "filter",
+        tasks.ImportJob.objects, "filter",
         lambda **kw: type("Q", (), {"update": lambda self, **f: writes.append(f) or 1})(),
     )
     reporter.update(0, force=True)
@@ -254,7 +257,8 @@ def test_a_requeued_job_runs_again_and_succeeds(personas, django_capture_on_comm
     assert job.status == ImportJob.Status.QUEUED and job.attempts == 1 and job.message == ""
     task = DBTaskResult.objects.get()
     assert task.args_kwargs["args"] == [job.pk, 1]
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
+    call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
+                 verbosity=0)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE
     assert Session.objects.filter(pk__in=job.session_ids).count() == 1

@@ -3,15 +3,23 @@
 A stage never mutates its input (messages are immutable; histories are returned as new tuples)
 and reports what it did in a plain dict. Side effects (spill files) go through `ctx.spills`, an
 injected service owned by the replay. The order and phases of stages live in `registry.py`.
+
+A stage module also says what its report means, so nothing outside it interprets one: next to
+`run` it defines `activity(report) -> int` (how much it did at one call, 0 = did not fire),
+`describe(report) -> str` (the report in one sentence) and `quiet_note(facts) -> str | None`
+(why it never fired over a whole replay, given `ReplayFacts`), plus, when it has them, the
+limit line the chart draws and instructions it adds to every prompt. `registry.py` wires them
+into the stage's `StageDef`; see its docstring for the whole recipe.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..messages import Message
+from ..params import PARAMS, env_default
 from ..tokens import TokenCounter
 
 
@@ -47,7 +55,6 @@ class StageContext:
     spills: Any = None  # SpillService; only the budget stage writes
     tools: Any = None
     response_schema: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
     # A per-replay, per-stage cache a stage may use to skip work it did at the previous call.
     # It must never change a result: with `memo=None` a stage computes everything afresh.
     memo: dict[str, Any] | None = None
@@ -65,7 +72,9 @@ class StageContext:
 
 
 # ChatCLI measures in bytes; its documentation speaks of characters (SPEC §2.2 row 12). Stages
-# written once over `Units` (bytes or str) cover both: slicing, len and find mean the same.
+# written once over `Units` (bytes or str) cover both: slicing, len and find mean the same. A
+# function over units is generic (`def f[U: (bytes, str)](s: U) -> U`): it returns the type it
+# was given.
 Units = bytes | str
 
 
@@ -77,7 +86,7 @@ def from_units(value: Units) -> bytes:
     return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
 
 
-def lit(text: str, like: Units) -> Units:
+def lit[U: (bytes, str)](text: str, like: U) -> U:
     """A literal in the same unit type as `like`."""
     return text if isinstance(like, str) else text.encode("utf-8")
 
@@ -114,7 +123,30 @@ def changed_since(before: Sequence[Any], after: Sequence[Any], ctx: StageContext
     return changed_positions(before[:n], after)
 
 
-Stage = Any  # callable(history: Sequence[Message], ctx: StageContext) -> StageResult
+@dataclass(frozen=True)
+class ReplayFacts:
+    """What a stage's `quiet_note` may read about a whole replay: its own report at every call
+    (an empty mapping where it did not run), each call's loop turn, the replay's parameter
+    values, and the size of the largest tool result of the transcript."""
 
-__all__ = ["Delta", "Message", "StageContext", "StageResult", "changed_positions",
-           "changed_since", "from_units", "lit", "to_units"]
+    reports: tuple[Mapping[str, Any], ...]
+    turns: tuple[int, ...]
+    values: Mapping[str, Any]
+    largest_result: int  # bytes
+
+    def total(self, key: str) -> int:
+        """The sum of an integer report field over every call (absent or null counts 0)."""
+        return sum(r.get(key, 0) or 0 for r in self.reports)
+
+    def value(self, name: str) -> Any:
+        """A parameter's value in this replay, or its default from the parameter table."""
+        return self.values.get(name, PARAMS[name].default)
+
+    def env(self, key: str) -> int:
+        """A ChatCLI knob's effective value (e.g. `mc_min_content_size`), or its default."""
+        effective = self.values.get("_env_effective") or {}
+        return effective[key] if key in effective else env_default(key)
+
+
+__all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
+           "changed_positions", "changed_since", "from_units", "lit", "to_units"]

@@ -7,13 +7,22 @@ result is spilled again (under a new counter) at every call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..messages import Message
 from ..spill import SpillError, clean_join
-from . import StageContext, StageResult, Units, changed_since, from_units, lit, to_units
+from . import (
+    ReplayFacts,
+    StageContext,
+    StageResult,
+    Units,
+    changed_since,
+    from_units,
+    lit,
+    to_units,
+)
 
 PREVIEW_HEAD = 4000
 PREVIEW_TAIL = 1000
@@ -37,7 +46,7 @@ def groups(history: Sequence[Message]) -> list[list[int]]:
     return out
 
 
-def spill_preview(content: Units, path: str, documented: bool) -> Units:
+def spill_preview[U: (bytes, str)](content: U, path: str, documented: bool) -> U:
     """The preview left in the context after a successful spill."""
     n = len(content)
     nl = lit("\n", content)
@@ -62,9 +71,17 @@ def spill_preview(content: Units, path: str, documented: bool) -> Units:
     return head + lit(marker, content) + tail
 
 
+@overload
 def truncate_with_disk_persist(
-    content: Units, call_id: str, limit: int, ctx: StageContext
-) -> tuple[Units, str | None]:
+    content: bytes, call_id: str, limit: int, ctx: StageContext
+) -> tuple[bytes, str | None]: ...
+@overload
+def truncate_with_disk_persist(
+    content: str, call_id: str, limit: int, ctx: StageContext
+) -> tuple[str, str | None]: ...
+def truncate_with_disk_persist[U: (bytes, str)](
+    content: U, call_id: str, limit: int, ctx: StageContext
+) -> tuple[U, str | None]:
     """`truncateWithDiskPersist`: spill the full content and return (preview, file name)."""
     if len(content) <= limit:
         return content, None
@@ -276,3 +293,25 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     for i, new in units.items():
         out[i] = history[i].with_content(from_units(new))
     return StageResult(tuple(out), report, changed=tuple(units))
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("results_truncated", 0)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    return (f"{report.get('total_tool_results', 0)} results checked, "
+            f"{report.get('results_truncated', 0)} spilled to files "
+            f"({report.get('total_original_chars', 0)} → {report.get('total_final_chars', 0)} "
+            "bytes).")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if facts.total("results_truncated"):
+        return None
+    return (f"The budget never spilled: no result was over {facts.env('per_result_max_chars')} "
+            f"bytes when sent (largest result in the transcript: {facts.largest_result} bytes; "
+            "the per-tool cap keeps successful results near 6 KB).")

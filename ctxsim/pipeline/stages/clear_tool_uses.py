@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..messages import Message
 from ..tokens import full_prompt_tokens
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 from ._ownership import result_owners
 
 
@@ -82,3 +82,33 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         cleared_input_tokens=before - after,
     )
     return StageResult(tuple(out), report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("applied") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if not report.get("applied"):
+        return "Not applied."
+    return (f"Cleared {report.get('cleared_tool_uses', 0)} tool result(s) "
+            f"({report.get('cleared_input_tokens', 0)} tokens); "
+            f"{report.get('cleared_tool_inputs', 0)} input(s) cleared.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if facts.total("cleared_tool_uses"):
+        return None
+    trigger = facts.value("trigger") or {}
+    return (f"Clear tool uses never cleared anything: the trigger ({trigger.get('type')} > "
+            f"{trigger.get('value')}) never fired, or nothing older than the kept tool uses "
+            "was clearable.")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The chart's limit line: the trigger, when it counts input tokens."""
+    trigger = values.get("trigger") or {}
+    return "clear trigger", trigger.get("value") if trigger.get("type") == "input_tokens" else None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
 from ..tokens import extras_tokens, message_tokens
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 from ._ownership import result_owners
 
 OVERFLOW = "context_overflow"
@@ -83,3 +83,42 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         report["error"] = OVERFLOW
     out = tuple(m for i, m in enumerate(history) if i not in removed)
     return StageResult(out if removed else tuple(history), report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("removed", 0) + (1 if report.get("error") else 0)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("limit") is None:
+        return "No limit set."
+    text = (f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens against a "
+            f"limit of {report.get('limit')} ({report.get('action')}); "
+            f"{report.get('removed', 0)} message(s) removed.")
+    if report.get("error"):
+        text += " The call FAILED: context_overflow."
+    return text
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    limit = facts.value("contextMaximumSize")
+    if limit is None:
+        return "The context limit never applied: contextMaximumSize is unset."
+    if any(activity(r) for r in facts.reports):
+        return None
+    peak = max((r.get("tokens_before", 0) for r in facts.reports), default=0)
+    return (f"The context limit never fired: the prompt estimate peaked at {peak} tokens, "
+            f"within the limit of {limit}.")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The chart's limit line: the gateway's limit (none when unset)."""
+    return "context limit", values.get("contextMaximumSize")
+
+
+def instructions(values: Mapping[str, Any]) -> str:
+    """The gateway's own system instructions: part of every full prompt it sees."""
+    return values.get("systemInstructions") or ""

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 from ..messages import Message
-from . import StageContext, StageResult, Units, changed_since, from_units, lit, to_units
+from . import (
+    ReplayFacts,
+    StageContext,
+    StageResult,
+    changed_since,
+    from_units,
+    lit,
+    to_units,
+)
 
 CCR_MARKER = re.compile(rb"<<ccr:([0-9a-f]{16})>>")
 SUMMARY_WINDOW = 200
@@ -29,7 +38,7 @@ _LEADING_SPACE = re.compile(
 _SPACE_BYTES = tuple(c.encode("utf-8") for c in _GO_SPACE)
 
 
-def go_trim_space(s: Units) -> Units:
+def go_trim_space[U: (bytes, str)](s: U) -> U:
     """Go's `strings.TrimSpace` on bytes (invalid bytes are never space) or on text."""
     if isinstance(s, str):
         return s.strip(_GO_SPACE)
@@ -48,13 +57,14 @@ def go_trim_space(s: Units) -> Units:
     return s[start:end]
 
 
-def content_type(s: Units, documented: bool = False) -> str:
+def content_type[U: (bytes, str)](s: U, documented: bool = False) -> str:
     """The TYPE of a summary. Implemented rules look only at the first 200 units for the
     `contains` checks and rank `import ` before Python/JS; the documented table does not."""
     t = go_trim_space(s)
     L = lambda x: lit(x, t)  # noqa: E731 - tiny local adapter between bytes and str literals
     if t.startswith(L("{")) or t.startswith(L("[")):
         return "JSON"
+    rules: tuple[tuple[str, str], ...]
     if documented:
         rules = (("package ", "Go source"), ("def ", "Python source"),
                  ("function ", "JavaScript source"))
@@ -80,7 +90,13 @@ def format_size(n: int, documented: bool) -> str:
     return str(n)
 
 
-def summary(s: Units, documented: bool = False) -> Units:
+# `summary` and `preview` give back the unit type they get, bytes or text (the replay calls them
+# with either, as the profile's semantics decide).
+@overload
+def summary(s: bytes, documented: bool = False) -> bytes: ...
+@overload
+def summary(s: str, documented: bool = False) -> str: ...
+def summary[U: (bytes, str)](s: U, documented: bool = False) -> U:
     lines = s.count(lit("\n", s)) + 1
     text = (
         f"[Old tool result cleared — {lines} lines, {format_size(len(s), documented)} chars, "
@@ -89,7 +105,11 @@ def summary(s: Units, documented: bool = False) -> Units:
     return lit(text, s)
 
 
-def preview(s: Units, head: int, tail: int) -> Units:
+@overload
+def preview(s: bytes, head: int, tail: int) -> bytes: ...
+@overload
+def preview(s: str, head: int, tail: int) -> str: ...
+def preview[U: (bytes, str)](s: U, head: int, tail: int) -> U:
     """`truncateToolResultPreview`: unchanged up to H+T+100, else snapped head/tail + marker."""
     if len(s) <= head + tail + PREVIEW_GUARD:
         return s
@@ -248,3 +268,47 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if ctx.memo is not None:
         ctx.memo["candidates"] = idx
     return StageResult(result, report, changed=tuple(rewritten))
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("truncated", 0) + report.get("summarized", 0)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("skipped_early"):
+        return "Skipped: ChatCLI does not microcompact in the first loop turns of a run."
+    return (f"{report.get('truncated', 0)} result(s) truncated, {report.get('summarized', 0)} "
+            f"summarized, {report.get('chars_saved', 0)} bytes saved.")
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    """Why a tier never fired: no run got old enough, no result was big enough, or (summarize
+    tier) every result was already truncated below the minimum when it reached that age."""
+    min_size = facts.env("mc_min_content_size")
+    truncate_at = facts.env("mc_turns_before_truncate")
+    summarize_at = facts.env("mc_turns_before_summarize")
+    max_turn = max(facts.turns, default=0)
+    truncated, summarized = facts.total("truncated"), facts.total("summarized")
+    if truncated == 0 and summarized == 0:
+        if max_turn < truncate_at:
+            return (f"Microcompact never ran: no run reached loop turn {truncate_at} (the "
+                    f"longest reached {max_turn}), and ChatCLI skips the first {truncate_at} "
+                    "calls of every run.")
+        if facts.largest_result < min_size:
+            return (f"Microcompact never fired: no result reached the {min_size}-byte minimum "
+                    f"(largest: {facts.largest_result} bytes).")
+        return "Microcompact never fired: no large result grew old enough."
+    if summarized == 0:
+        head = facts.env("mc_truncate_head_chars")
+        tail = facts.env("mc_truncate_tail_chars")
+        reason = (
+            f"every result reaching age {summarize_at} had already been truncated below "
+            f"the {min_size}-byte minimum (previews are about {head}+{tail} bytes)"
+            if head + tail + 200 < min_size
+            else f"no result reached age {summarize_at} while still {min_size} bytes or more"
+        )
+        return f"The summarize tier never fired: {reason}."
+    return None

@@ -5,11 +5,11 @@ Implemented: ChatCLI's positional, block-scoped repair. Documented: global id se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult, changed_since
+from . import ReplayFacts, StageContext, StageResult, changed_since
 
 SYNTHETIC_CONTENT = (
     "[Tool result missing — the tool execution was interrupted or failed silently. "
@@ -18,6 +18,13 @@ SYNTHETIC_CONTENT = (
 # The documentation shows a line break between the two sentences (SPEC §2.2 row 7).
 SYNTHETIC_CONTENT_DOCUMENTED = SYNTHETIC_CONTENT.replace("silently. Do", "silently.\nDo")
 SYNTHETIC_ERROR_CODE = "missing_result"
+# The report's repair counters: their sum is how much the stage did at a call.
+REPAIR_KEYS = (
+    "synthetic_results_injected",
+    "orphan_results_removed",
+    "duplicate_tool_use_pruned",
+    "results_relocated",
+)
 
 
 def synthetic_result(call_id: str, documented: bool = False) -> Message:
@@ -47,10 +54,9 @@ def _same_shape(a: Message, b: Message) -> bool:
 def _resume_point(history: Sequence[Message], ctx: StageContext | None) -> int:
     """Where the prepass may start: the last block start of a previous history that passed,
     if `history` begins with the same shapes (microcompact only rewrites contents)."""
-    memo = ctx.memo if ctx is not None else None
-    if not memo or "valid" not in memo:
+    if ctx is None or not ctx.memo or "valid" not in ctx.memo:
         return 0
-    prev, start = memo["valid"]
+    prev, start = ctx.memo["valid"]
     if len(history) < len(prev):
         return 0
     for i in changed_since(prev, history, ctx):
@@ -90,10 +96,9 @@ def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) ->
     return False
 
 
-def _finish(history: Sequence[Message], out: list[Message], report: dict[str, Any]):
-    counters = ("synthetic_results_injected", "orphan_results_removed",
-                "duplicate_tool_use_pruned", "results_relocated")
-    report["has_repairs"] = any(report[k] > 0 for k in counters)
+def _finish(history: Sequence[Message], out: list[Message], report: dict[str, Any]
+            ) -> StageResult:
+    report["has_repairs"] = any(report[k] > 0 for k in REPAIR_KEYS)
     if not report["has_repairs"]:
         return StageResult(tuple(history), report)
     return StageResult(tuple(out), report)
@@ -209,3 +214,23 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if ctx.documented:
         return repair_documented(history)
     return repair_implemented(history, ctx)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return sum(report.get(k, 0) for k in REPAIR_KEYS)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if not report.get("has_repairs") and not any(report.get(k) for k in REPAIR_KEYS):
+        return "No repair needed."
+    parts = [f"{report.get(k, 0)} {k.replace('_', ' ')}" for k in REPAIR_KEYS if report.get(k)]
+    return "Repaired: " + ", ".join(parts) + "."
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if sum(facts.total(k) for k in REPAIR_KEYS):
+        return None
+    return "Pairing never repaired anything: every call had its result in place."

@@ -6,9 +6,10 @@ Runs once per tool message, as it enters the history: the message is the last of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 from ..messages import Message
-from . import StageContext, StageResult, Units, from_units, lit, to_units
+from . import StageContext, StageResult, from_units, lit, to_units
 
 DEFAULT_CAP = 30000
 PREVIEW, SUFFIX = 5000, 1000
@@ -40,7 +41,11 @@ def plugin_cap(plugin: str) -> int:
     return PLUGIN_CAPS.get(plugin, DEFAULT_CAP)
 
 
-def truncate_for_llm(s: Units, cap: int) -> Units:
+@overload
+def truncate_for_llm(s: bytes, cap: int) -> bytes: ...
+@overload
+def truncate_for_llm(s: str, cap: int) -> str: ...
+def truncate_for_llm[U: (bytes, str)](s: U, cap: int) -> U:
     """ChatCLI's `TruncateForLLM`: unchanged up to the cap, else head 5000 + marker + tail 1000.
 
     Cuts are raw offsets in the unit of `s` (bytes as implemented), never snapped to newlines.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..messages import Message
-from . import StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
@@ -22,3 +23,24 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         out[i] = history[i].with_content(placeholder)
     report = {"kept": len(tools) - len(older), "replaced": len(older)}
     return StageResult(tuple(out), report)
+
+
+# --- what a report means ----------------------------------------------------------------------
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return report.get("replaced", 0)
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    return f"{report.get('kept', 0)} tool messages kept, {report.get('replaced', 0)} replaced."
+
+
+def quiet_note(facts: ReplayFacts) -> str | None:
+    if facts.total("replaced"):
+        return None
+    count = facts.value("toolContextCount")
+    return "Tool context never replaced a result: " + (
+        "it is off (toolContextCount 0)." if not count
+        else f"no call held more than {count} tool messages."
+    )

@@ -1,7 +1,8 @@
 """`python manage.py check_stuck_imports`: fail background imports whose worker went away.
 
-Run it periodically (cron, or a systemd timer) in production; the upload page and the job
-status view run the same check whenever they are requested, so a dev setup needs nothing.
+Run it periodically (cron, or a systemd timer) in production: it checks every team's jobs. The
+upload page and the job status view check only the jobs they show (from the rows they read
+anyway), so a dev setup needs nothing and a page view writes only when a shown job is stuck.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ from django.db import transaction
 from ctxsim import importers
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Membership, Role, Team
-from ctxsim.transcripts.imports import import_transcript, session_line
-from ctxsim.transcripts.services import fill_default_stats
+from ctxsim.transcripts.imports import finish_import, import_transcript, session_line
 
 
 class Command(BaseCommand):
@@ -44,7 +43,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{path}: cannot read the file ({error.strerror or error})")
                 continue
             # After the import's transaction: the list's peak tokens come from a replay.
-            fill_default_stats(outcome.sessions)
+            finish_import(outcome.sessions)
             for row in outcome.sessions:
                 line = session_line(row)
                 if outcome.warnings:

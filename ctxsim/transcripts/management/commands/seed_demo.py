@@ -20,9 +20,8 @@ from django.db import transaction
 
 from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.teams.models import Membership, Role, Team
-from ctxsim.transcripts.imports import import_transcript
+from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Session
-from ctxsim.transcripts.services import fill_default_stats
 
 DEMO_SLUG = "demo"
 
@@ -108,7 +107,7 @@ class Command(BaseCommand):
                 with path.open("w", encoding="utf-8") as out:
                     write(out)
                 outcome = import_transcript(path, team=team, user=owner and owner.user)
-                fill_default_stats(outcome.sessions)
+                finish_import(outcome.sessions)
                 for row in outcome.sessions:
                     self.stdout.write(
                         f"ctxsim: demo session {row.title!r} ({row.model_call_count} model calls, "

@@ -1,4 +1,4 @@
-"""`python manage.py simulate` — a thin wrapper; the logic is `ctxsim.pipeline.cli.main`."""
+"""`python manage.py simulate` — a thin wrapper; the logic is `ctxsim.cli.main`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from ctxsim.pipeline import cli
+from ctxsim import cli
 
 
 class Command(BaseCommand):

@@ -1,29 +1,32 @@
 """`simulate` (SPEC §6), as a pure function: `main(argv, stdout, stderr) -> exit code`.
 
-`python manage.py simulate` is a thin wrapper around it. A file that is not a scenario is handed
-to `TRANSCRIPT_LOADER` (set by `ctxsim.importers` when present), which returns `Session`s.
+`python manage.py simulate` is a thin wrapper around it. It sits above both pure packages: a
+scenario file goes straight to the engine (`ctxsim.pipeline`), any other file is read by the
+importers (`ctxsim.importers`). The engine itself never learns where transcripts come from.
+No Django here either.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
-from .messages import Session
-from .params import ParamError
-from .profiles import DEFAULT_PROFILE
-from .replay import replay
-from .scenario import ScenarioError, load_json_text, looks_like_scenario, parse_scenario_data
-from .spill import DirectorySpillSink, MemorySpillSink, SpillSink
-from .trace import build_trace
-
-# Hook for transcript formats: (path, raw bytes) -> list of Sessions; raises ValueError with a
-# one-line message when the file is not a transcript it knows.
-TranscriptLoader = Callable[[Path, bytes], Sequence[Session]]
-TRANSCRIPT_LOADER: TranscriptLoader | None = None
+from ctxsim import importers
+from ctxsim.pipeline.messages import Session
+from ctxsim.pipeline.params import ParamError
+from ctxsim.pipeline.profiles import DEFAULT_PROFILE
+from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.scenario import (
+    ScenarioError,
+    load_json_text,
+    looks_like_scenario,
+    parse_scenario_data,
+)
+from ctxsim.pipeline.spill import DirectorySpillSink, MemorySpillSink, SpillSink
+from ctxsim.pipeline.trace import build_trace
 
 
 class UsageError(Exception):
@@ -31,7 +34,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other bad input
         raise UsageError(message)
 
 
@@ -50,17 +53,8 @@ def build_parser(prog: str = "simulate") -> argparse.ArgumentParser:
     return p
 
 
-def _load_sessions(path: Path, raw: bytes) -> Sequence[Session]:
-    if TRANSCRIPT_LOADER is not None:
-        return TRANSCRIPT_LOADER(path, raw)
-    try:
-        # Imported lazily: the importers are pure too, but simulate on a scenario needs none.
-        from ctxsim import importers
-    except ImportError:
-        load_json_text(raw)  # an invalid JSON file gets the precise JSON error
-        raise ScenarioError("", "not a scenario (an object with a messages array and only "
-                                "scenario keys), and no transcript importer is available"
-                            ) from None
+def _load_sessions(path: Path) -> Sequence[Session]:
+    """The sessions of a file that is not a scenario, read by the transcript importers."""
     try:
         return importers.load(path).sessions
     except importers.TranscriptError as exc:
@@ -97,7 +91,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         rep = replay(sc.messages, profile, config, stages=sc.stages, tools=sc.tools,
                      response_schema=sc.response_schema)
         return rep, config
-    sessions = list(_load_sessions(path, raw))
+    sessions = list(_load_sessions(path))
     if not sessions:
         raise UsageError(f"{args.file}: no session found")
     if not 0 <= args.session < len(sessions):
@@ -152,4 +146,4 @@ if __name__ == "__main__":  # pragma: no cover
 
     raise SystemExit(main(sys.argv[1:], sys.stdout, sys.stderr))
 
-__all__ = ["TRANSCRIPT_LOADER", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
