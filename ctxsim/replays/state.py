@@ -120,16 +120,23 @@ def _plain_encode(name: str, value: Any) -> Pairs:
     return [(name, "" if value is None else str(value))]
 
 
+# The form's marker that the env fields were shown: with it, fields all left empty mean "no
+# variable set" (over a saved profile's values) rather than "not given". It travels beside the
+# value and is never part of it.
+ENV_MARKER = env_field("present")
+
+
 def _env_encode(name: str, value: Any) -> Pairs:
+    if not value:  # only the marker says "no variable" apart from "not given"
+        return [(ENV_MARKER, "1")]
     return [(env_field(k), v) for k, v in sorted(value.items())]
 
 
 def _env_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[bool, Any]:
-    # Every `env.*` field, `env.present` (the form's marker that the env fields were shown)
-    # included: it stays in the value, so it stays in the URL.
-    found = {var: query.get(k) for k in query if (var := env_var_of(k)) is not None}
+    found = {var: query.get(k) for k in query
+             if k != ENV_MARKER and (var := env_var_of(k)) is not None}
     values = {k: v for k, v in found.items() if v not in (None, "")}
-    return bool(values) or env_field("present") in query, values
+    return bool(values) or ENV_MARKER in query, values
 
 
 def _typed_encode(name: str, value: Any) -> Pairs:

@@ -27,6 +27,7 @@ def test_an_empty_optional_text_field_is_not_set(personas):
     assert errors == {}
     assert "anchor_text" not in settings.config
     assert settings.run_config().values["anchor_text"] is None
+    assert settings.run_config().values["env"] == {}
     typed, _ = settings_from_query(QueryDict("profile=chatcli&anchor_text=remember"),
                                    personas.team)
     assert typed.config["anchor_text"] == "remember"
@@ -40,6 +41,7 @@ def test_saving_the_form_as_submitted_stores_no_empty_anchor(personas, long_sess
     })
     saved = SavedProfile.objects.get(team=personas.team, name="tight")
     assert "anchor_text" not in saved.params
+    assert saved.params["env"] == {"CHATCLI_TOOL_RESULT_MAX_CHARS": "8000"}
 
 
 def test_a_profile_saved_with_an_empty_anchor_injects_nothing(personas):
@@ -47,10 +49,11 @@ def test_a_profile_saved_with_an_empty_anchor_injects_nothing(personas):
         team=personas.team, name="old", base="chatcli",
         stages=[["tool_cap", "dispatch"], ["microcompact", "persistent"],
                 ["pairing", "persistent"], ["budget", "outgoing"]],
-        params={"anchor_text": ""})
+        params={"anchor_text": "", "env": {"present": "1"}})
     settings, errors = settings_from_query({"profile": saved.ref}, personas.team)
     assert errors == {}
     assert settings.run_config().values["anchor_text"] is None
+    assert settings.run_config().values["env"] == {}
 
 
 def page_url(row, query: str = "") -> str:
@@ -61,7 +64,7 @@ def htmx(target: str) -> dict:
     return {"HX-Request": "true", "HX-Target": f"div#{target}"}
 
 
-STATE = "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=2500&env.present=1"
+STATE = "profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=2500"
 
 
 def test_the_stage_and_profile_forms_carry_the_thresholds_and_the_call(personas, long_session):
@@ -128,3 +131,47 @@ def test_compare_starts_from_the_session_pages_state(personas, long_session):
     other = client.get(f"{url}?{STATE}&a=aivax&b=none&call=5").content.decode()
     assert "with changed settings" not in other
     assert 'name="profile" value="aivax"' in other
+
+
+# The thresholds form of the chatcli profile as the browser submits it, nothing typed.
+UNTOUCHED_FORM = ("profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_BUDGET_CHARS="
+                  "&env.CHATCLI_TOOL_RESULT_MAX_CHARS=&loop_mode=agent&ccr=on&tool_caps="
+                  "&spill_dir=/tmp/chatcli-tool-results&anchor_text=&counter=cl100k_base")
+
+
+def test_export_leaves_out_only_real_parameters_the_format_cannot_carry(personas, long_session):
+    client = personas.client("viewer")
+    url = reverse("profile-export", args=[long_session.pk])
+    untouched = client.get(f"{url}?{UNTOUCHED_FORM}").content.decode()
+    assert 'id="export-chatcli"' in untouched
+    assert "Left out" not in untouched
+    changed = client.get(f"{url}?{UNTOUCHED_FORM.replace('agent', 'coder')}"
+                         "&env.CHATCLI_TOOL_RESULT_MAX_CHARS=9000").content.decode()
+    left_out = changed.split("Left out")[1].split("</ul>")[0]
+    assert "loop_mode" in left_out and "present" not in left_out
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS=9000" in changed
+
+
+def test_the_env_fields_marker_is_not_a_value(personas):
+    settings, _ = settings_from_query(QueryDict(UNTOUCHED_FORM), personas.team)
+    assert settings.config == {}
+    cleared, _ = settings_from_query(
+        QueryDict("profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS=9000"),
+        personas.team)
+    assert cleared.config["env"] == {"CHATCLI_TOOL_RESULT_MAX_CHARS": "9000"}
+    again, _ = settings_from_query(QueryDict(cleared.query()), personas.team)
+    assert again.config == cleared.config
+
+
+def test_clearing_every_env_field_of_a_saved_profile_stays_cleared(personas):
+    saved = SavedProfile.objects.create(
+        team=personas.team, name="tight", base="chatcli",
+        stages=[["tool_cap", "dispatch"], ["microcompact", "persistent"],
+                ["pairing", "persistent"], ["budget", "outgoing"]],
+        params={"env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "8000"}})
+    cleared, _ = settings_from_query(
+        QueryDict(f"profile={saved.ref}&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS="),
+        personas.team)
+    assert cleared.config == {"env": {}}
+    again, _ = settings_from_query(QueryDict(cleared.query()), personas.team)
+    assert again.run_config().values["env"] == {}
