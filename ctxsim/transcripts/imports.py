@@ -36,11 +36,13 @@ def import_transcript(
     format: str | None = None,
     source_name: str = "",
     before_save: Callable[[], None] | None = None,
+    source_sha256: str = "",
 ) -> ImportOutcome:
     """Parse `source` and store every session it yields; raises TranscriptError on bad input.
 
     `before_save` is called between parsing and the write transaction (a background job uses
-    it to say it is saving).
+    it to say it is saving); `source_sha256` (of the file's bytes) is kept with the sessions,
+    so an upload of the same bytes is recognised.
     """
     parsed = importers.load(
         source, format=format or None, max_bytes=settings.CTXSIM_MAX_UPLOAD_BYTES
@@ -50,7 +52,8 @@ def import_transcript(
     if before_save is not None:
         before_save()
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
-    rows = save_sessions(parsed.sessions, team=team, user=user, source_name=name)
+    rows = save_sessions(parsed.sessions, team=team, user=user, source_name=name,
+                         source_sha256=source_sha256)
     # The rows are committed; receivers (the reviews app's activity list) never fail the import.
     sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
     return ImportOutcome(sessions=rows, format=parsed.format, warnings=list(parsed.warnings))

@@ -14,6 +14,7 @@ of them.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,10 +37,10 @@ from ctxsim.transcripts.signals import session_deleting
 from ctxsim.transcripts.tasks import run_import, run_import_job
 
 __all__ = [
-    "FileResult", "SessionFilters", "delete_session", "enqueue", "fail_stuck_jobs",
-    "import_timeout", "import_uploads", "jobs_to_show", "list_sessions", "queue_import",
-    "requeue", "run_import_job", "session_totals", "size_error", "size_limit_text",
-    "team_formats",
+    "FileResult", "SessionFilters", "already_imported", "delete_session", "discard_kept",
+    "enqueue", "fail_stuck_jobs", "import_kept", "import_timeout", "import_uploads",
+    "jobs_to_show", "list_sessions", "queue_import", "requeue", "run_import_job",
+    "session_totals", "size_error", "size_limit_text", "team_formats",
 ]
 
 
@@ -108,6 +109,11 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     error: str = ""
     job: ImportJob | None = None
+    sha256: str = ""
+    # The same bytes are already in the team: that session, and the copy kept (in the default
+    # storage) in case the user imports them again anyway.
+    duplicate: Session | None = None
+    kept: str = ""
 
     @property
     def totals(self) -> dict[str, int]:
@@ -139,10 +145,27 @@ def size_error(size: int) -> str:
     return ""
 
 
+def upload_sha256(upload: UploadedFile) -> str:
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def already_imported(team: Team, sha256: str) -> Session | None:
+    """The team's first top-level session imported from a file with these bytes."""
+    if not sha256:
+        return None
+    return (Session.objects.filter(team=team, source_sha256=sha256, parent__isnull=True)
+            .order_by("pk").first())
+
+
 def import_uploads(
     files: Sequence[UploadedFile], *, team: Team, user, format: str = ""
 ) -> list[FileResult]:
-    """Import each file: small ones now, large ones by the worker; one result per file."""
+    """Import each file: small ones now, large ones by the worker; one result per file. A
+    file whose bytes the team already holds is not imported: its result names the session,
+    and a copy is kept for `import_kept` ("import again")."""
     results = []
     for upload in files:
         name = upload.name or "upload"
@@ -151,19 +174,53 @@ def import_uploads(
         if result.error:
             results.append(result)
             continue
-        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
-            result.job = queue_import(upload, team=team, user=user, format=format)
+        try:
+            result.sha256 = upload_sha256(upload)
+        except OSError as error:
+            result.error = f"the upload cannot be read ({error.strerror or error})"
+            results.append(result)
+            continue
+        result.duplicate = already_imported(team, result.sha256)
+        if result.duplicate is not None:
+            result.kept = _store_upload(upload)
+        elif result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+            result.job = queue_import(upload, team=team, user=user, format=format,
+                                      sha256=result.sha256)
         else:
-            _import_now(upload, result, team=team, user=user, format=format)
+            upload.open("rb")
+            _import_now(upload.file, result, team=team, user=user, format=format)
         results.append(result)
     return results
 
 
-def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format: str) -> None:
+def import_kept(kept: str, *, name: str, size: int, sha256: str, team: Team, user,
+                format: str = "") -> FileResult:
+    """Import a copy kept by `import_uploads` (the user chose "import again"): now, or by the
+    worker when large (the job then owns the copy). Returns the file's result."""
+    result = FileResult(name=name, size=size, sha256=sha256)
+    if size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+        result.job = _create_job(kept, team=team, user=user, name=name, size=size,
+                                 format=format, sha256=sha256)
+        return result
     try:
-        upload.open("rb")
+        with default_storage.open(kept, "rb") as handle:
+            _import_now(handle, result, team=team, user=user, format=format)
+    except OSError as error:
+        result.error = f"the kept copy cannot be read ({error.strerror or error})"
+    discard_kept(kept)
+    return result
+
+
+def discard_kept(kept: str) -> None:
+    if kept and default_storage.exists(kept):
+        default_storage.delete(kept)
+
+
+def _import_now(source, result: FileResult, *, team, user, format: str) -> None:
+    try:
         outcome = import_transcript(
-            upload.file, team=team, user=user, format=format or None, source_name=result.name
+            source, team=team, user=user, format=format or None, source_name=result.name,
+            source_sha256=result.sha256,
         )
     except TranscriptError as error:
         result.error = str(error)
@@ -180,17 +237,29 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
 # -- background imports ------------------------------------------------------------------------
 
 
-def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") -> ImportJob:
-    """Store the upload, create its job and enqueue the worker task."""
+def _store_upload(upload: UploadedFile) -> str:
     # The stored name never contains the user's file name: it is untrusted and only displayed.
-    stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
+    return default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
+
+
+def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "",
+                 sha256: str = "") -> ImportJob:
+    """Store the upload, create its job and enqueue the worker task."""
+    return _create_job(_store_upload(upload), team=team, user=user,
+                       name=upload.name or "upload", size=upload.size or 0, format=format,
+                       sha256=sha256)
+
+
+def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: str,
+                sha256: str) -> ImportJob:
     job = ImportJob.objects.create(
         team=team,
         user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=(upload.name or "upload")[:500],
-        size=upload.size or 0,
+        file_name=name[:500],
+        size=size,
         stored_name=stored,
         format=format,
+        sha256=sha256,
     )
     enqueue(job)
     return job
