@@ -16,6 +16,8 @@ from typing import Any
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
+from ctxsim.replays.templatetags.numbers import grouped
+
 _SPECIAL = re.compile(r"[&<>\"']")
 
 
@@ -37,19 +39,19 @@ def diff_html(d: Mapping[str, Any], element_id: str = "") -> str:
     id_attr = f' id="{element_id}"' if element_id else ""
     parts = [f'<div class="diff"{id_attr}>']
     if d["prefix_hidden"]:
-        parts.append(f'<span class="skip">… {d["prefix_hidden"]} bytes unchanged …</span>')
+        parts.append(f'<span class="skip">… {grouped(d["prefix_hidden"])} bytes unchanged …</span>')
     parts.append(f'<span class="same">{escape(d["prefix"])}</span>')
     if d["removed_bytes"]:
-        more = (f' … [{d["removed_bytes"]} bytes removed in all]'
+        more = (f' … [{grouped(d["removed_bytes"])} bytes removed in all]'
                 if d["removed_bytes"] > 400 else "")
-        parts.append(f'<del title="{d["removed_bytes"]} bytes removed">'
+        parts.append(f'<del title="{grouped(d["removed_bytes"])} bytes removed">'
                      f'{escape(d["removed"])}{more}</del>')
     parts.append(f"<ins>{escape(d['added'])}</ins>")
     if d["added_hidden"]:
-        parts.append(f'<span class="skip">… {d["added_hidden"]} more bytes …</span>')
+        parts.append(f'<span class="skip">… {grouped(d["added_hidden"])} more bytes …</span>')
     parts.append(f'<span class="same">{escape(d["suffix"])}</span>')
     if d["suffix_hidden"]:
-        parts.append(f'<span class="skip">… {d["suffix_hidden"]} bytes unchanged</span>')
+        parts.append(f'<span class="skip">… {grouped(d["suffix_hidden"])} bytes unchanged</span>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -82,16 +84,16 @@ def render_rows(
             code = f" {escape(m.error_code)}" if m.error_code else ""
             head.append(f'<span class="badge bad">error{code}</span>')
         tokens = row.tokens or row.raw_tokens
-        raw_note = (f" <small>(raw {row.raw_tokens})</small>"
+        raw_note = (f" <small>(raw {grouped(row.raw_tokens)})</small>"
                     if row.status in ("rewritten", "spilled") else "")
-        head.append(f'<span class="tokens">{tokens} tok{raw_note}</span>')
+        head.append(f'<span class="tokens">{grouped(tokens)} tok{raw_note}</span>')
         parts = [f'<li class="msg status-{row.status} role-{escape(m.role)}" id="{anchor}" '
                  f'data-origin="{"" if m.origin is None else m.origin}">',
                  f'<div class="msg-head">{"".join(head)}</div>']
         if row.spill is not None:
             url = f"{spill_url}{row.spill.pk}/"
             parts.append(f'<p class="spill-link">Spilled to <a href="{url}">'
-                         f"{escape(row.spill.path)}</a> ({row.spill.size} bytes)</p>")
+                         f"{escape(row.spill.path)}</a> ({grouped(row.spill.size)} bytes)</p>")
         if "diff" in e:
             parts.append(diff_html(e["diff"]))
         else:
@@ -102,7 +104,7 @@ def render_rows(
                              f'it was. <a class="show-diff" href="{url}" hx-get="{url}" '
                              f'hx-target="#{body_id}" hx-swap="outerHTML">show the change</a>'
                              f'</p>')
-            hidden = (f'<span class="skip">… {e["hidden"]} more bytes</span>'
+            hidden = (f'<span class="skip">… {grouped(e["hidden"])} more bytes</span>'
                       if e["hidden"] else "")
             parts.append(f'<pre class="body" id="{body_id}">{escape(e["text"])}{hidden}</pre>')
             if e["hidden"]:
