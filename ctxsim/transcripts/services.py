@@ -39,7 +39,7 @@ from ctxsim.transcripts.tasks import run_import, run_import_job
 __all__ = [
     "FileResult", "SessionFilters", "already_imported", "delete_session", "discard_kept",
     "enqueue", "fail_stuck_jobs", "import_kept", "import_timeout", "import_uploads",
-    "jobs_to_show", "list_sessions", "queue_import", "requeue", "run_import_job",
+    "jobs_to_show", "list_sessions", "queue_import", "rename_session", "requeue", "run_import_job",
     "session_totals", "size_error", "size_limit_text", "team_formats",
 ]
 
@@ -348,6 +348,21 @@ def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[
         .exclude(pk__in=just_queued)
         .select_related("user")[:30]
     )
+
+
+TITLE_MAX = Session._meta.get_field("title").max_length
+
+
+def rename_session(session: Session, title: str) -> str:
+    """Give the session this title (spaces around it dropped); returns "" or why not."""
+    title = " ".join(title.split())
+    if not title:
+        return "a title cannot be empty"
+    if len(title) > TITLE_MAX:
+        return f"a title has {TITLE_MAX} characters at most"
+    session.title = title
+    session.save(update_fields=["title"])
+    return ""
 
 
 def delete_session(session: Session) -> None:

@@ -12,5 +12,6 @@ urlpatterns = [
     path("uploads/jobs/<int:job_id>/", views.import_job, name="import-job"),
     path("uploads/jobs/<int:job_id>/requeue/", views.requeue_job, name="import-job-requeue"),
     path("sessions/<int:session_id>/delete/", views.session_delete, name="session-delete"),
+    path("sessions/<int:session_id>/rename/", views.session_rename, name="session-rename"),
     path("search/", views.search_contents, name="search"),
 ]

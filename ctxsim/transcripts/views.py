@@ -6,9 +6,12 @@ fetched through `get_scoped`, so outsiders get 404 and read-only members get 403
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxsim.htmx import render_page_or_partial
@@ -138,6 +141,18 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     services.delete_session(session)
     messages.success(request, f"Deleted “{title}”.")
     return redirect("home")
+
+
+@require_POST
+def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Owners give a session a title of their own; back to the page in the state it was in."""
+    session, _ = get_scoped(Session.objects.all(), request.user, "manage", pk=session_id)
+    problem = services.rename_session(session, request.POST.get("title", ""))
+    if problem:
+        messages.error(request, f"Not renamed: {problem}.")
+    # Only the query of the page comes back, re-encoded: never a place of the user's choosing.
+    state = urlencode(parse_qsl(request.POST.get("state", ""), keep_blank_values=True))
+    return redirect(f"{reverse('session-detail', args=[session.pk])}?{state}")
 
 
 @require_GET

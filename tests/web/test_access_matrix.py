@@ -91,6 +91,8 @@ RULES: dict[str, dict[str, dict]] = {
     "import-job-requeue": {"GET": POST_ONLY, "POST": write(302)},
     # owners delete sessions
     "session-delete": {"GET": POST_ONLY, "POST": manage(302)},
+    # owners rename sessions (an empty title is answered with a message, as a redirect)
+    "session-rename": {"GET": POST_ONLY, "POST": manage(302)},
     # the session page and what hangs off it: reading only
     "session-detail": {"GET": READ, "POST": GET_ONLY},
     "session-message": {"GET": READ, "POST": GET_ONLY},
