@@ -175,3 +175,16 @@ def test_clearing_every_env_field_of_a_saved_profile_stays_cleared(personas):
     assert cleared.config == {"env": {}}
     again, _ = settings_from_query(QueryDict(cleared.query()), personas.team)
     assert again.run_config().values["env"] == {}
+
+
+def test_every_optional_text_parameter_reads_an_empty_field_as_not_set(personas):
+    from ctxsim.pipeline.params import PARAMS
+    from ctxsim.replays.state import codec_of
+
+    optional = [p for p in PARAMS.values() if p.default is None and p.kind in (
+        "string", "optional-string")]
+    assert {p.name for p in optional} >= {"anchor_text"}
+    for spec in optional:
+        assert spec.kind == "optional-string", spec.name
+        present, value = codec_of(spec).decode(spec.name, {spec.name: ""}, {})
+        assert present and value is None
