@@ -56,6 +56,25 @@ def diff_html(d: Mapping[str, Any], element_id: str = "") -> str:
     return "".join(parts)
 
 
+def row_tools(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tool names a call-view row is about: the tool it answers, the tools it calls."""
+    names = [entry["row"].tool_name] if entry["row"].tool_name else []
+    names += [call.name for call in entry["calls"]]
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def show_all_link(url: str, element_id: str, *, more: bool, oob: bool = False) -> SafeString:
+    """The toggle under a collapsed body: "show all" loads the whole text, "show less" the
+    collapsed one again (each response swaps the link for the other, out of band)."""
+    url = escape(url)
+    body = element_id.replace("toggle-", "body-", 1)
+    swap = ' hx-swap-oob="true"' if oob else ""
+    label = "show all" if more else "show less"
+    return mark_safe(  # noqa: S308 - the URL is escaped, the rest is ours
+        f'<a class="show-all" id="{element_id}" href="{url}" hx-get="{url}" '
+        f'hx-target="#{body}" hx-swap="outerHTML"{swap}>{label}</a>')
+
+
 def render_rows(
     entries: Sequence[Mapping[str, Any]],
     *,
@@ -87,8 +106,10 @@ def render_rows(
         raw_note = (f" <small>(raw {grouped(row.raw_tokens)})</small>"
                     if row.status in ("rewritten", "spilled") else "")
         head.append(f'<span class="tokens">{grouped(tokens)} tok{raw_note}</span>')
+        tools = " ".join("_".join(name.split()) for name in row_tools(e))
         parts = [f'<li class="msg status-{row.status} role-{escape(m.role)}" id="{anchor}" '
-                 f'data-origin="{"" if m.origin is None else m.origin}">',
+                 f'data-origin="{"" if m.origin is None else m.origin}" '
+                 f'data-tools="{escape(tools)}">',
                  f'<div class="msg-head">{"".join(head)}</div>']
         if row.spill is not None:
             url = f"{spill_url}{row.spill.pk}/"
@@ -108,9 +129,8 @@ def render_rows(
                       if e["hidden"] else "")
             parts.append(f'<pre class="body" id="{body_id}">{escape(e["text"])}{hidden}</pre>')
             if e["hidden"]:
-                url = escape(f"{body_url}?{query}&call={call_index}&row={index}")
-                parts.append(f'<a class="show-all" href="{url}" hx-get="{url}" '
-                             f'hx-target="#{body_id}" hx-swap="outerHTML">show all</a>')
+                parts.append(show_all_link(f"{body_url}?{query}&call={call_index}&row={index}",
+                                           f"toggle-{call_index}-{index}", more=True))
         for call in e["calls"]:
             args = call.arguments if len(call.arguments) <= 400 else call.arguments[:399] + "…"
             parts.append(f'<div class="toolcall"><span class="tool">{escape(call.name)}</span> '

@@ -20,7 +20,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, page, profiles, services, spills
-from ctxsim.replays.message_list import diff_html, join_rows
+from ctxsim.replays.message_list import diff_html, join_rows, show_all_link
 from ctxsim.replays.models import SpilledFile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
@@ -57,7 +57,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
-        push_url(response, url + settings.query(call))
+        push_url(response, url + settings.query(call) + context["view_query"])
     return response
 
 
@@ -71,7 +71,9 @@ def _run_and_call(request: HttpRequest, session, settings):
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
-    given = sorted(parse_qsl(request.GET.urlencode(), keep_blank_values=True))
+    # The call view's filter is view state beside the replay's: it stays as given.
+    given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
+                   if k not in page.CallFilter.FIELDS)
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -107,9 +109,12 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
     pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
-    messages_html = join_rows(
-        pack.rows, _comment_boxes(request, session, call, pack.rows, review)
-    )
+    view = page.CallFilter.from_query(request.GET)
+    found = None
+    if view.q:
+        found = page.search_rows(services.call_detail(session, settings, run, call), view.q)
+    shown = page.filtered_rows(pack, view, found) if view.active else pack.rows
+    messages_html = join_rows(shown, _comment_boxes(request, session, call, shown, review))
     return {
         **review,
         "session": session,
@@ -135,6 +140,15 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "previous": previous,
         "next": following,
         "messages_html": messages_html,
+        "view": view,
+        "view_query": f"&{urlencode(view.pairs())}" if view.active else "",
+        "shown": len(shown),
+        "first_of": (first := pack.first_of({index for index, _o, _h in shown})),
+        "badges": [{"status": status, "n": n, "first": first.get(status)}
+                   for status, n in pack.counts.items() if n],
+        "call_tools": pack.tools(),
+        "roles": ("system", "user", "assistant", "tool"),
+        "jump_statuses": ("rewritten", "spilled"),
         "counts": pack.counts,
         "reports": pack.reports,
         "facts": page.session_facts(session),
@@ -158,8 +172,19 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
         # The change of a message rewritten before this call (its row shows the sent text).
         diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
         return HttpResponse(diff_html(page.diff_entry(diff), f"body-{call}-{position}"))
-    return render(request, "replays/message_body.html",
-                  {"text": row.message.text, "call_index": call, "index": int(position)})
+    # "show all" and "show less" swap the body and, out of band, the link for the other one.
+    head = request.GET.get("part") == "head"
+    quiet = row.status == "unchanged" or row.carried
+    text, hidden = analysis.display(row.message.content, (
+        page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES) if head else None)
+    others = request.GET.copy()
+    others.pop("part", None)
+    toggle_url = f"{request.path}?{others.urlencode()}" + ("" if head else "&part=head")
+    return render(request, "replays/message_body.html", {
+        "text": text, "hidden": hidden, "full": not head, "call_index": call,
+        "index": int(position),
+        "toggle": show_all_link(toggle_url, f"toggle-{call}-{position}", more=head, oob=True),
+    })
 
 
 @require_safe
