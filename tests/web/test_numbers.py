@@ -56,3 +56,19 @@ def test_the_activity_page_has_one_activity_heading(personas, long_session):
     html = personas.client("viewer").get(
         reverse("session-activity", args=[long_session.pk])).content.decode()
     assert len(re.findall(r"<h[12][^>]*>Activity</h[12]>", html)) == 1
+
+
+def test_stage_reports_and_notes_group_their_numbers_but_not_names_or_settings(
+    personas, long_session
+):
+    from ctxsim.replays.templatetags.numbers import group_numbers
+
+    html = personas.client("viewer").get(
+        reverse("session-detail", args=[long_session.pk]) + "?profile=chatcli&call=20"
+    ).content.decode()
+    reports = html.split('<ul class="reports">')[1].split("</ul>")[0]
+    assert re.search(r"\(\d{1,3}(,\d{3})+ → \d{1,3}(,\d{3})+ bytes\)", reports), reports
+    assert group_numbers("CHATCLI_TOOL_RESULT_MAX_CHARS=20000 over 20000 bytes, "
+                         "file budget_call_12345.txt, v1.188.0, -1234") == (
+        "CHATCLI_TOOL_RESULT_MAX_CHARS=20000 over 20,000 bytes, "
+        "file budget_call_12345.txt, v1.188.0, -1,234")

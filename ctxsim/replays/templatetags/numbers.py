@@ -1,11 +1,13 @@
 """Numbers as people read them: `num` groups thousands (45,783), `magnitude` drops the sign so
-a template can say "55 tokens added" instead of "−55 tokens saved".
+a template can say "55 tokens added" instead of "−55 tokens saved", `numbers_in` groups the
+numbers of a sentence (stage reports, notes).
 
 `grouped` is the same formatting for HTML built in Python (the call view's rows).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
@@ -20,6 +22,17 @@ def grouped(value: Any) -> str:
     return f"{value:,}"
 
 
+# A whole number of four digits or more standing on its own: not part of a name, a path, a
+# version or a setting (`X=20000`), which keep their digits as written.
+_NUMBER = re.compile(r"(?<![\w.=/:@+-])(-?)(\d{4,})(?![\w.=/:@+]|-\d)(?!\.\d)")
+
+
+def group_numbers(text: str) -> str:
+    """Prose with its standalone numbers grouped ("558346 → 266151 bytes" reads
+    "558,346 → 266,151 bytes")."""
+    return _NUMBER.sub(lambda m: m.group(1) + f"{int(m.group(2)):,}", text)
+
+
 @register.filter
 def num(value: Any) -> str:
     return grouped(value)
@@ -28,3 +41,9 @@ def num(value: Any) -> str:
 @register.filter
 def magnitude(value: Any) -> Any:
     return abs(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+@register.filter
+def numbers_in(value: Any) -> Any:
+    """`group_numbers` for a text (autoescaping still applies to the result)."""
+    return group_numbers(value) if isinstance(value, str) else value
