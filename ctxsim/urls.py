@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("ctxsim.replays.urls")),
     path("", include("ctxsim.analysis.urls")),
     path("", include("ctxsim.reviews.urls")),
+    path("", include("ctxsim.api.urls")),
 ]

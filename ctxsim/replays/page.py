@@ -12,7 +12,7 @@ from typing import Any
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
-from ctxsim.replays import analysis, services
+from ctxsim.replays import analysis, recorded, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows, row_tools
 from ctxsim.replays.models import ReplayRun
@@ -334,6 +334,8 @@ class CallPack:
 
     def tools(self) -> list[str]:
         return sorted({name for *_, names in self.marks for name in names})
+    # The call's recorded request beside what is sent (claude-code-requests sessions).
+    recorded: dict[str, Any] | None = None
 
 
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
@@ -357,6 +359,7 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             rows=render_rows(entries, session_id=session.pk, call_index=index, query=query),
             marks=[(e["index"], e["row"].status, e["row"].message.role, row_tools(e))
                    for e in entries],
+            recorded=recorded.compare(session.meta, detail.call, index),
         )
 
     return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)

@@ -30,11 +30,11 @@ from django.utils import timezone
 
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
-from ctxsim.transcripts import search
+from ctxsim.transcripts import bundles, redaction, search
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
-from ctxsim.transcripts.tasks import run_import, run_import_job
+from ctxsim.transcripts.tasks import ProgressStream, run_import, run_import_job
 
 __all__ = [
     "FileResult", "SessionFilters", "already_imported", "delete_session", "discard_kept",
@@ -109,11 +109,13 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     error: str = ""
     job: ImportJob | None = None
+    redactions: dict[str, int] = field(default_factory=dict)
     sha256: str = ""
     # The same bytes are already in the team: that session, and the copy kept (in the default
-    # storage) in case the user imports them again anyway.
+    # storage, redacted as a background upload is) in case the user imports them again anyway.
     duplicate: Session | None = None
     kept: str = ""
+    kept_redactions: dict[str, int] = field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -163,10 +165,20 @@ def already_imported(team: Team, sha256: str) -> Session | None:
 def import_uploads(
     files: Sequence[UploadedFile], *, team: Team, user, format: str = ""
 ) -> list[FileResult]:
-    """Import each file: small ones now, large ones by the worker; one result per file. A
-    file whose bytes the team already holds is not imported: its result names the session,
-    and a copy is kept for `import_kept` ("import again")."""
+    """Import each file: small ones now, large ones by the worker; one result per file.
+
+    Claude Code's request-body files uploaded together are imported as one archive. A file
+    whose bytes the team already holds is not imported: its result names the session, and a
+    copy is kept for `import_kept` ("import again"; none for an archive of a team that
+    redacts, which cannot be stored redacted)."""
     results = []
+    if bundles.is_request_bundle(files):
+        packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES)
+        if packed is None:
+            total = sum(f.size or 0 for f in files)
+            return [FileResult(name="claude-code-requests.zip", size=total,
+                               error=size_error(total))]
+        files = [packed]
     for upload in files:
         name = upload.name or "upload"
         result = FileResult(name=name, size=upload.size or 0)
@@ -182,8 +194,9 @@ def import_uploads(
             continue
         result.duplicate = already_imported(team, result.sha256)
         if result.duplicate is not None:
-            result.kept = _store_upload(upload)
-        elif result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+            if not (_archive(upload) and getattr(team, "redact_secrets", True)):
+                result.kept, result.kept_redactions = _store_upload(upload, team)
+        elif result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not _archive(upload):
             result.job = queue_import(upload, team=team, user=user, format=format,
                                       sha256=result.sha256)
         else:
@@ -194,17 +207,21 @@ def import_uploads(
 
 
 def import_kept(kept: str, *, name: str, size: int, sha256: str, team: Team, user,
-                format: str = "") -> FileResult:
+                format: str = "", redactions: dict[str, int] | None = None) -> FileResult:
     """Import a copy kept by `import_uploads` (the user chose "import again"): now, or by the
     worker when large (the job then owns the copy). Returns the file's result."""
     result = FileResult(name=name, size=size, sha256=sha256)
     if size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
         result.job = _create_job(kept, team=team, user=user, name=name, size=size,
-                                 format=format, sha256=sha256)
+                                 format=format, sha256=sha256, redactions=redactions or {})
         return result
     try:
         with default_storage.open(kept, "rb") as handle:
-            _import_now(handle, result, team=team, user=user, format=format)
+            # Read as the worker reads a stored upload: handed the storage's File object
+            # itself, the importers took one JSON transcript for two JSON Lines sessions.
+            stream = ProgressStream(handle, size, lambda _percent: None)
+            _import_now(stream, result, team=team, user=user, format=format,
+                        redactions=redactions)
     except OSError as error:
         result.error = f"the kept copy cannot be read ({error.strerror or error})"
     discard_kept(kept)
@@ -216,11 +233,21 @@ def discard_kept(kept: str) -> None:
         default_storage.delete(kept)
 
 
-def _import_now(source, result: FileResult, *, team, user, format: str) -> None:
+def _archive(upload: UploadedFile) -> bool:
+    # An archive cannot be redacted line by line before it is stored: it is imported now.
+    try:
+        upload.open("rb")
+        return redaction.is_archive(upload.file)
+    except OSError:
+        return False
+
+
+def _import_now(source, result: FileResult, *, team, user, format: str,
+                redactions: dict[str, int] | None = None) -> None:
     try:
         outcome = import_transcript(
             source, team=team, user=user, format=format or None, source_name=result.name,
-            source_sha256=result.sha256,
+            source_sha256=result.sha256, redactions=redactions,
         )
     except TranscriptError as error:
         result.error = str(error)
@@ -232,30 +259,45 @@ def _import_now(source, result: FileResult, *, team, user, format: str) -> None:
     result.sessions = list(outcome.sessions)
     result.format = outcome.format
     result.warnings = outcome.warnings
+    result.redactions = outcome.redactions
 
 
 # -- background imports ------------------------------------------------------------------------
 
 
-def _store_upload(upload: UploadedFile) -> str:
+def _store_upload(upload: UploadedFile, team: Team) -> tuple[str, dict[str, int]]:
+    """Store an upload (its secrets replaced first when the team redacts); returns the stored
+    name and what was replaced."""
+    counts: dict[str, int] = {}
+    content = upload
+    if getattr(team, "redact_secrets", True):
+        upload.open("rb")
+        content, counts = redaction.redacted_copy(upload.file)
     # The stored name never contains the user's file name: it is untrusted and only displayed.
-    return default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
+    try:
+        stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", content)
+    finally:
+        if content is not upload:
+            content.close()
+    return stored, counts
 
 
 def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "",
                  sha256: str = "") -> ImportJob:
-    """Store the upload, create its job and enqueue the worker task."""
-    return _create_job(_store_upload(upload), team=team, user=user,
-                       name=upload.name or "upload", size=upload.size or 0, format=format,
-                       sha256=sha256)
+    """Store the upload (its secrets replaced first when the team redacts), create its job and
+    enqueue the worker task."""
+    stored, counts = _store_upload(upload, team)
+    return _create_job(stored, team=team, user=user, name=upload.name or "upload",
+                       size=upload.size or 0, format=format, sha256=sha256, redactions=counts)
 
 
 def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: str,
-                sha256: str) -> ImportJob:
+                sha256: str, redactions: dict[str, int]) -> ImportJob:
     job = ImportJob.objects.create(
+        redactions=redactions,
         team=team,
         user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=name[:500],
+        file_name=redaction.displayed_name(name, team)[:500],
         size=size,
         stored_name=stored,
         format=format,

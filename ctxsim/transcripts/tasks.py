@@ -134,6 +134,7 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
                 source_name=job.file_name,
                 before_save=reporter_saving,
                 source_sha256=job.sha256,
+                redactions=job.redactions,  # replaced before the upload was stored
             )
     except TranscriptError as error:
         return _finish(job, ImportJob.Status.FAILED, str(error))

@@ -39,7 +39,8 @@ def _record(r: services.FileResult) -> dict[str, Any]:
         "sessions": [s.pk for s in r.sessions],
         "job": r.job.pk if r.job is not None else None,
         "duplicate": r.duplicate.pk if r.duplicate is not None else None,
-        "kept": r.kept,
+        "kept": r.kept, "kept_redactions": dict(r.kept_redactions),
+        "redactions": dict(r.redactions),
     }
 
 
@@ -67,6 +68,7 @@ def load(session, token: str) -> list[services.FileResult] | None:
         result = services.FileResult(
             name=f["name"], size=f["size"], format=f["format"], error=f["error"],
             warnings=f["warnings"], sha256=f["sha256"], kept=f["kept"],
+            redactions=f.get("redactions", {}),
             sessions=[sessions[pk] for pk in f["sessions"] if pk in sessions],
             job=jobs.get(f["job"]), duplicate=sessions.get(f["duplicate"]),
         )

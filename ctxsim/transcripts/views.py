@@ -108,7 +108,8 @@ def upload_again(request: HttpRequest, batch: str, index: int) -> HttpResponse:
         raise Http404("That file was imported again already, or is not kept any more.")
     result = services.import_kept(kept["kept"], name=kept["name"], size=kept["size"],
                                   sha256=kept["sha256"], team=membership.team,
-                                  user=request.user, format=kept["format"])
+                                  user=request.user, format=kept["format"],
+                                  redactions=kept.get("kept_redactions"))
     again = upload_results.store(request.session, membership.team, [result], kept["format"])
     return redirect("upload-results", batch=again)
 

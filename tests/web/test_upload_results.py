@@ -102,3 +102,20 @@ def test_someone_elses_results_are_not_found(personas):
         reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(2))]})
     url = response["Location"]
     assert personas.client("reviewer").get(url).status_code == 404
+
+
+def test_the_copy_kept_for_import_again_holds_no_secret(personas, settings, tmp_path):
+    from tests.web.test_redaction import leaks_in_media, planted_transcript
+
+    client = personas.client("owner")
+    client.post(reverse("upload"), {"files": [upload("deploy.json", planted_transcript())]})
+    per_file = top_level().count()
+    body = client.post(reverse("upload"), {"files": [upload("deploy.json", planted_transcript())]},
+                       follow=True).content.decode()
+    assert top_level().count() == per_file
+    assert "already imported as" in body and 'class="import-again"' in body
+    assert leaks_in_media(tmp_path / "media") == []
+    action = body.split('class="import-again"')[1].split('action="')[1].split('"')[0]
+    client.post(action)
+    assert top_level().count() == 2 * per_file
+    assert all(s.meta.get("redactions") for s in top_level())

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('transcripts', '0004_search_index'),
+        ('transcripts', '0005_importjob_redactions'),
     ]
 
     operations = [
