@@ -114,7 +114,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 5
+CALL_PACK_VERSION = 6
 CALL_PACK_SECONDS = 24 * 3600
 
 

@@ -34,6 +34,7 @@ HEAD = 2
 TAIL = 3
 FOLD_MIN = 4  # a shorter run of quiet rows is shown rather than folded
 FOLD_PAGE = 200
+CARRIED_SHOWN = 150  # rows changed at earlier calls shown while a call has at most this many
 # Savings that are no stage's of this call (see `analysis.CARRIED`), by their summary key.
 SAVING_LABELS = {analysis.CARRIED: "Persistent stages at earlier calls"}
 
@@ -383,13 +384,22 @@ def changed_here(row: analysis.MessageRow) -> bool:
     return row.status != "unchanged" and not row.carried
 
 
+def _not_unchanged(row: analysis.MessageRow) -> bool:
+    return row.status != "unchanged"
+
+
 def shown_positions(rows: Sequence[analysis.MessageRow], keep: Iterable[int] = ()) -> list[bool]:
-    """Which rows the call view renders: the changed ones with their window, the head and tail,
-    `keep` (e.g. commented messages), and every run of quiet rows shorter than FOLD_MIN."""
+    """Which rows the call view renders: the changed ones with their window (and those changed
+    at earlier calls, up to CARRIED_SHOWN of them), the head and tail, `keep` (e.g. commented
+    messages), and every run of quiet rows shorter than FOLD_MIN."""
     n = len(rows)
     shown = [False] * n
+    # Rows rewritten or removed at earlier calls are shown too while a call has few of them;
+    # a late call of a long session carries thousands (stubs, spills), and those fold.
+    carried = sum(1 for row in rows if row.status != "unchanged" and row.carried)
+    visible = changed_here if carried > CARRIED_SHOWN else _not_unchanged
     for i, row in enumerate(rows):
-        if changed_here(row):
+        if visible(row):
             for j in range(max(0, i - WINDOW), min(n, i + WINDOW + 1)):
                 shown[j] = True
     for j in [*range(min(HEAD, n)), *range(max(0, n - TAIL), n), *keep]:

@@ -33,8 +33,10 @@ def _folds(html: str) -> list[tuple[int, int, str]]:
 
 
 @pytest.fixture
-def late(personas, long_session):
-    """The long session's last call under chatcli: dozens of rows, most of them unchanged."""
+def late(personas, long_session, monkeypatch):
+    """The long session's last call under chatcli: dozens of rows, most of them unchanged,
+    its rows rewritten at earlier calls folded as a long session's are."""
+    monkeypatch.setattr(page, "CARRIED_SHOWN", 0)
     settings = ReplaySettings()
     run = services.summary_for(long_session, settings)
     call = len(run.calls) - 1
@@ -112,6 +114,22 @@ def test_a_commented_message_inside_a_fold_is_shown_with_its_comment(personas, l
     assert "look here" in html
     folded = {i for a, b, _ in _folds(html) for i in range(a, b)}
     assert pack.origins.index(origin) not in folded
+
+
+def test_rows_changed_at_earlier_calls_are_shown_while_a_call_has_few():
+    from ctxsim.pipeline.messages import Message
+    from ctxsim.replays.analysis import MessageRow
+
+    rows = [MessageRow("unchanged", Message.of("user", "x"), None, 0) for _ in range(40)]
+    for i in (10, 20, 30):
+        rows[i] = MessageRow("rewritten", Message.of("tool", "stub"), None, 0, carried=True)
+    few = page.shown_positions(rows)
+    assert few[10] and few[20] and few[30]
+    import unittest.mock
+
+    with unittest.mock.patch.object(page, "CARRIED_SHOWN", 2):
+        many = page.shown_positions(rows)
+    assert not (many[10] or many[20] or many[30])
 
 
 def test_unchanged_runs_shorter_than_the_minimum_are_shown_not_folded():
