@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
@@ -351,15 +352,31 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
 
 
 def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
-                        call: int) -> dict[str, Any]:
-    """The "recorded vs simulated compactions" list and what the agent recorded at `call`."""
+                        call: int, numbers: str = "calibrated") -> dict[str, Any]:
+    """The "recorded vs simulated compactions" list and what the agent recorded at `call`.
+
+    ctxsim's estimates at the recorded and the predicted call are calibrated (SPEC §11) when
+    the session is and `numbers` asks for it, so they compare with the agent's own count;
+    `compaction_numbers` says which they are."""
     marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
+    rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
+    calibration = Calibration.from_json(run.totals.get("calibration"))
+    shown = calibration.value if calibration and numbers == "calibrated" else _same
+    for row in rows:
+        row["at_recorded"] = _thousands(shown(row["tokens_at_recorded"]))
+        row["at_predicted"] = _thousands(shown(row["tokens_at_predicted"]))
+        row["pre_tokens_text"] = _thousands(row["pre_tokens"])
     return {
-        "compaction_rows": analysis.recorded_vs_simulated(run.calls, recorded or []) if marks
-        else [],
+        "compaction_rows": rows,
+        "compaction_numbers": ("uncalibrated" if calibration is None
+                               else "calibrated" if numbers == "calibrated" else "raw"),
         "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
                           for m in marks if m["call_index"] == call],
     }
+
+
+def _same(n: int | None) -> int | None:
+    return n
 
 
 def _thousands(n: Any) -> str:

@@ -144,3 +144,74 @@ def test_each_recorded_compaction_is_paired_with_the_first_prediction_since_the_
     assert [r["relation"] for r in rows] == ["none", "none"]
     rows = recorded_vs_simulated(_calls([2]), recorded[:1])
     assert [(r["predicted_call"], r["relation"]) for r in rows] == [(2, "same")]
+
+
+def _table(html: str) -> str:
+    table = html[html.index('id="recorded-vs-simulated"'):]
+    return table[:table.index("</table>")]
+
+
+def _cells(table: str) -> list[list[str]]:
+    rows = re.findall(r"<tr class=\"rel-[^\"]+\">(.*?)</tr>", table, re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r,
+                                                                    re.S)] for r in rows]
+
+
+LOWER = {"profile": "claude-code", "counter": "bytes4", "cc_context_window": "60",
+         "cc_max_output_tokens": "10", "cc_autocompact_buffer_tokens": "10"}
+
+
+def test_the_compactions_list_shows_calibrated_tokens_at_both_calls(client, personas):
+    from ctxsim.pipeline.calibration import Calibration
+    from ctxsim.replays import services
+    from ctxsim.replays.analysis import recorded_vs_simulated
+    from ctxsim.replays.state import settings_from_query
+
+    stored = _compacted_session(personas)
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[stored.pk]), LOWER).content.decode()
+    settings, errors = settings_from_query(LOWER, personas.team)
+    assert not errors
+    run = services.summary_for(stored, settings)
+    calibration = Calibration.from_json(run.totals["calibration"])
+    assert calibration is not None
+    [row] = [r for r in recorded_vs_simulated(run.calls, stored.meta["recorded_compactions"])
+             if r["recorded_call"] is not None]
+    assert row["relation"] == "earlier"
+    at_recorded = calibration.value(row["tokens_at_recorded"])
+    at_predicted = calibration.value(row["tokens_at_predicted"])
+    # The calibration adds the prompt the transcript does not show: never the raw estimate.
+    assert at_recorded != row["tokens_at_recorded"]
+    table = _table(html)
+    assert "Agent's count before (recorded)" in table and "ctxsim there (calibrated)" in table
+    cells = _cells(table)[0]
+    assert cells[2] == "167,648"  # the agent's own preTokens
+    assert cells[3] == f"{at_recorded:,}" and cells[5] == f"{at_predicted:,}"
+    raw = _cells(_table(client.get(reverse("session-detail", args=[stored.pk]),
+                                   {**LOWER, "numbers": "raw"}).content.decode()))[0]
+    assert raw[3] == f"{row['tokens_at_recorded']:,}"
+    assert raw[5] == f"{row['tokens_at_predicted']:,}"
+
+
+def test_the_compactions_list_says_uncalibrated_without_recorded_usage(client, personas,
+                                                                       tmp_path):
+    from pathlib import Path
+
+    from ctxsim.importers import load
+
+    fixture = (Path(__file__).parent.parent / "importers" / "fixtures"
+               / "claude-code-compacted.jsonl")
+    lines = []
+    for line in fixture.read_text().splitlines():
+        record = json.loads(line)
+        (record.get("message") or {}).pop("usage", None)
+        lines.append(json.dumps(record))
+    bare = tmp_path / "no-usage.jsonl"
+    bare.write_text("\n".join(lines) + "\n")
+    stored = save_sessions(load(bare).sessions, team=personas.team,
+                           user=personas.users["owner"])[0]
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[stored.pk]), LOWER).content.decode()
+    table = _table(html)
+    assert "ctxsim there (uncalibrated)" in table
+    assert "the session records no usage" in html
