@@ -270,7 +270,7 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     session = _session(token, session_id)
     for name, value in request.GET.items():
         _text(value, name)
-    settings, errors = adapters.replay_settings(request.GET, token.team)
+    settings, errors = adapters.replay_settings(request.GET, session)
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
     summary = request.GET.get("summary") in ("1", "true", "on")

@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 
 from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Session as CanonicalSession
-from ctxsim.pipeline.profiles import DEFAULT_PROFILE
+from ctxsim.pipeline.profiles import PROFILES, default_profile_for
 from ctxsim.pipeline.replay import CallResult, Replay, replay
 from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
@@ -201,10 +201,17 @@ def call_detail(
     return CallDetail(chosen, view)
 
 
+def default_settings(session: Session) -> ReplaySettings:
+    """What a session opens with when nothing is chosen: its own agent's profile
+    (`claude-code`, `codex`, `openhands`; SPEC-agents §2.5.9), else ChatCLI's."""
+    ref = default_profile_for(session.format)
+    return ReplaySettings(profile_ref=ref, profile=PROFILES[ref])
+
+
 def compute_default_stats(session: Session) -> None:
     """Fill the session's list figures (peak raw/sent tokens, failed calls) from the default
-    profile's replay, which is cached for the session page as well."""
-    run = summary_for(session, ReplaySettings())
+    profile's replay (`default_settings`), which is cached for the session page as well."""
+    run = summary_for(session, default_settings(session))
     Session.objects.filter(pk=session.pk).update(
         peak_raw_tokens=run.totals["peak_raw"],
         peak_sent_tokens=run.totals["peak_sent"],
@@ -233,10 +240,10 @@ class Side:
 
 
 def compare_sides(session: Session, a: str | None, b: str | None):
-    """The two replays of a comparison (defaults: chatcli against none)."""
+    """The two replays of a comparison (defaults: the session's own profile against none)."""
     errors: dict[str, str] = {}
     sides = []
-    for key, ref, default in (("a", a, DEFAULT_PROFILE), ("b", b, "none")):
+    for key, ref, default in (("a", a, default_profile_for(session.format)), ("b", b, "none")):
         settings, problems = settings_from_query({"profile": ref or default}, session.team)
         if problems:
             errors[key] = problems.get("profile", "bad profile")
