@@ -578,3 +578,10 @@ FORMATS: dict[str, Format] = {
     "openhands": Format(lambda c: export_openhands(c.values), import_openhands),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}
+# What an import by paste reads past and drops, as notes for the user (formats whose files
+# hold more than ctxsim simulates).
+IMPORT_NOTES: dict[str, Callable[[str], list[str]]] = {
+    "claude-code": lambda text: claude_code_ignored_keys(text),
+    "codex": lambda text: codex_ignored_keys(text),
+    "openhands": lambda text: openhands_ignored_keys(text),
+}

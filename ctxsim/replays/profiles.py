@@ -101,6 +101,15 @@ def import_profile(session, user, tool: str, text: str, name: str,
     return saved
 
 
+def import_notes(tool: str, text: str) -> list[str]:
+    """What a successful import of `text` as `tool` read past and dropped (keys of the tool's
+    file ctxsim does not simulate), for the page to say."""
+    from ctxsim.pipeline.export import IMPORT_NOTES
+
+    notes = IMPORT_NOTES.get(tool)
+    return notes(text) if notes else []
+
+
 def exports_for(settings: ReplaySettings):
     """The settings as each real tool's configuration (viewing them records nothing)."""
     from ctxsim.pipeline.export import export_profile

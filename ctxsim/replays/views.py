@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -267,14 +268,16 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
+    tool, text = request.POST.get("format", ""), request.POST.get("text", "")
     try:
-        saved = profiles.import_profile(session, request.user,
-                                        request.POST.get("format", ""),
-                                        request.POST.get("text", ""),
+        saved = profiles.import_profile(session, request.user, tool, text,
                                         request.POST.get("name", ""),
                                         request.POST.get("description", ""))
     except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
+    # What the pasted file held that ctxsim does not simulate, shown on the page it opens.
+    for note in profiles.import_notes(tool, text):
+        messages.info(request, f"Imported {saved.name}; not read: {note}")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
@@ -215,3 +216,43 @@ def test_the_compactions_list_says_uncalibrated_without_recorded_usage(client, p
     table = _table(html)
     assert "ctxsim there (uncalibrated)" in table
     assert "the session records no usage" in html
+
+
+@pytest.mark.parametrize(("tool", "text", "ignored"), [
+    ("claude-code", json.dumps({"env": {"BASH_MAX_OUTPUT_LENGTH": "40000"},
+                                "permissions": {"allow": ["Bash"]}}), "permissions"),
+    ("codex", 'model = "gpt-5.2-codex"\napproval_policy = "never"\n'
+              "[profiles.fast]\nmodel = \"o3\"\n", "approval_policy"),
+    ("openhands", '[condenser]\ntype = "recent"\nkeep_first = 1\nmax_events = 40\n'
+                  '[llm]\nmax_message_chars = 20000\nmodel = "x"\n', "[llm] model"),
+])
+def test_an_import_by_paste_says_which_keys_it_ignored(client, personas, row, tool, text,
+                                                        ignored):
+    from ctxsim.replays.models import SavedProfile
+
+    client.force_login(personas.users["owner"])
+    assert f'<option value="{tool}">' in client.get(
+        reverse("session-detail", args=[row.pk])).content.decode()
+    response = client.post(reverse("profile-import", args=[row.pk]),
+                           {"format": tool, "text": text, "name": f"pasted {tool}"},
+                           follow=True)
+    assert response.status_code == 200
+    saved = SavedProfile.objects.get(name=f"pasted {tool}")
+    flash = re.search(r'<ul class="flash">(.*?)</ul>', response.content.decode(), re.S)
+    assert flash is not None
+    notes = html_lib.unescape(flash.group(1))
+    assert f"Imported {saved.name}; not read: {ignored}" in notes
+    if tool == "codex":
+        assert "[profiles.fast] (profile tables are not merged; ignored)" in notes
+    # The page it opens is the imported profile's.
+    assert urlencode({"profile": saved.ref}) in response.redirect_chain[-1][0]
+
+
+def test_an_import_with_nothing_ignored_adds_no_note(client, personas, row):
+    client.force_login(personas.users["owner"])
+    response = client.post(reverse("profile-import", args=[row.pk]),
+                           {"format": "claude-code", "name": "env only",
+                            "text": json.dumps({"env": {"BASH_MAX_OUTPUT_LENGTH": "40000"}})},
+                           follow=True)
+    assert response.status_code == 200
+    assert '<ul class="flash">' not in response.content.decode()
