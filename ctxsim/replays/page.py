@@ -40,6 +40,7 @@ class Field:
     env_vars: list[dict[str, Any]] | None = None
     error: str = ""
     optional: bool = False  # None is a value of its own (an "object" offers "none")
+    note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -51,7 +52,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         spec = PARAMS[name]
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
-                      error=errors.get(name, ""), optional=spec.default is None)
+                      error=errors.get(name, ""), optional=spec.default is None,
+                      note=settings.profile.default_note(name))
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -85,6 +87,7 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         entry = next(((i, p) for i, (s, p) in enumerate(current) if s == name), None)
         rows.append({
             "name": name, "label": definition.label, "help": definition.help,
+            "note": _defaults_note(settings, definition.params),
             "family": FAMILIES[definition.family].label if definition.family in FAMILIES
             else definition.family,
             "enabled": entry is not None,
@@ -94,6 +97,19 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         })
     rows.sort(key=lambda r: (not r["enabled"], r["order"]))
     return rows
+
+
+def _defaults_note(settings: services.ReplaySettings, names) -> str:
+    """Which of these parameters run on ctxsim's own [X] defaults under the profile, grouped
+    by the vendor that does not document them: "ctxsim's defaults; not documented by
+    Anthropic: Shell tools, Preview cut"."""
+    by_note: dict[str, list[str]] = {}
+    for name in (n for n in PARAMS if n in set(names)):  # form order
+        note = settings.profile.default_note(name)
+        if note:
+            by_note.setdefault(note.replace("default;", "defaults;"), []).append(
+                PARAMS[name].label)
+    return " · ".join(f"{note}: {', '.join(labels)}" for note, labels in by_note.items())
 
 
 NUMBERS = ("calibrated", "raw")

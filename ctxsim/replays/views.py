@@ -248,6 +248,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
             return response
     return render(request, "replays/export.html", {
         "session": session, "settings": settings, "errors": errors, "exports": exports,
+        "export_rows": [(e, profiles.export_defaults(settings, e)) for e in exports],
         "query": settings.query(),
     })
 

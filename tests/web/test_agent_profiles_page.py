@@ -256,3 +256,60 @@ def test_an_import_with_nothing_ignored_adds_no_note(client, personas, row):
                            follow=True)
     assert response.status_code == 200
     assert '<ul class="flash">' not in response.content.decode()
+
+
+X_NOTE = "ctxsim's default; not documented by Anthropic"
+
+
+def _field_help(html: str, name: str) -> str:
+    """The help paragraph that follows the control of parameter `name` in the form."""
+    form = html[html.index('id="settings"'):]
+    start = re.search(rf'name="{re.escape(name)}(\.type|\.value)?"', form).start()
+    rest = form[start:]
+    help_start = rest.index('<p class="help">')
+    return html_lib.unescape(rest[help_start:rest.index("</p>", help_start)])
+
+
+@pytest.mark.parametrize("profile", ["claude-code", "claude-code-recorded",
+                                     "claude-code-thinking", "claude-code-context-editing"])
+def test_every_x_default_is_marked_in_the_form_stage_rows_and_export(client, personas, row,
+                                                                     profile):
+    from ctxsim.pipeline.params import PARAMS
+    from ctxsim.pipeline.profiles import PROFILES
+    from ctxsim.pipeline.registry import STAGES, params_of
+
+    chosen = PROFILES[profile]
+    noted = [n for n in PARAMS if n in params_of(chosen.stages)
+             and chosen.default_note(n).endswith("Anthropic")]
+    assert "cc_bash_tools" in noted and len(noted) >= 12
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[row.pk]), {"profile": profile}
+                      ).content.decode()
+    for name in PARAMS:
+        if name not in params_of(chosen.stages) or name == "env":
+            continue
+        assert (X_NOTE in _field_help(html, name)) == (name in noted), name
+    stages = html[html.index('id="stages-form"'):]
+    stages = html_lib.unescape(stages[:stages.index("</table>")])
+    for stage, _ in chosen.stages:
+        labels = [PARAMS[n].label for n in STAGES[stage].params if n in noted]
+        if labels:
+            assert f"ctxsim's defaults; not documented by Anthropic: {', '.join(labels)}" \
+                in stages, stage
+    export = html_lib.unescape(client.get(reverse("profile-export", args=[row.pk]),
+                                          {"profile": profile}).content.decode())
+    for name in noted:
+        assert re.search(rf"\({name}\) = .* — {X_NOTE}", export), name
+
+
+def test_a_chatcli_page_and_export_mark_no_default(client, personas, row):
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[row.pk])).content.decode()
+    export = client.get(reverse("profile-export", args=[row.pk])).content.decode()
+    form = html[html.index('id="settings"'):]
+    assert 'class="x-default"' not in form[:form.index("</form>")]
+    assert 'class="x-default"' not in export
+    # The stage table still says it of the Claude Code stages one could turn on.
+    rows = re.findall(r'<tr class="off">(.*?)</tr>', html, re.S)
+    marked = [r for r in rows if "not documented by Anthropic" in html_lib.unescape(r)]
+    assert len(marked) == 3 and all("<small>Claude Code</small>" in r for r in marked)
