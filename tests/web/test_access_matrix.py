@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from ctxsim.analysis.models import Sweep
 from ctxsim.api.tokens import create_token
-from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
@@ -104,6 +104,7 @@ RULES: dict[str, dict[str, dict]] = {
     "profile-export": {"GET": READ, "POST": GET_ONLY},
     "profile-save": {"GET": POST_ONLY, "POST": write(200)},
     "profile-import": {"GET": POST_ONLY, "POST": write(200)},
+    "profile-delete": {"GET": POST_ONLY, "POST": write(302)},
     "spill-view": {"GET": READ, "POST": GET_ONLY},
     "spill-download": {"GET": READ, "POST": GET_ONLY},
     # review
@@ -118,6 +119,7 @@ RULES: dict[str, dict[str, dict]] = {
     "session-sweeps": {"GET": READ, "POST": GET_ONLY},
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
     "sweep-detail": {"GET": READ, "POST": GET_ONLY},
+    "sweep-cancel": {"GET": POST_ONLY, "POST": write(302)},
 }
 
 # Query strings some views need to reach their permission-checked object.
@@ -159,8 +161,11 @@ def world(personas):
     invite = create_invite(personas.team, owner, Role.VIEWER)
     sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
     token, _ = create_token(personas.team, "hook", "ingest", user=owner)
+    saved = SavedProfile.objects.create(team=personas.team, name="team profile", base="chatcli",
+                                        stages=[], params={}, created_by=owner)
     return {
         "token_id": token.pk,
+        "profile_id": saved.pk,
         "sweep_id": sweep.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,
