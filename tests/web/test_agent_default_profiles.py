@@ -93,3 +93,20 @@ def test_a_session_opens_with_its_own_agents_profile(personas, tmp_path, name, f
     call_command("export_trace", str(row.pk), "--summary", stdout=out)
     trace = json.loads(out.getvalue())
     assert trace["effective_config"]["profile"] == profile
+
+
+@pytest.mark.parametrize(("name", "profile"), [("claude-code-compacted.jsonl", "claude-code"),
+                                               ("openhands-eval-output.jsonl", "openhands"),
+                                               ("openai-chat-request.json", "chatcli")])
+def test_the_api_starts_from_the_same_profile(personas, api_tokens, tmp_path, name, profile):
+    from django.test import Client
+
+    row = _imported(personas, tmp_path, name)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {api_tokens.read}"}
+    detail = Client().get(f"/api/v1/sessions/{row.pk}", **auth).json()
+    assert (detail["tokens"]["peak_raw"], detail["tokens"]["peak_sent"]) == (
+        row.peak_raw_tokens, row.peak_sent_tokens)
+    response = Client().get(f"/api/v1/sessions/{row.pk}/trace?summary=1", **auth)
+    assert response.status_code == 200
+    trace = json.loads(b"".join(response.streaming_content))
+    assert trace["effective_config"]["profile"] == profile
