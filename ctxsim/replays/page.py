@@ -378,14 +378,18 @@ def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
     marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
     rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
     calibration = Calibration.from_json(run.totals.get("calibration"))
-    shown = calibration.value if calibration and numbers == "calibrated" else _same
+    # A stage measuring in recorded usage already counts what the provider billed.
+    billed = any(STAGES[s].measures_billed(run.config) for s, _ in run.stages
+                 if s in STAGES and STAGES[s].measures_billed is not None)
+    shown = calibration.value if calibration and numbers == "calibrated" and not billed \
+        else _same
     for row in rows:
         row["at_recorded"] = _thousands(shown(row["tokens_at_recorded"]))
         row["at_predicted"] = _thousands(shown(row["tokens_at_predicted"]))
         row["pre_tokens_text"] = _thousands(row["pre_tokens"])
     return {
         "compaction_rows": rows,
-        "compaction_numbers": ("uncalibrated" if calibration is None
+        "compaction_numbers": ("billed" if billed else "uncalibrated" if calibration is None
                                else "calibrated" if numbers == "calibrated" else "raw"),
         "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
                           for m in marks if m["call_index"] == call],

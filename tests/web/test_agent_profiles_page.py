@@ -313,3 +313,23 @@ def test_a_chatcli_page_and_export_mark_no_default(client, personas, row):
     rows = re.findall(r'<tr class="off">(.*?)</tr>', html, re.S)
     marked = [r for r in rows if "not documented by Anthropic" in html_lib.unescape(r)]
     assert len(marked) == 3 and all("<small>Claude Code</small>" in r for r in marked)
+
+
+def test_with_token_source_usage_the_list_shows_the_stages_own_billed_measure(client,
+                                                                             personas):
+    from ctxsim.replays import services
+    from ctxsim.replays.analysis import recorded_vs_simulated
+    from ctxsim.replays.state import settings_from_query
+
+    stored = _compacted_session(personas)
+    client.force_login(personas.users["owner"])
+    query = {"profile": "claude-code", "cc_token_source": "usage"}
+    html = client.get(reverse("session-detail", args=[stored.pk]), query).content.decode()
+    settings, errors = settings_from_query(query, personas.team)
+    assert not errors
+    run = services.summary_for(stored, settings)
+    assert run.totals["calibration"]  # the session is calibrated, and still:
+    [row] = recorded_vs_simulated(run.calls, stored.meta["recorded_compactions"])
+    table = _table(html)
+    assert "ctxsim there (billed)" in table and "not calibrated again" in html
+    assert _cells(table)[0][3] == f"{row['tokens_at_recorded']:,}"
