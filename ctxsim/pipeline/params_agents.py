@@ -189,7 +189,7 @@ PARAMS.update({
                   kind="string"),
         # claude_code_autocompact (§2.5.3)
         ParamSpec("cc_model", "Model", None, "Model id for the window table; empty: the "
-                  "session's model.", _opt_string, kind="string"),
+                  "session's model.", _opt_string, kind="optional-string"),
         ParamSpec("cc_context_window", "Context window", None, "Empty: from the model table.",
                   _opt_int_range(1, 10_000_000), unit="tokens", kind="optional-int"),
         ParamSpec("cc_max_output_tokens", "Max output", None, "Empty: from the model table.",
@@ -223,7 +223,7 @@ PARAMS.update({
                   unit="tokens"),
         ParamSpec("compact_instructions", "Summary instructions", None, "Replaces the default "
                   "summarization prompt (exported only: no model runs).", _opt_string,
-                  kind="string"),
+                  kind="optional-string"),
         ParamSpec("compact_pause_after_compaction", "Pause after compaction", False, "Return "
                   "the compaction block to the client (exported only).", _boolean,
                   kind="bool", choices=("true", "false")),

@@ -15,7 +15,7 @@ from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
 from ctxsim.replays import analysis, recorded, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
-from ctxsim.replays.message_list import render_rows
+from ctxsim.replays.message_list import render_rows, row_tools
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
@@ -339,6 +339,19 @@ class CallPack:
     counts: dict[str, int]
     reports: list[dict[str, Any]]
     rows: list[tuple[int, int | None, str]]
+    # Per row, what the call view's filter reads: (row index, status, role, tool names).
+    marks: list[tuple[int, str, str, tuple[str, ...]]]
+
+    def first_of(self, among: set[int] | None = None) -> dict[str, int]:
+        """The first row of each status (what a count badge links to), among these rows."""
+        first: dict[str, int] = {}
+        for index, status, _role, _tools in self.marks:
+            if among is None or index in among:
+                first.setdefault(status, index)
+        return first
+
+    def tools(self) -> list[str]:
+        return sorted({name for *_, names in self.marks for name in names})
     # The call's recorded request beside what is sent (claude-code-requests sessions).
     recorded: dict[str, Any] | None = None
 
@@ -352,6 +365,7 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
         detail = services.call_detail(session, settings, run, index)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
+        entries = call_rows(detail)
         return CallPack(
             index=index,
             raw_tokens=detail.call.raw_tokens,
@@ -360,8 +374,9 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             error=detail.call.error,
             counts=detail.view.counts,
             reports=reports,
-            rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
-                             query=query),
+            rows=render_rows(entries, session_id=session.pk, call_index=index, query=query),
+            marks=[(e["index"], e["row"].status, e["row"].message.role, row_tools(e))
+                   for e in entries],
             recorded=recorded.compare(session.meta, detail.call, index),
         )
 
@@ -384,9 +399,8 @@ def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
     shown = calibration.value if calibration and numbers == "calibrated" and not billed \
         else _same
     for row in rows:
-        row["at_recorded"] = _thousands(shown(row["tokens_at_recorded"]))
-        row["at_predicted"] = _thousands(shown(row["tokens_at_predicted"]))
-        row["pre_tokens_text"] = _thousands(row["pre_tokens"])
+        row["at_recorded"] = shown(row["tokens_at_recorded"])
+        row["at_predicted"] = shown(row["tokens_at_predicted"])
     return {
         "compaction_rows": rows,
         "compaction_numbers": ("billed" if billed else "uncalibrated" if calibration is None
@@ -402,3 +416,59 @@ def _same(n: int | None) -> int | None:
 
 def _thousands(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) else ""
+
+
+# --- finding one's way in a long call ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallFilter:
+    """Which rows of the call view to show: all or only the changed ones, one role, one tool,
+    those holding a text (`q`, anywhere in the content or a tool call, any case). View state
+    only: it never changes the replay, so it travels beside the replay state."""
+
+    show: str = "all"  # all | changed
+    role: str = ""
+    tool: str = ""
+    q: str = ""
+
+    FIELDS = ("show", "role", "tool", "q")
+
+    @classmethod
+    def from_query(cls, query) -> CallFilter:
+        show = query.get("show") if query.get("show") in ("all", "changed") else "all"
+        return cls(show, (query.get("role") or "").strip()[:40],
+                   (query.get("tool") or "").strip()[:200], (query.get("q") or "").strip()[:200])
+
+    @property
+    def active(self) -> bool:
+        return self != CallFilter()
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query pairs of what differs from showing everything."""
+        out = [("show", self.show)] if self.show != "all" else []
+        return out + [(k, getattr(self, k)) for k in ("role", "tool", "q") if getattr(self, k)]
+
+    def keeps(self, status: str, role: str, tools: tuple[str, ...]) -> bool:
+        return ((self.show != "changed" or status != "unchanged")
+                and (not self.role or role == self.role)
+                and (not self.tool or self.tool in tools))
+
+
+def search_rows(detail: services.CallDetail, text: str) -> set[int]:
+    """The rows of one call whose whole content or tool calls hold `text` (any case)."""
+    needle = text.casefold()
+    found = set()
+    for position, row in enumerate(detail.view.rows):
+        m = row.message
+        haystack = [m.text, *(f"{c.name} {c.arguments}" for c in m.tool_calls)]
+        if any(needle in part.casefold() for part in haystack):
+            found.add(position)
+    return found
+
+
+def filtered_rows(pack: CallPack, view: CallFilter, found: set[int] | None = None):
+    """The pack's rows the filter keeps (`found`: the search's rows, when it searched)."""
+    kept = {index for index, status, role, tools in pack.marks
+            if view.keeps(status, role, tools) and (found is None or index in found)}
+    return [row for row in pack.rows if row[0] in kept]

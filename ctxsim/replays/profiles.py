@@ -24,6 +24,12 @@ class ProfileError(ParamError):
 def saved_profile_as_profile(saved: SavedProfile) -> Profile:
     base = PROFILES.get(saved.base, PROFILES[DEFAULT_PROFILE])
     params = {**base.params, **(saved.params or {})}
+    # Profiles saved before an empty optional field meant "not set" may hold "" for it, and
+    # the env fields' form marker as a variable.
+    params = {k: v for k, v in params.items()
+              if not (v == "" and k in PARAMS and PARAMS[k].kind == "optional-string")}
+    if isinstance(params.get("env"), dict) and "present" in params["env"]:
+        params["env"] = {k: v for k, v in params["env"].items() if k != "present"}
     stages = tuple(tuple(e) for e in saved.stages)
     # The base's [X] values stay marked while the saved profile keeps them.
     undocumented = {k: v for k, v in base.undocumented.items()

@@ -273,15 +273,27 @@ class Side:
     settings: ReplaySettings
     run: ReplayRun
 
+    @property
+    def changed(self) -> bool:
+        """Whether this side runs the profile with changed stages or thresholds."""
+        return bool(self.settings.config) or self.settings.stages is not None
 
-def compare_sides(session: Session, a: str | None, b: str | None, *, user: Any = None):
-    """The two replays of a comparison (defaults: the session's own profile against none)."""
+
+def compare_sides(session: Session, query, *, user: Any = None):
+    """The two replays of a comparison. Side A is the session page's state carried in the
+    query (profile, stages, overrides), or profile `a` alone when `a` names another profile;
+    side B is profile `b` (defaults: the session's own profile against none)."""
     errors: dict[str, str] = {}
+    a, b = query.get("a"), query.get("b")
+    if a and a != query.get("profile"):
+        query = {"profile": a}
+    first, problems = settings_from_query(query, session.team,
+                                          default_profile_for(session.format))
+    second, problems_b = settings_from_query({"profile": b or "none"}, session.team)
     sides = []
-    for key, ref, default in (("a", a, default_profile_for(session.format)), ("b", b, "none")):
-        settings, problems = settings_from_query({"profile": ref or default}, session.team)
-        if problems:
-            errors[key] = problems.get("profile", "bad profile")
+    for key, settings, bad in (("a", first, problems), ("b", second, problems_b)):
+        if bad:
+            errors[key] = "; ".join(f"{k}: {v}" for k, v in bad.items())
         sides.append(Side(settings.profile_ref, settings,
                           summary_for(session, settings, user=user)))
     return sides, errors

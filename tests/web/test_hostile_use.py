@@ -67,7 +67,7 @@ def test_uploading_a_transcript_with_a_huge_integer_says_which_line(personas):
             .replace('"sessionId"', f'"costUSD": {HUGE}, "sessionId"') + "\n").encode()
     before = StoredSession.objects.count()
     response = personas.client("reviewer").post(reverse("upload"), {
-        "files": [SimpleUploadedFile("big.jsonl", data)]})
+        "files": [SimpleUploadedFile("big.jsonl", data)]}, follow=True)
     assert response.status_code == 200
     body = response.content.decode()
     assert "line 2" in body and "more than 4300 digits" in body
