@@ -246,6 +246,14 @@ class ParamSpec:
     kind: str = "int"
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
+    # [X] (SPEC-agents §2.5.0.1): the default is ctxsim's own choice, which this vendor's
+    # documentation, issues and transcripts do not settle; the UI says so (`default_note`).
+    undocumented_by: str = ""
+
+    @property
+    def default_note(self) -> str:
+        return (f"ctxsim's default; not documented by {self.undocumented_by}"
+                if self.undocumented_by else "")
 
     def clean(self, value: Any) -> Any:
         return self.validate(value)

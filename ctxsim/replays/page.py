@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
@@ -51,6 +52,7 @@ class Field:
     env_vars: list[dict[str, Any]] | None = None
     error: str = ""
     optional: bool = False  # None is a value of its own (an "object" offers "none")
+    note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -62,7 +64,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         spec = PARAMS[name]
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
-                      error=errors.get(name, ""), optional=spec.default is None)
+                      error=errors.get(name, ""), optional=spec.default is None,
+                      note=settings.profile.default_note(name))
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -96,6 +99,7 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         entry = next(((i, p) for i, (s, p) in enumerate(current) if s == name), None)
         rows.append({
             "name": name, "label": definition.label, "help": definition.help,
+            "note": _defaults_note(settings, definition.params),
             "family": FAMILIES[definition.family].label if definition.family in FAMILIES
             else definition.family,
             "enabled": entry is not None,
@@ -105,6 +109,19 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         })
     rows.sort(key=lambda r: (not r["enabled"], r["order"]))
     return rows
+
+
+def _defaults_note(settings: services.ReplaySettings, names) -> str:
+    """Which of these parameters run on ctxsim's own [X] defaults under the profile, grouped
+    by the vendor that does not document them: "ctxsim's defaults; not documented by
+    Anthropic: Shell tools, Preview cut"."""
+    by_note: dict[str, list[str]] = {}
+    for name in (n for n in PARAMS if n in set(names)):  # form order
+        note = settings.profile.default_note(name)
+        if note:
+            by_note.setdefault(note.replace("default;", "defaults;"), []).append(
+                PARAMS[name].label)
+    return " · ".join(f"{note}: {', '.join(labels)}" for note, labels in by_note.items())
 
 
 NUMBERS = ("calibrated", "raw")
@@ -532,15 +549,34 @@ def unfold(pack: CallPack, keep_origins: Iterable[int],
 
 
 def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
-                        call: int) -> dict[str, Any]:
-    """The "recorded vs simulated compactions" list and what the agent recorded at `call`."""
+                        call: int, numbers: str = "calibrated") -> dict[str, Any]:
+    """The "recorded vs simulated compactions" list and what the agent recorded at `call`.
+
+    ctxsim's estimates at the recorded and the predicted call are calibrated (SPEC §11) when
+    the session is and `numbers` asks for it, so they compare with the agent's own count;
+    `compaction_numbers` says which they are."""
     marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
+    rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
+    calibration = Calibration.from_json(run.totals.get("calibration"))
+    # A stage measuring in recorded usage already counts what the provider billed.
+    billed = any(STAGES[s].measures_billed(run.config) for s, _ in run.stages
+                 if s in STAGES and STAGES[s].measures_billed is not None)
+    shown = calibration.value if calibration and numbers == "calibrated" and not billed \
+        else _same
+    for row in rows:
+        row["at_recorded"] = shown(row["tokens_at_recorded"])
+        row["at_predicted"] = shown(row["tokens_at_predicted"])
     return {
-        "compaction_rows": analysis.recorded_vs_simulated(run.calls, recorded or []) if marks
-        else [],
+        "compaction_rows": rows,
+        "compaction_numbers": ("billed" if billed else "uncalibrated" if calibration is None
+                               else "calibrated" if numbers == "calibrated" else "raw"),
         "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
                           for m in marks if m["call_index"] == call],
     }
+
+
+def _same(n: int | None) -> int | None:
+    return n
 
 
 def _thousands(n: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
+from django.contrib import messages
 from django.http import (
     FileResponse,
     Http404,
@@ -154,7 +155,8 @@ def page_context(request, session, membership, settings, errors, run, call,
         "summary": page.summary(run, numbers),
         "chart": page.chart_data(run, call, review["review"].chart_counts,
                                  (session.meta or {}).get("recorded_compactions"), numbers),
-        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call),
+        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call,
+                                   numbers),
         "numbers": numbers,
         "numbers_q": "&numbers=raw" if numbers == "raw" else "",
         "usage": page.call_usage(run, call),
@@ -337,6 +339,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
             return response
     return render(request, "replays/export.html", {
         "session": session, "settings": settings, "errors": errors, "exports": exports,
+        "export_rows": [(e, profiles.export_defaults(settings, e)) for e in exports],
         "query": settings.query(),
     })
 
@@ -357,14 +360,16 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
+    tool, text = request.POST.get("format", ""), request.POST.get("text", "")
     try:
-        saved = profiles.import_profile(session, request.user,
-                                        request.POST.get("format", ""),
-                                        request.POST.get("text", ""),
+        saved = profiles.import_profile(session, request.user, tool, text,
                                         request.POST.get("name", ""),
                                         request.POST.get("description", ""))
     except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
+    # What the pasted file held that ctxsim does not simulate, shown on the page it opens.
+    for note in profiles.import_notes(tool, text):
+        messages.info(request, f"Imported {saved.name}; not read: {note}")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 

@@ -68,7 +68,7 @@ def test_toggling_a_stage_keeps_thresholds_and_call_and_the_links_follow_the_sta
 
     replay_swapped(page, type_limit)
     # Links edited in place carry the new value.
-    for link in ("#insights-link", "#export-link", "#compare-link", "#trace-link"):
+    for link in ("#insights-link", "#export-link", "#compare-link", "#trace-link a.button"):
         assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in page.locator(link).get_attribute("href")
     limited_peak = peak(page)
 

@@ -295,6 +295,12 @@ def quiet_note(facts: ReplayFacts) -> str | None:
             "Anthropic).")
 
 
+def measures_billed(values: Mapping[str, Any]) -> bool:
+    """Token source `usage`: the stage measures in the provider's recorded tokens, which a
+    calibration must not convert again."""
+    return values.get("cc_token_source") == "usage"
+
+
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
     """The chart's line: the threshold for the configured model (the session's own model is
     not known here, so an unset `cc_model` means the 200K table row)."""

@@ -411,6 +411,12 @@ def quiet_note(facts: Any) -> str | None:
             "model_auto_compact_token_limit).")
 
 
+def measures_billed(values: Mapping[str, Any]) -> bool:
+    """Token source `usage`: the stage measures in the provider's recorded tokens, which a
+    calibration must not convert again."""
+    return values.get("codex_token_source", "counter") == "usage"
+
+
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
     """The chart's line: the limit from `codex_config` (the session's recorded window is not
     known here; without a configured window or model, none)."""
