@@ -173,7 +173,7 @@ def run_sweep(source: SweepInput, axes: Sequence[Axis], rule: CacheRule,
     with the points so far."""
     points = grid(axes)
     known = {tuple(sorted(p.values.items())): p for p in done}
-    out = []
+    out: list[SweepPoint] = []
     for n, point in enumerate(points, start=1):
         earlier = known.get(tuple(sorted(point.items())))
         if earlier is None:

@@ -205,7 +205,7 @@ class Fold:
 
     start: int
     end: int
-    tokens: int | None = None  # None once split around a commented row (see `page.unfold`)
+    tokens: int | None = None  # None once split around a commented row (see `call_view.unfold`)
 
     @property
     def count(self) -> int:

@@ -27,7 +27,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, page, profiles, services, spills
+from ctxsim.replays import analysis, call_view, page, profiles, services, spills
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.replays.state import settings_from_query
@@ -84,7 +84,7 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     # `numbers` (how figures are shown) and the call view's filter are view state beside the
     # replay's, not what is replayed: they are kept as given.
     given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
-                   if k != "numbers" and k not in page.CallFilter.FIELDS)
+                   if k != "numbers" and k not in call_view.CallFilter.FIELDS)
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -118,21 +118,22 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
 
 def page_context(request, session, membership, settings, errors, run, call,
                  numbers: str = "calibrated") -> dict:
-    pack = page.call_pack(session, settings, run, call)
+    pack = call_view.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
-    view = page.CallFilter.from_query(request.GET)
+    view = call_view.CallFilter.from_query(request.GET)
 
     def render(positions):
-        return page.rows_html(session, settings, run, call, positions)
+        return call_view.rows_html(session, settings, run, call, positions)
 
     if view.active:  # exactly the rows the filter keeps, folded or not
         found = None
         if view.q:
-            found = page.search_rows(services.call_detail(session, settings, run, call), view.q)
-        shown, folds = page.filtered_rows(pack, view, found, render), []
+            detail = services.call_detail(session, settings, run, call)
+            found = call_view.search_rows(detail, view.q)
+        shown, folds = call_view.filtered_rows(pack, view, found, render), []
     else:  # a commented message is always shown, even where its call folds it away
-        shown, folds = page.unfold(pack, review["review"].message_counts, render)
+        shown, folds = call_view.unfold(pack, review["review"].message_counts, render)
     messages_html = join_rows(
         shown, _comment_boxes(request, session, call, shown, review), folds=folds,
         fold_link={"session_id": session.pk, "call_index": call, "query": settings.query()},
@@ -183,7 +184,7 @@ def page_context(request, session, membership, settings, errors, run, call,
 
 @require_safe
 def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
-    """The rows of one fold of a call view (`from`, `to`), at most `page.FOLD_PAGE` of them,
+    """The rows of one fold of a call view (`from`, `to`), at most `call_view.FOLD_PAGE` of them,
     with a fold for the rest: htmx swaps them in place of the fold; without JavaScript they
     open on a page of their own."""
     session, membership = _session(request, session_id)
@@ -193,8 +194,8 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
     if not (start.isdigit() and end.isdigit()) or int(start) >= int(end):
         raise Http404("No such rows in this call.")
     start_at, end_at = int(start), int(end)
-    stop = min(end_at, start_at + page.FOLD_PAGE)
-    rows = page.rows_html(session, settings, run, call, range(start_at, stop))
+    stop = min(end_at, start_at + call_view.FOLD_PAGE)
+    rows = call_view.rows_html(session, settings, run, call, range(start_at, stop))
     if not rows:
         raise Http404("No such rows in this call.")
     # The rest of the fold, unless these rows reached the call's end.

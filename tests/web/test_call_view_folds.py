@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from ctxsim.replays import page, services
+from ctxsim.replays import call_view, page, services
 from ctxsim.replays.state import ReplaySettings
 from ctxsim.reviews.models import Comment
 from ctxsim.transcripts.models import Session
@@ -36,7 +36,7 @@ def _folds(html: str) -> list[tuple[int, int, str]]:
 def late(personas, long_session, monkeypatch):
     """The long session's last call under chatcli: dozens of rows, most of them unchanged,
     its rows rewritten at earlier calls folded as a long session's are."""
-    monkeypatch.setattr(page, "CARRIED_SHOWN", 0)
+    monkeypatch.setattr(call_view, "CARRIED_SHOWN", 0)
     settings = ReplaySettings()
     run = services.summary_for(long_session, settings)
     call = len(run.calls) - 1
@@ -54,9 +54,9 @@ def test_every_row_is_shown_or_folded_once_and_changed_rows_are_always_shown(per
     covered = sorted([*shown, *(i for a, b, _ in folds for i in range(a, b))])
     assert covered == list(range(len(detail.view.rows)))
     for i, row in enumerate(detail.view.rows):
-        if page.changed_here(row):
+        if call_view.changed_here(row):
             assert i in shown
-    assert all(b - a >= page.FOLD_MIN for a, b, _ in folds)
+    assert all(b - a >= call_view.FOLD_MIN for a, b, _ in folds)
 
 
 def test_a_fold_loads_exactly_its_rows_as_the_call_view_renders_them(personas, late):
@@ -69,7 +69,7 @@ def test_a_fold_loads_exactly_its_rows_as_the_call_view_renders_them(personas, l
     assert _row_ids(loaded, call) == list(range(start, end))
     assert not loaded.startswith("<ol")  # swapped in place of the fold's <li>
     # The same HTML the call view would have shown for those rows.
-    full = page.render_rows(page.call_rows(detail), session_id=session.pk, call_index=call,
+    full = call_view.render_rows(page.call_rows(detail), session_id=session.pk, call_index=call,
                             query=ReplaySettings().query())
     for _position, _origin, opened in full[start:end]:
         assert opened in loaded
@@ -81,7 +81,7 @@ def test_a_fold_loads_exactly_its_rows_as_the_call_view_renders_them(personas, l
 
 def test_a_long_fold_loads_a_page_of_rows_and_folds_the_rest(personas, late, monkeypatch):
     session, call, detail = late
-    monkeypatch.setattr(page, "FOLD_PAGE", 3)
+    monkeypatch.setattr(call_view, "FOLD_PAGE", 3)
     url = (reverse("session-rows", args=[session.pk])
            + f"?{ReplaySettings().query()}&call={call}&from=0&to=9")
     loaded = personas.client("viewer").get(url, headers=HTMX).content.decode()
@@ -103,7 +103,7 @@ def test_a_commented_message_inside_a_fold_is_shown_with_its_comment(personas, l
     html = client.get(_page(session, f"profile=chatcli&call={call}"),
                       headers=HTMX_CALL).content.decode()
     start, end, _url = _folds(html)[0]
-    pack = page.call_pack(session, ReplaySettings(), services.summary_for(
+    pack = call_view.call_pack(session, ReplaySettings(), services.summary_for(
         session, ReplaySettings()), call)
     origin = next(pack.origins[i] for i in range(start, end) if pack.origins[i] is not None)
     Comment.objects.create(session=session, author=personas.users["reviewer"],
@@ -123,12 +123,12 @@ def test_rows_changed_at_earlier_calls_are_shown_while_a_call_has_few():
     rows = [MessageRow("unchanged", Message.of("user", "x"), None, 0) for _ in range(40)]
     for i in (10, 20, 30):
         rows[i] = MessageRow("rewritten", Message.of("tool", "stub"), None, 0, carried=True)
-    few = page.shown_positions(rows)
+    few = call_view.shown_positions(rows)
     assert few[10] and few[20] and few[30]
     import unittest.mock
 
-    with unittest.mock.patch.object(page, "CARRIED_SHOWN", 2):
-        many = page.shown_positions(rows)
+    with unittest.mock.patch.object(call_view, "CARRIED_SHOWN", 2):
+        many = call_view.shown_positions(rows)
     assert not (many[10] or many[20] or many[30])
 
 
@@ -142,8 +142,8 @@ def test_unchanged_runs_shorter_than_the_minimum_are_shown_not_folded():
     rows = [row("unchanged") for _ in range(30)]
     rows[10] = row("rewritten")
     rows[20] = row("removed")
-    shown = page.shown_positions(rows)
-    folds = page.folds_of(rows, shown)
+    shown = call_view.shown_positions(rows)
+    folds = call_view.folds_of(rows, shown)
     assert [i for i, s in enumerate(shown) if s] == [0, 1, 8, 9, 10, 11, 12, 18, 19, 20, 21, 22,
                                                      27, 28, 29]
     assert [(f.start, f.end) for f in folds] == [(2, 8), (13, 18), (23, 27)]

@@ -1,0 +1,250 @@
+"""The call view: which rows of a call the page renders and which fold, the cached pack every
+process shares, and finding one's way in a long call (filters, search).
+
+A late call of a long session sends thousands of messages, nearly all unchanged: rendered in
+full they made a 10 MB page, so only what changed is shown and the rest folds into counted rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxsim.replays import analysis, recorded, services
+from ctxsim.replays.cache import REPLAYS, ReplayKey
+from ctxsim.replays.message_list import Fold, render_rows, row_tools
+from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.page import call_rows, report_lines
+from ctxsim.transcripts.models import Session
+
+# The call view shows what changed at the call: rows changed by its stages, removed or injected,
+# with WINDOW rows of context on each side, the first HEAD and last TAIL rows (the task and the
+# newest messages); runs of other rows fold into one counted row (`Fold`), loaded FOLD_PAGE rows
+# at a time. A late call of a long session sends thousands of messages, nearly all unchanged:
+# rendered in full they made a 10 MB page.
+WINDOW = 2
+HEAD = 2
+TAIL = 3
+FOLD_MIN = 4  # a shorter run of quiet rows is shown rather than folded
+FOLD_PAGE = 200
+CARRIED_SHOWN = 150  # rows changed at earlier calls shown while a call has at most this many
+
+
+# --- the call view, cached across requests and processes ------------------------------------
+
+
+def changed_here(row: analysis.MessageRow) -> bool:
+    """Rewritten, spilled, removed or injected by this call's stages (not carried from an
+    earlier call)."""
+    return row.status != "unchanged" and not row.carried
+
+
+def _not_unchanged(row: analysis.MessageRow) -> bool:
+    return row.status != "unchanged"
+
+
+def shown_positions(rows: Sequence[analysis.MessageRow], keep: Iterable[int] = ()) -> list[bool]:
+    """Which rows the call view renders: the changed ones with their window (and those changed
+    at earlier calls, up to CARRIED_SHOWN of them), the head and tail, `keep` (e.g. commented
+    messages), and every run of quiet rows shorter than FOLD_MIN."""
+    n = len(rows)
+    shown = [False] * n
+    # Rows rewritten or removed at earlier calls are shown too while a call has few of them;
+    # a late call of a long session carries thousands (stubs, spills), and those fold.
+    carried = sum(1 for row in rows if row.status != "unchanged" and row.carried)
+    visible = changed_here if carried > CARRIED_SHOWN else _not_unchanged
+    for i, row in enumerate(rows):
+        if visible(row):
+            for j in range(max(0, i - WINDOW), min(n, i + WINDOW + 1)):
+                shown[j] = True
+    for j in [*range(min(HEAD, n)), *range(max(0, n - TAIL), n), *keep]:
+        if 0 <= j < n:
+            shown[j] = True
+    start = None
+    for i in range(n + 1):
+        if i < n and not shown[i]:
+            start = i if start is None else start
+        elif start is not None:
+            if i - start < FOLD_MIN:
+                shown[start:i] = [True] * (i - start)
+            start = None
+    return shown
+
+
+def folds_of(rows: Sequence[analysis.MessageRow], shown: Sequence[bool]) -> list[Fold]:
+    """The runs of rows not shown, each with its number of rows and tokens."""
+    out: list[Fold] = []
+    start = None
+    for i in range(len(shown) + 1):
+        if i < len(shown) and not shown[i]:
+            start = i if start is None else start
+        elif start is not None:
+            tokens = sum(r.tokens or r.raw_tokens for r in rows[start:i])
+            out.append(Fold(start, i, tokens))
+            start = None
+    return out
+
+
+@dataclass
+class CallPack:
+    """What the call view shows that depends only on the replay (not on who looks): figures,
+    stage reports and the rendered rows that are shown, with the folds between them. Plain
+    data, so Django's cache can share it between worker processes; comment boxes are added per
+    viewer (and a commented message inside a fold is rendered then, see `unfold`)."""
+
+    index: int
+    raw_tokens: int
+    sent_tokens: int
+    sent_count: int
+    error: str | None
+    counts: dict[str, int]
+    reports: list[dict[str, Any]]
+    rows: list[tuple[int, int | None, str]]
+    # Per row, what the call view's filter reads: (row index, status, role, tool names).
+    marks: list[tuple[int, str, str, tuple[str, ...]]]
+
+    def first_of(self, among: set[int] | None = None) -> dict[str, int]:
+        """The first row of each status (what a count badge links to), among these rows."""
+        first: dict[str, int] = {}
+        for index, status, _role, _tools in self.marks:
+            if among is None or index in among:
+                first.setdefault(status, index)
+        return first
+
+    def tools(self) -> list[str]:
+        return sorted({name for *_, names in self.marks for name in names})
+    folds: list[Fold] = field(default_factory=list)
+    origins: list[int | None] = field(default_factory=list)  # every row's, by position
+    # The call's recorded request beside what is sent (claude-code-requests sessions).
+    recorded: dict[str, Any] | None = None
+
+
+def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
+              index: int) -> CallPack:
+    """The call view of call `index` (from the cache when any process made it before)."""
+    query = settings.query()
+
+    def build() -> CallPack:
+        detail = services.call_detail(session, settings, run, index)
+        reports = [{k: v for k, v in r.items() if k != "report"}
+                   for r in report_lines(detail.call)]
+        every = detail.view.rows
+        shown = shown_positions(every)
+        positions = [i for i, s in enumerate(shown) if s]
+        return CallPack(
+            index=index,
+            raw_tokens=detail.call.raw_tokens,
+            sent_tokens=detail.call.sent_tokens,
+            sent_count=len(detail.call.sent),
+            error=detail.call.error,
+            counts=detail.view.counts,
+            reports=reports,
+            rows=render_rows(call_rows(detail, positions), session_id=session.pk,
+                             call_index=index, query=query),
+            folds=folds_of(every, shown),
+            origins=[r.origin for r in every],
+            marks=[(i, r.status, r.message.role,
+                    row_tools({"row": r, "calls": r.message.tool_calls}))
+                   for i, r in enumerate(every)],
+            recorded=recorded.compare(session.meta, detail.call, index),
+        )
+
+    return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)
+
+
+def rows_html(session: Session, settings: services.ReplaySettings, run: ReplayRun, index: int,
+              positions: Sequence[int]) -> list[tuple[int, int | None, str]]:
+    """Rows at `positions` of call `index`, rendered as the call view renders its rows."""
+    detail = services.call_detail(session, settings, run, index)
+    valid = [p for p in positions if 0 <= p < len(detail.view.rows)]
+    return render_rows(call_rows(detail, valid), session_id=session.pk, call_index=index,
+                       query=settings.query())
+
+
+def unfold(pack: CallPack, keep_origins: Iterable[int],
+           render: Any) -> tuple[list[tuple[int, int | None, str]], list[Fold]]:
+    """The pack's rows and folds with the rows of `keep_origins` (commented messages) taken
+    out of their folds; `render(positions)` renders those rows (only called when one is)."""
+    wanted = set(keep_origins)
+    folded = {i for f in pack.folds for i in range(f.start, f.end)}
+    extra = [i for i in sorted(folded) if pack.origins[i] in wanted]
+    if not extra:
+        return pack.rows, pack.folds
+    rows = sorted([*pack.rows, *render(extra)], key=lambda r: r[0])
+    shown = [False] * len(pack.origins)
+    for position, _origin, _html in rows:
+        shown[position] = True
+    folds = []
+    for f in pack.folds:  # split each fold around the rows now shown, keeping its tokens' share
+        start = None
+        for i in range(f.start, f.end + 1):
+            if i < f.end and not shown[i]:
+                start = i if start is None else start
+            elif start is not None:
+                folds.append(Fold(start, i, None))
+                start = None
+    return rows, folds
+
+
+# --- finding one's way in a long call ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallFilter:
+    """Which rows of the call view to show: all or only the changed ones, one role, one tool,
+    those holding a text (`q`, anywhere in the content or a tool call, any case). View state
+    only: it never changes the replay, so it travels beside the replay state."""
+
+    show: str = "all"  # all | changed
+    role: str = ""
+    tool: str = ""
+    q: str = ""
+
+    FIELDS = ("show", "role", "tool", "q")
+
+    @classmethod
+    def from_query(cls, query) -> CallFilter:
+        show = query.get("show") if query.get("show") in ("all", "changed") else "all"
+        return cls(show, (query.get("role") or "").strip()[:40],
+                   (query.get("tool") or "").strip()[:200], (query.get("q") or "").strip()[:200])
+
+    @property
+    def active(self) -> bool:
+        return self != CallFilter()
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query pairs of what differs from showing everything."""
+        out = [("show", self.show)] if self.show != "all" else []
+        return out + [(k, getattr(self, k)) for k in ("role", "tool", "q") if getattr(self, k)]
+
+    def keeps(self, status: str, role: str, tools: tuple[str, ...]) -> bool:
+        return ((self.show != "changed" or status != "unchanged")
+                and (not self.role or role == self.role)
+                and (not self.tool or self.tool in tools))
+
+
+def search_rows(detail: services.CallDetail, text: str) -> set[int]:
+    """The rows of one call whose whole content or tool calls hold `text` (any case)."""
+    needle = text.casefold()
+    found = set()
+    for position, row in enumerate(detail.view.rows):
+        m = row.message
+        haystack = [m.text, *(f"{c.name} {c.arguments}" for c in m.tool_calls)]
+        if any(needle in part.casefold() for part in haystack):
+            found.add(position)
+    return found
+
+
+def filtered_rows(pack: CallPack, view: CallFilter, found: set[int] | None = None,
+                  render: Any = None):
+    """The rows the filter keeps (`found`: the search's rows, when it searched): the pack's,
+    and with `render(positions)` also those its call view folds away (issue 21)."""
+    kept = {index for index, status, role, tools in pack.marks
+            if view.keeps(status, role, tools) and (found is None or index in found)}
+    rows = [row for row in pack.rows if row[0] in kept]
+    missing = sorted(kept - {row[0] for row in rows})
+    if missing and render is not None:
+        rows = sorted([*rows, *render(missing)], key=lambda r: r[0])
+    return rows
+
