@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "ctxsim.transcripts",
     "ctxsim.replays",
     "ctxsim.analysis",
+    "ctxsim.overview",
     "ctxsim.reviews",
 ]
 

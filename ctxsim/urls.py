@@ -11,5 +11,6 @@ urlpatterns = [
     path("", include("ctxsim.transcripts.urls")),
     path("", include("ctxsim.replays.urls")),
     path("", include("ctxsim.analysis.urls")),
+    path("", include("ctxsim.overview.urls")),
     path("", include("ctxsim.reviews.urls")),
 ]
