@@ -189,6 +189,11 @@ class TiktokenCounter:
         """The count if it is already known, without tokenizing."""
         return self._cache.get(content) if content else 0
 
+    def shape_count(self, content: bytes) -> int | None:
+        """The count already known for contents of this one's digit shape, if any."""
+        shape = digit_shape(content)
+        return None if shape is None else self._by_shape.get(shape)
+
     def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Take counts computed earlier (e.g. stored with a session) so they are not redone."""
         for content, tokens in known:

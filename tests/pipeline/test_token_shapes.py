@@ -42,5 +42,5 @@ def test_a_respilled_preview_is_tokenized_once_per_shape():
     first = b"head\n\n... [5 chars omitted \xe2\x80\x94 saved to /tmp/budget_call_7_12.txt]\n\n"
     again = first.replace(b"_12.txt", b"_47.txt")
     counter.count(first)
-    assert counter._by_shape.get(digit_shape(again)) == counter.count(first)
+    assert counter.shape_count(again) == counter.count(first)
     assert digit_shape("½1".encode()) is None  # a digit next to another numeral: exact path
