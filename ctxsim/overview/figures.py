@@ -23,6 +23,7 @@ from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings
+from ctxsim.replays.token_counts import save_counts
 
 # Bump when the figures change meaning: stored rows under the old key are then not read.
 FIGURES_VERSION = 1
@@ -98,7 +99,11 @@ def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> di
     canonical = replays.canonical_session(session, settings.counter, other_counts=True)
     rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
     tally = _CallTally(canonical.messages, rep.counter)
-    insights = analyse(_Observed(rep, tally), cache.rule())  # type: ignore[arg-type]
+    # What this replay tokenizes is stored for the session, as the session page's replays do:
+    # opening the session later (in any process) does not tokenize it again.
+    with rep.counter.recording() as fresh:
+        insights = analyse(_Observed(rep, tally), cache.rule())  # type: ignore[arg-type]
+    save_counts(session, canonical, rep.counter, fresh)
     lost, rereads = len(insights.loss.lost), len(insights.loss.rereads)
     return {
         "sessions": 1,
