@@ -37,3 +37,42 @@ def test_the_overview_fills_in_as_the_worker_stores_figures(personas, login, liv
     if os.environ.get("CTXSIM_SCREENSHOT_DIR"):
         page.screenshot(path=os.path.join(os.environ["CTXSIM_SCREENSHOT_DIR"], "overview.png"),
                         full_page=True)
+
+
+def test_a_corpus_sweep_runs_on_the_worker_and_a_front_point_becomes_a_profile(
+    personas, login, live_server, worker
+):
+    from ctxsim.replays.models import SavedProfile
+
+    save_sessions([generate_session(8 + i, seed=i, oversize_every=2) for i in range(5)],
+                  team=personas.team, user=personas.users["owner"])
+    page = login("reviewer")
+    page.goto(f"{live_server.url}/overview/")
+    page.click("text=Corpus sweep")
+    expect(page.locator("html")).to_have_attribute("data-autosubmit", "ready")
+    with page.expect_navigation(timeout=60_000):
+        page.select_option("#corpus-profile-select", "aivax")
+    expect(page.locator("#param1")).to_have_value("toolContextCount")
+    page.fill("#start1", "1")
+    page.fill("#stop1", "3")
+    page.fill("#step1", "1")
+    page.click("#run-corpus-sweep")
+    status = page.locator("#corpus-status")
+    expect(status).to_have_attribute("data-status", "queued")
+    expect(page.locator("progress.sweep-progress")).to_be_visible()
+    worker.start()
+    expect(status).to_have_attribute("data-status", "done", timeout=120_000)
+    worker.stop()
+    counts = page.evaluate("""() => Chart.getChart('corpus-chart').data.datasets
+        .map(d => d.data.length)""")
+    assert counts[0] >= 1 and sum(counts) == 3
+    if os.environ.get("CTXSIM_SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["CTXSIM_SCREENSHOT_DIR"], "corpus.png"),
+                        full_page=True)
+    row = page.locator(".corpus-points tr.front").first
+    row.locator("input[name=name]").fill("fleet best")
+    with page.expect_navigation():
+        row.locator("button[type=submit]").click()
+    saved = SavedProfile.objects.get(name="fleet best")
+    assert f"profiles=saved%3A{saved.pk}" in page.url
+    expect(page.locator(f'th[data-profile="saved:{saved.pk}"]')).to_have_text("fleet best")
