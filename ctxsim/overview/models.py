@@ -37,6 +37,7 @@ class SessionFigures(models.Model):
     figures = models.JSONField(default=dict, blank=True)
     message = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

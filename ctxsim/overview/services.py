@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils import timezone
 
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.insights import sweep as sweeps
@@ -174,12 +175,20 @@ def build_overview(team, choice: Choice) -> Overview:
     ids = list(rows.values_list("pk", flat=True))
     keys = {ref: fig.figures_key(settings, choice.cache) for ref, settings in choice.profiles}
     stored: dict[str, dict[int, tuple[str, dict]]] = {k: {} for k in keys.values()}
-    for session_id, key, status, figures in SessionFigures.objects.filter(
+    cutoff = timezone.now() - transcripts.import_timeout()
+    stuck = []
+    for session_id, key, status, figures, started in SessionFigures.objects.filter(
             session__in=rows, key__in=list(keys.values())).values_list(
-            "session_id", "key", "status", "figures"):
+            "session_id", "key", "status", "figures", "started_at"):
+        if status == Status.RUNNING and started is not None and started < cutoff:
+            stuck.append((session_id, key))  # its worker went away: queue it again
+            continue
         stored[key][session_id] = (status, figures)
+    if stuck:
+        _requeue(stuck)
+    again = set(stuck)
     missing = [(sid, ref, key) for ref, key in keys.items() for sid in ids
-               if sid not in stored[key]]
+               if sid not in stored[key] and (sid, key) not in again]
     if missing:
         _queue(missing, dict(choice.profiles), choice.cache)
     overview = Overview(choice, len(ids), queued_now=len(missing))
@@ -203,6 +212,16 @@ def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, Repla
     with transaction.atomic():
         SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
         enqueue_many(compute_figures, [(sid, key) for sid, _, key in missing])
+
+
+def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
+    """Queue again the pairs whose worker stopped without finishing (killed, restarted)."""
+    with transaction.atomic():
+        for session_id, key in pairs:
+            SessionFigures.objects.filter(session_id=session_id, key=key,
+                                          status=Status.RUNNING).update(
+                status=Status.QUEUED, started_at=None)
+        enqueue_many(compute_figures, list(pairs))
 
 
 def overview_json(overview: Overview) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def compute_figures(session_id: int, key: str) -> dict:
 
 def compute_figures_job(session_id: int, key: str) -> dict:
     claim = SessionFigures.objects.filter(session_id=session_id, key=key, status=Status.QUEUED)
-    if not claim.update(status=Status.RUNNING):
+    if not claim.update(status=Status.RUNNING, started_at=timezone.now()):
         return {"status": "skipped"}  # done already, or taken by another worker
     row = SessionFigures.objects.select_related("session__team").get(session_id=session_id,
                                                                       key=key)

@@ -218,3 +218,23 @@ def test_deleting_a_session_deletes_its_figures(personas):
     personas.client("owner").post(reverse("session-delete", args=[rows[0].pk]))
     assert SessionFigures.objects.count() == 1
     assert personas.client("viewer").get(f"{URL}?profiles=none").context["overview"].complete
+
+
+def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    corpus(personas, n=2)
+    personas.client("viewer").get(f"{URL}?profiles=none")
+    first, second = SessionFigures.objects.order_by("session_id")
+    long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
+    SessionFigures.objects.filter(pk=first.pk).update(status=Status.RUNNING, started_at=long_ago)
+    SessionFigures.objects.filter(pk=second.pk).update(status=Status.RUNNING,
+                                                       started_at=timezone.now())
+    personas.client("viewer").get(f"{URL}?profiles=none", headers=RESULTS)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == Status.QUEUED and second.status == Status.RUNNING
+    assert DBTaskResult.objects.count() == 3  # two at first, one again for the stuck pair
+    assert compute_figures_job(first.session_id, first.key) == {"status": "done"}
