@@ -1,6 +1,8 @@
-"""Replay targets (SPEC §9): `python -m bench.replay CALLS[,CALLS...] REPS [--floor]`.
+"""Replay targets (SPEC §9): `python -m bench.replay CALLS[,CALLS...] REPS [--floor]
+[--profile NAME]`.
 
-Replays each generated CALLS-call session with the `chatcli` profile and the `cl100k_base`
+Replays each generated CALLS-call session with the `chatcli` profile (or `--profile`) and the
+`cl100k_base`
 counter, every call, token counts included, REPS times, each from a cold token cache. With
 `--floor`, also measures the floor of the first session: one untimed replay collects every
 distinct content the replay counts (the transcript's inputs and every message sent at any call,
@@ -34,24 +36,24 @@ def counted_parts(message, into: set[bytes]) -> None:
         into.add(message.tool_call_id.encode("utf-8", "surrogatepass"))
 
 
-def run_replay(messages) -> dict:
+def run_replay(messages, profile: str = PROFILE) -> dict:
     """One full replay from a cold token cache: every call, raw and sent token counts."""
     calls = 0
     sent = 0
     with tokens.isolated_counters():  # a fresh shared counter: empty content cache
-        for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
+        for call in replay(messages, profile, {"counter": COUNTER}).calls():
             calls += 1
             sent += call.sent_tokens
     return {"calls": calls, "sent_tokens": sent}
 
 
-def distinct_contents(messages) -> list[bytes]:
+def distinct_contents(messages, profile: str = PROFILE) -> list[bytes]:
     found: set[bytes] = set()
     seen_ids: set[int] = set()
     keep = []  # keeps visited messages alive so their ids stay unique
     for m in messages:
         counted_parts(m, found)
-    for call in replay(messages, PROFILE, {"counter": COUNTER}).calls():
+    for call in replay(messages, profile, {"counter": COUNTER}).calls():
         for m in call.sent:
             if id(m) not in seen_ids:
                 seen_ids.add(id(m))
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("reps", type=int)
     parser.add_argument("--floor", action="store_true", help="measure the first size's floor")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", default=PROFILE, help="built-in profile to replay with")
     args = parser.parse_args()
     sizes = [int(n) for n in args.calls.split(",")]
 
@@ -90,7 +93,7 @@ def main() -> None:
 
     contents: list[bytes] = []
     if args.floor:
-        collect_time, contents = timed(lambda: distinct_contents(sessions[sizes[0]]))
+        collect_time, contents = timed(lambda: distinct_contents(sessions[sizes[0]], args.profile))
         note(f"collected {len(contents)} distinct contents "
              f"({sum(map(len, contents)) / 1e6:.1f} MB) in {collect_time:.1f}s")
     replay_times: dict[int, list[float]] = {n: [] for n in sizes}
@@ -104,7 +107,7 @@ def main() -> None:
             floor_times.append(seconds)
         for n in sizes:
             gc.collect()
-            seconds, outcome[n] = timed(lambda n=n: run_replay(sessions[n]))
+            seconds, outcome[n] = timed(lambda n=n: run_replay(sessions[n], args.profile))
             replay_times[n].append(seconds)
         note(f"rep {rep + 1}/{args.reps}: "
              + ", ".join(f"{n} calls {replay_times[n][-1]:.2f}s" for n in sizes)

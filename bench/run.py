@@ -108,6 +108,15 @@ def main() -> int:
                  f"{measured['floor']:.2f}s to tokenize {measured['distinct_contents']} "
                  f"distinct contents, {measured['distinct_bytes'] / 1e6:.1f} MB, "
                  f"{measured['floor_tokens']:,} tokens")
+            # SPEC-agents (issue 16): Claude Code's own profile meets the same limit.
+            agent = child("bench.replay", str(sizes[0]), str(reps), "--floor",
+                          "--profile", "claude-code")
+            agent_small = agent["sizes"][0]
+            results.append(line("replay[claude-code]", agent_small["replay"] / agent["floor"],
+                                2))
+            info(f"claude-code: replay {agent_small['replay']:.2f}s (runs {runs(agent_small)}); "
+                 f"floor {agent['floor']:.2f}s for {agent['distinct_contents']} distinct "
+                 f"contents")
         if "linearity" in only:
             large = measured["sizes"][1]
             results.append(line("linearity", large["replay"] / small["replay"], 2.3))

@@ -98,7 +98,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         raise UsageError(f"--session {args.session}: the file has {len(sessions)} session(s)")
     s = sessions[args.session]
     rep = replay(s.messages, args.profile or DEFAULT_PROFILE, overrides, tools=s.tools,
-                 response_schema=s.response_schema)
+                 response_schema=s.response_schema, session=dict(s.meta))
     return rep, overrides
 
 

@@ -95,13 +95,15 @@ def split_user(content: Any, field: str, line: int | None) -> UserContent:
 
 
 class AssistantContent:
-    __slots__ = ("texts", "calls", "thinking", "server_blocks")
+    __slots__ = ("texts", "calls", "thinking", "server_blocks", "compaction")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.calls: list[ToolCall] = []
         self.thinking: list[str] = []
         self.server_blocks = 0
+        # A server compaction block (`compact_20260112`): {"content": summary or None}.
+        self.compaction: dict[str, Any] | None = None
 
 
 def split_assistant(content: Any, field: str, line: int | None) -> AssistantContent:
@@ -131,6 +133,9 @@ def split_assistant(content: Any, field: str, line: int | None) -> AssistantCont
             split.thinking.append(optional_str(block.get("thinking"), f"{where}.thinking", line))
         elif kind == "redacted_thinking":
             split.thinking.append("")
+        elif kind == "compaction":
+            summary = block.get("content")
+            split.compaction = {"content": summary if isinstance(summary, str) else None}
         else:
             # Server tools answer inside the same message; they are no client call/result.
             split.server_blocks += 1

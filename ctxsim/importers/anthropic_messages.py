@@ -95,6 +95,8 @@ def parse(source: Source) -> list[Session]:
                 draft.add_call(call)
             if isinstance(item.get("usage"), dict):
                 draft.meta["usage"] = item["usage"]
+            if content.compaction is not None:
+                draft.meta["anthropic_compaction"] = content.compaction
         elif role in ("user", "system"):
             turn += 1
             if role == "system":
@@ -115,7 +117,18 @@ def parse(source: Source) -> list[Session]:
             raise TranscriptError(f"`{where}.role` should be user or assistant, not {role!r}")
     messages = history.messages()
     require_sessions(list(messages), "the file has no messages")
+    _add_recorded(meta, messages)
     return [Session(
         format=NAME, title=title_from(messages, "Anthropic conversation"), messages=messages,
         tools=tools, response_schema=response_schema, meta=meta,
     )]
+
+
+def _add_recorded(meta: dict[str, Any], messages: tuple[Message, ...]) -> None:
+    """Session `meta.recorded_compactions` (SPEC-agents §2.5.0.5): the compaction blocks."""
+    from ctxsim.pipeline.agents_common import recorded_compactions
+
+    recorded = [{k: v for k, v in e.items() if k != "call_index"}
+                for e in recorded_compactions(messages)]
+    if recorded:
+        meta["recorded_compactions"] = recorded

@@ -56,7 +56,7 @@ class _Node:
 
     __slots__ = (
         "line", "uuid", "parent", "logical_parent", "sidechain", "role", "msg_id",
-        "timestamp", "content", "meta_flags", "usage", "model", "agent_id",
+        "timestamp", "content", "meta_flags", "usage", "model", "agent_id", "marker",
     )
 
     def __init__(self, line: int, uuid: str, record: dict[str, Any]):
@@ -77,6 +77,8 @@ class _Node:
         self.model: str | None = None
         agent_id = record.get("agentId")
         self.agent_id = agent_id if isinstance(agent_id, str) else None
+        # A compact_boundary / microcompact_boundary record (SPEC-agents §2.5.0.5).
+        self.marker: dict[str, Any] | None = None
 
 
 def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str, Any]]:
@@ -108,6 +110,8 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
             info["duplicate_lines"] += 1
             continue
         node = _Node(line, uuid, record)
+        if kind == "system":
+            node.marker = _boundary(record)
         if kind in ("user", "assistant"):
             _fill_message(node, kind, record, line)
             for key in ("sessionId", "cwd", "version", "gitBranch"):
@@ -116,6 +120,57 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
         nodes[uuid] = node
         order.append(node)
     return nodes, order, info
+
+
+def _boundary(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The fields of a compaction record that SPEC-agents §2.5.0.5 keeps, by subtype."""
+    subtype = record.get("subtype")
+    if subtype == "compact_boundary":
+        meta = record.get("compactMetadata")
+        meta = meta if isinstance(meta, dict) else {}
+        segment = meta.get("preservedSegment")
+        return {"subtype": subtype, "trigger": meta.get("trigger"),
+                "pre_tokens": meta.get("preTokens"), "uuid": record.get("uuid"),
+                "logical_parent_uuid": record.get("logicalParentUuid"),
+                "segment": segment if isinstance(segment, dict) else None}
+    if subtype == "microcompact_boundary":
+        meta = record.get("microcompactMetadata")
+        meta = meta if isinstance(meta, dict) else {}
+        return {"subtype": subtype, "trigger": meta.get("trigger"),
+                "pre_tokens": meta.get("preTokens"), "tokens_saved": meta.get("tokensSaved"),
+                "compacted_tool_ids": list(meta.get("compactedToolIds") or []),
+                "cleared_attachment_uuids": list(meta.get("clearedAttachmentUUIDs") or [])}
+    return None
+
+
+def _segment_uuids(segment: dict[str, Any] | None, nodes: dict[str, _Node]) -> list[str]:
+    """The uuids on the chain from `headUuid` to `tailUuid` (ctxsim's reading of a partial
+    compaction's `preservedSegment`); empty when absent or when the chain does not meet."""
+    if not segment:
+        return []
+    head, tail = segment.get("headUuid"), segment.get("tailUuid")
+    path: list[str] = []
+    node = nodes.get(tail) if isinstance(tail, str) else None
+    while node is not None and node.uuid not in path:
+        path.append(node.uuid)
+        if node.uuid == head:
+            return path[::-1]
+        node = nodes.get(node.parent) if node.parent else None
+    return []
+
+
+def _marker_meta(marker: dict[str, Any], summary: bool,
+                 nodes: dict[str, _Node]) -> dict[str, Any]:
+    """`meta` keys for the message that follows a boundary record."""
+    if marker["subtype"] == "microcompact_boundary":
+        return {"microcompaction": {k: marker[k] for k in (
+            "trigger", "pre_tokens", "tokens_saved", "compacted_tool_ids",
+            "cleared_attachment_uuids")}}
+    return {"compaction": {
+        "source": "claude-code", "kind": "summary" if summary else "boundary_only",
+        "trigger": marker["trigger"], "pre_tokens": marker["pre_tokens"],
+        "boundary_uuid": marker["uuid"], "logical_parent_uuid": marker["logical_parent_uuid"],
+        "preserved_uuids": _segment_uuids(marker["segment"], nodes)}}
 
 
 def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> None:
@@ -215,13 +270,25 @@ def _with_side_branches(chain: list[_Node], tree: list[_Node]) -> list[_Node]:
     return sorted(chain + extra, key=lambda node: node.line)
 
 
-def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ...], dict]:
+def _messages(selected: list[_Node], sidechain: bool,
+              nodes: dict[str, _Node] | None = None) -> tuple[tuple[Message, ...], dict]:
     builder = HistoryBuilder()
     seen_calls: set[str] = set()
     stats: dict[str, Any] = {"model": None, "started": None, "ended": None}
+    # Boundary records waiting for the next user or assistant record (SPEC-agents §2.5.0.5).
+    held: list[dict[str, Any]] = []
     for node in selected:
         if node.role is None:
+            if node.marker is not None:
+                held.append(node.marker)
             continue
+        markers: dict[str, Any] = {"uuid": node.uuid}
+        if held:
+            summary = node.role == "user" and bool(
+                node.meta_flags and node.meta_flags.get("compact_summary"))
+            for marker in held:
+                markers.update(_marker_meta(marker, summary, nodes or {}))
+            held = []
         if node.timestamp:
             stats["started"] = stats["started"] or node.timestamp
             stats["ended"] = node.timestamp
@@ -242,6 +309,8 @@ def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ..
                     draft.meta["sidechain"] = True
                 if node.meta_flags:
                     draft.meta.update(node.meta_flags)
+            for key, value in markers.items():
+                draft.meta.setdefault(key, value)
             draft.texts.extend(content.texts)
             if content.thinking:
                 draft.meta.setdefault("thinking", []).extend(content.thinking)
@@ -251,16 +320,22 @@ def _messages(selected: list[_Node], sidechain: bool) -> tuple[tuple[Message, ..
             continue
         content_u = node.content
         assert isinstance(content_u, UserContent)  # role "user": _fill_message set both
-        base: dict[str, Any] = {"source_line": node.line, "timestamp": node.timestamp}
+        base: dict[str, Any] = {"source_line": node.line, "timestamp": node.timestamp,
+                                "uuid": node.uuid}
+        marked = {k: v for k, v in markers.items() if k != "uuid"}
         if sidechain:
             base["sidechain"] = True
+        has_text = bool(content_u.texts or content_u.binary_parts or not content_u.results)
         for tool_use_id, data, is_error, parts in content_u.results:
-            meta = dict(base, binary_parts=parts) if parts else base
+            meta = dict(base, binary_parts=parts) if parts else dict(base)
+            if marked and not has_text:
+                meta.update(marked)  # a boundary followed first by results: the first one
+                marked = {}
             builder.add(Message.of(
                 "tool", data, tool_call_id=tool_use_id, is_error=is_error, meta=meta
             ))
-        if content_u.texts or content_u.binary_parts or not content_u.results:
-            meta = dict(base)
+        if has_text:
+            meta = dict(base, **marked)
             if content_u.binary_parts:
                 meta["binary_parts"] = content_u.binary_parts
             if node.meta_flags:
@@ -313,7 +388,7 @@ def parse(source: Source) -> list[Session]:
     main_leaf = _last_message_node(main_tree)
     if main_leaf is not None:
         selected = _with_side_branches(_chain(main_leaf, nodes), main_tree)
-        messages, stats = _messages(selected, sidechain=False)
+        messages, stats = _messages(selected, sidechain=False, nodes=nodes)
         title = _title(selected, info) or title_from(messages, "Claude Code session")
         included = sum(1 for node in selected if node.role is not None)
         available = sum(1 for node in main_tree if node.role is not None)
@@ -323,9 +398,11 @@ def parse(source: Source) -> list[Session]:
                 f"{available - included} message lines on abandoned branches (rewinds or "
                 "edits) were left out",
             )
+        main_meta = _session_meta(session_id, base_meta, stats, info)
+        _add_recorded(main_meta, messages)
         sessions.append(Session(
             format=NAME, title=title, messages=messages, key=main_key,
-            meta=_session_meta(session_id, base_meta, stats, info),
+            meta=main_meta,
             warnings=warnings,
         ))
         task_prompts = _task_prompts(messages)
@@ -335,9 +412,10 @@ def parse(source: Source) -> list[Session]:
         if leaf is None:
             continue
         selected = _with_side_branches(_chain(leaf, nodes), tree)
-        messages, stats = _messages(selected, sidechain=True)
+        messages, stats = _messages(selected, sidechain=True, nodes=nodes)
         agent_id = next((node.agent_id for node in tree if node.agent_id), None)
         meta = _session_meta(session_id, base_meta, stats, info)
+        _add_recorded(meta, messages)
         meta["sidechain"] = True
         if agent_id:
             meta["agent_id"] = agent_id
@@ -374,6 +452,16 @@ def _session_meta(session_id: str, base: dict, stats: dict, info: dict) -> dict[
     if info["duplicate_lines"]:
         meta["duplicate_lines"] = info["duplicate_lines"]
     return meta
+
+
+def _add_recorded(meta: dict[str, Any], messages: tuple[Message, ...]) -> None:
+    """Session `meta.recorded_compactions` (SPEC-agents §2.5.0.5), in file order."""
+    from ctxsim.pipeline.agents_common import recorded_compactions
+
+    recorded = [{k: v for k, v in e.items() if k != "call_index"}
+                for e in recorded_compactions(messages)]
+    if recorded:
+        meta["recorded_compactions"] = recorded
 
 
 def _task_prompts(messages: tuple[Message, ...]) -> dict[str, str]:

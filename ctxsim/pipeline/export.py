@@ -28,6 +28,8 @@ class Export:
     filename: str
     content: str
     left_out: list[str] = field(default_factory=list)
+    # Warnings about how the tool reads what was exported (SPEC-agents §2.5.3, §2.5.8).
+    notes: list[str] = field(default_factory=list)
 
 
 def _plain(value: Any) -> Any:
@@ -191,8 +193,12 @@ def export_anthropic(values: Mapping[str, Any]) -> Export:
 
 
 def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
-    """A `context_management` object → parameters of `clear_tool_uses`."""
+    """A `context_management` object → parameters of `clear_tool_uses`; a request fragment
+    (`{"context_management": …, "betas": …}`, SPEC-agents §2.5.9) → the parameters of every
+    edit it holds."""
     obj = _load_object(data, "context_management")
+    if "context_management" in obj or _has_agent_edits(obj):
+        return import_anthropic_request(obj)
     errors = {k: "unknown key" for k in obj if k != "edits"}
     edits = obj.get("edits")
     if not isinstance(edits, list) or len(edits) != 1 or not isinstance(edits[0], Mapping):
@@ -215,6 +221,186 @@ def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
+# --- Anthropic request fragment: compaction, thinking, tool uses (SPEC-agents §2.5.9) --------
+
+COMPACT_EDIT = "compact_20260112"
+THINKING_EDIT = "clear_thinking_20251015"
+EDIT_ORDER = (("anthropic_compact", COMPACT_EDIT), ("clear_thinking", THINKING_EDIT),
+              ("clear_tool_uses", ANTHROPIC_EDIT))
+BETAS = {COMPACT_EDIT: "compact-2026-01-12", THINKING_EDIT: "context-management-2025-06-27",
+         ANTHROPIC_EDIT: "context-management-2025-06-27"}
+AGENT_STAGE_LEFT_OUT = {
+    "anthropic_compact": ("anthropic_compact_mode", "summary_placeholder_tokens"),
+    "clear_thinking": (),
+    "clear_tool_uses": ("placeholder",),
+}
+
+
+def _tool_uses_edit(values: Mapping[str, Any]) -> dict[str, Any]:
+    return json.loads(export_anthropic(values).content)["edits"][0]
+
+
+def export_anthropic_request(values: Mapping[str, Any], stages: tuple) -> Export:
+    """`{"context_management": {"edits": [...]}, "betas": [...]}`: one edit per Anthropic
+    gateway stage, always compact → clear_thinking → clear_tool_uses."""
+    present = [s for s, _ in stages if STAGES[s].family == "anthropic"]
+    edits: list[dict[str, Any]] = []
+    left: list[str] = []
+    notes: list[str] = []
+    for stage, _ in EDIT_ORDER:
+        if stage not in present:
+            continue
+        if stage == "anthropic_compact":
+            edit = {"type": COMPACT_EDIT, "trigger": dict(values["compact_trigger"]),
+                    "pause_after_compaction": bool(values["compact_pause_after_compaction"])}
+            if values.get("compact_instructions") is not None:
+                edit["instructions"] = values["compact_instructions"]
+            notes.append("compact_20260112: append the whole response content (not only its "
+                         "text) to the messages, so the compaction block is sent back")
+        elif stage == "clear_thinking":
+            keep = values["thinking_keep"]
+            edit = {"type": THINKING_EDIT, "keep": keep if keep == "all" else dict(keep)}
+        else:
+            edit = _tool_uses_edit(values)
+        edits.append(edit)
+        for name in AGENT_STAGE_LEFT_OUT[stage]:
+            value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
+            if value != default:
+                left.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
+    if present != [s for s, _ in EDIT_ORDER if s in present]:
+        notes.append("edits exported in the order the API needs (compact_20260112, "
+                     "clear_thinking_20251015, clear_tool_uses_20250919); the simulation ran "
+                     "them in the profile's order")
+    betas = list(dict.fromkeys(BETAS[e["type"]] for e in edits))
+    text = json.dumps({"context_management": {"edits": edits}, "betas": betas}, indent=2) + "\n"
+    return Export("anthropic", "context_management.json", text, left, notes)
+
+
+def _has_agent_edits(obj: Mapping[str, Any]) -> bool:
+    edits = obj.get("edits")
+    return isinstance(edits, list) and any(
+        isinstance(e, Mapping) and e.get("type") in (COMPACT_EDIT, THINKING_EDIT) for e in edits)
+
+
+def import_anthropic_request(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The request fragment (or a bare `context_management` with several edits) → the
+    parameters of each edit; `betas` is checked to be a list of strings, then not needed."""
+    errors: dict[str, str] = {}
+    cm = obj.get("context_management", obj)
+    if "context_management" in obj:
+        errors.update({k: "unknown key" for k in obj if k not in ("context_management", "betas")})
+        betas = obj.get("betas", [])
+        if not isinstance(betas, list) or not all(isinstance(b, str) for b in betas):
+            errors["betas"] = "expected a list of strings"
+    if not isinstance(cm, Mapping):
+        raise ParamError({"context_management": "expected an object"})
+    errors.update({f"context_management.{k}": "unknown key" for k in cm if k != "edits"})
+    edits = cm.get("edits")
+    if not isinstance(edits, list) or not edits:
+        errors["context_management.edits"] = "expected a non-empty list of edits"
+        raise ParamError(errors)
+    raw: dict[str, Any] = {}
+    seen: set[Any] = set()
+    for n, edit in enumerate(edits):
+        where = f"edits[{n}]"
+        if not isinstance(edit, Mapping):
+            errors[where] = "expected an object"
+            continue
+        kind = edit.get("type")
+        if kind in seen:
+            errors[f"{where}.type"] = f"{kind} is listed twice"
+            continue
+        seen.add(kind)
+        if kind == COMPACT_EDIT:
+            keys = {"trigger": "compact_trigger", "instructions": "compact_instructions",
+                    "pause_after_compaction": "compact_pause_after_compaction"}
+        elif kind == THINKING_EDIT:
+            keys = {"keep": "thinking_keep"}
+        elif kind == ANTHROPIC_EDIT:
+            keys = {k: k for k in EDIT_KEYS}
+        else:
+            errors[f"{where}.type"] = (f"expected one of {COMPACT_EDIT}, {THINKING_EDIT}, "
+                                       f"{ANTHROPIC_EDIT}")
+            continue
+        errors.update({f"{where}.{k}": "unknown key" for k in edit
+                       if k not in keys and k != "type"})
+        part = {keys[k]: v for k, v in edit.items() if k in keys}
+        try:
+            cleaned = validate_params(part)
+        except ParamError as exc:
+            errors.update({f"{where}.{k}": v for k, v in exc.errors.items()})
+            continue
+        for name in keys.values():
+            cleaned.setdefault(name, PARAMS[name].default)
+        raw.update(cleaned)
+    if errors:
+        raise ParamError(errors)
+    return raw
+
+
+def anthropic_stages(values: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The gateway stages an imported Anthropic fragment configures, in the export's order."""
+    has = {"anthropic_compact": "compact_trigger" in values,
+           "clear_thinking": "thinking_keep" in values, "clear_tool_uses": "trigger" in values}
+    return tuple((s, "gateway") for s, _ in EDIT_ORDER if has[s])
+
+
+# --- Claude Code settings.json (SPEC-agents §2.5.9) -------------------------------------------
+
+CLAUDE_LEFT_OUT = {
+    "claude_code_tool_output": ("cc_bash_mode", "cc_mcp_mode", "cc_bash_tools",
+                                "cc_bash_persist_trim", "cc_mcp_truncation_notice",
+                                "cc_mcp_precheck_factor", "cc_preview_cut",
+                                "cc_persist_threshold_chars", "cc_persist_overrides",
+                                "cc_tool_results_dir", "cc_read_cap"),
+    "claude_code_microcompact": ("cc_microcompact_trigger", "cc_microcompact_gap_minutes",
+                                 "cc_microcompact_keep_recent", "cc_microcompact_count_trigger",
+                                 "cc_microcompact_tools", "cc_microcompact_placeholder"),
+    "claude_code_autocompact": ("cc_autocompact_buffer_tokens", "cc_summary_reserve_tokens",
+                                "cc_context_window", "cc_max_output_tokens", "cc_model",
+                                "cc_autocompact_mode", "cc_token_source", "cc_summary_template",
+                                "summary_placeholder_tokens"),
+}
+
+
+def export_claude_code(values: Mapping[str, Any], stages: tuple) -> Export:
+    """`{"env": {...}}` for `.claude/settings.json`: the non-empty `claude_env` entries, keys
+    sorted. Everything else is ctxsim's or a version choice, and listed as left out (the
+    microcompact parameters always: Claude Code has no setting for them)."""
+    env = {k: v for k, v in sorted((values.get("claude_env") or {}).items()) if v != ""}
+    left: list[str] = []
+    for stage, _ in stages:
+        for name in CLAUDE_LEFT_OUT.get(stage, ()):
+            value = _plain(values.get(name))
+            if stage == "claude_code_microcompact" or value != _plain(PARAMS[name].default):
+                left.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
+    notes = []
+    if "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE" in env:
+        notes.append("Several users report CLAUDE_AUTOCOMPACT_PCT_OVERRIDE in the settings.json "
+                     "env block being ignored by the app's own threshold, and working only when "
+                     "exported in the shell (anthropics/claude-code#36381, #63186, #64773); one "
+                     "report (jundot/omlx#2400) claims a fraction such as \"0.8\" works, which "
+                     "ctxsim, following the documented percentage (1-100), reads as 0.8 %.")
+    text = json.dumps({"env": env}, indent=2, ensure_ascii=False) + "\n"
+    return Export("claude-code", "settings.json", text, left, notes)
+
+
+def import_claude_code(data: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A settings.json (or its `env` fragment) → `{"claude_env": {...}}`; the file's other
+    keys are Claude Code settings ctxsim does not simulate and are ignored."""
+    obj = _load_object(data, "settings.json")
+    env = obj.get("env", {})
+    if not isinstance(env, Mapping):
+        raise ParamError({"env": "expected an object of strings"})
+    return validate_params({"claude_env": dict(env)})
+
+
+def claude_code_ignored_keys(data: str | Mapping[str, Any]) -> list[str]:
+    """The note an import shows: the top-level keys of settings.json other than `env`."""
+    obj = _load_object(data, "settings.json")
+    return [f"{k} (not a setting ctxsim simulates; ignored)" for k in obj if k != "env"]
+
+
 # --- whole profiles --------------------------------------------------------------------------
 
 def export_profile(config: RunConfig) -> list[Export]:
@@ -225,6 +411,14 @@ def export_profile(config: RunConfig) -> list[Export]:
         if family not in families:
             families.append(family)
     return [FORMATS[family].export(config) for family in families]
+
+
+def _export_anthropic_any(config: RunConfig) -> Export:
+    """The bare `context_management` of SPEC §4 for clear_tool_uses alone; the request
+    fragment with `betas` (SPEC-agents §2.5.9) once a compaction or thinking edit is in."""
+    if any(s in ("anthropic_compact", "clear_thinking") for s, _ in config.stages):
+        return export_anthropic_request(config.values, config.stages)
+    return export_anthropic(config.values)
 
 
 @dataclass(frozen=True)
@@ -239,6 +433,7 @@ class Format:
 FORMATS: dict[str, Format] = {
     "chatcli": Format(lambda c: export_chatcli(c.values, c.stages), import_chatcli),
     "aivax": Format(lambda c: export_aivax(c.values), import_aivax),
-    "anthropic": Format(lambda c: export_anthropic(c.values), import_anthropic),
+    "anthropic": Format(lambda c: _export_anthropic_any(c), import_anthropic),
+    "claude-code": Format(lambda c: export_claude_code(c.values, c.stages), import_claude_code),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}

@@ -228,7 +228,8 @@ class ParamSpec:
     # How the value is shaped, which decides how a form edits it and a URL carries it:
     # int | optional-int | string | choice | list | map | env | object ({"type", "value"};
     # `choices` are its types; a None default means "none" is one) | bool_or_list (true,
-    # false or a list of names).
+    # false or a list of names); for SPEC-agents also bool, number and limits
+    # (tool name → integer or null).
     kind: str = "int"
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
@@ -307,6 +308,220 @@ PARAMS: dict[str, ParamSpec] = {
                   _string, kind="string"),
     )
 }
+
+
+# --- SPEC-agents §2.5: Claude Code, Anthropic server edits, and the shared maps -------------
+
+X_NOTE = " ctxsim's default; not documented by Anthropic."
+
+
+def _int_range(lo: int, hi: int) -> Validator:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError("expected an integer")
+        if not lo <= v <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return v
+
+    return check
+
+
+def _opt_int_range(lo: int, hi: int) -> Validator:
+    inner = _int_range(lo, hi)
+    return lambda v: None if v is None else inner(v)
+
+
+def _number(lo: float, hi: float, low_open: bool = False) -> Validator:
+    def check(v: Any) -> float | int:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+            raise ValueError("expected a number")
+        if v > hi or v < lo or (low_open and v == lo):
+            raise ValueError(f"must be {'above' if low_open else 'at least'} {lo} and at most {hi}")
+        return v
+
+    return check
+
+
+def _boolean(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("expected true or false")
+    return v
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    names = _string_list(v)
+    if not names or not all(names):
+        raise ValueError("expected a non-empty list of tool names")
+    return names
+
+
+def _persist_overrides(v: Any) -> dict[str, int | None]:
+    if not isinstance(v, Mapping):
+        raise ValueError("expected an object mapping tool names to an integer or null")
+    out: dict[str, int | None] = {}
+    for k, x in v.items():
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1):
+            raise ValueError(f"{k}: expected an integer of at least 1, or null (never persist)")
+        out[k] = x
+    return out
+
+
+def _thinking_keep(v: Any) -> Any:
+    if v == "all":
+        return "all"
+    if (not isinstance(v, Mapping) or set(v) != {"type", "value"}
+            or v["type"] != "thinking_turns"):
+        raise ValueError('expected "all" or {"type": "thinking_turns", "value": N}')
+    n = v["value"]
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100000:
+        raise ValueError("value must be an integer between 1 and 100000")
+    return {"type": "thinking_turns", "value": n}
+
+
+def _compact_trigger(v: Any) -> dict[str, Any]:
+    if (not isinstance(v, Mapping) or set(v) != {"type", "value"}
+            or v["type"] != "input_tokens"):
+        raise ValueError('expected {"type": "input_tokens", "value": N}')
+    n = v["value"]
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError("value must be an integer")
+    if n < 50000:
+        raise ValueError("compact_trigger.value must be at least 50000 (the API rejects "
+                         "smaller triggers)")
+    if n > 10_000_000:
+        raise ValueError("value must be at most 10000000")
+    return {"type": "input_tokens", "value": n}
+
+
+def _claude_env(v: Any) -> dict[str, str]:
+    from .agents_common import clean_claude_env
+
+    return clean_claude_env(v)
+
+
+def _codex_config(v: Any) -> dict[str, Any]:
+    from .agents_common import clean_codex_config
+
+    return clean_codex_config(v)
+
+
+CC_MICROCOMPACT_TOOLS = ("Read", "Bash", "PowerShell", "Grep", "Glob", "WebSearch", "WebFetch",
+                         "Edit", "Write")
+CC_TOOL_RESULTS_DIR = "~/.claude/projects/{project}/{session_id}/tool-results"
+
+PARAMS.update({
+    p.name: p
+    for p in (
+        ParamSpec("claude_env", "Claude Code env", {}, "Keys of the env block of Claude Code's "
+                  "settings.json, as typed; each is read the way a JavaScript program usually "
+                  "reads it (parse rules are ctxsim's; not documented by Anthropic).",
+                  _claude_env, kind="map"),
+        ParamSpec("codex_config", "Codex config", {}, "Top-level keys of ~/.codex/config.toml: "
+                  "model, tool_output_token_limit, model_context_window, "
+                  "model_auto_compact_token_limit.", _codex_config, kind="map"),
+        ParamSpec("summary_placeholder_tokens", "Placeholder summary size", 2000, "Size of the "
+                  "summary ctxsim inserts when a compaction has no recorded summary. ctxsim's "
+                  "default; no tool documents a typical summary size.", _int_range(0, 200000),
+                  unit="tokens"),
+        # claude_code_tool_output (§2.5.1)
+        ParamSpec("cc_bash_mode", "Bash over the cap", "persist", "persist: saved to a file, "
+                  "the model gets a preview (current versions); middle: head and tail kept "
+                  "(2025 versions).", _choice("persist", "middle"), kind="choice",
+                  choices=("persist", "middle")),
+        ParamSpec("cc_bash_tools", "Shell tools", ("Bash", "PowerShell"), "Tools "
+                  "BASH_MAX_OUTPUT_LENGTH applies to." + X_NOTE, _names, kind="list"),
+        ParamSpec("cc_bash_persist_trim", "Trim persisted Bash output", True, "Leading blank "
+                  "lines and trailing white space stay out of the preview." + X_NOTE,
+                  _boolean, kind="bool", choices=("true", "false")),
+        ParamSpec("cc_mcp_mode", "MCP over the cap", "truncate", "truncate (current versions) "
+                  "or error (2025 versions).", _choice("truncate", "error"), kind="choice",
+                  choices=("truncate", "error")),
+        ParamSpec("cc_mcp_truncation_notice", "MCP truncation notice",
+                  "\n\n[ctxsim: MCP output truncated at {max} tokens]", "Text appended to a "
+                  "truncated MCP result; {max} is the limit. ctxsim's text; not documented by "
+                  "Anthropic.", _string, kind="string"),
+        ParamSpec("cc_mcp_precheck_factor", "MCP rough pre-check", 0, "0: count every MCP "
+                  "result; f > 0: leave alone a result whose rough estimate is at most f × the "
+                  "limit." + X_NOTE, _number(0, 1), kind="number"),
+        ParamSpec("cc_persist_threshold_chars", "Persist threshold", 50000, "Results longer "
+                  "than this (UTF-16 units) are saved to a file and previewed.",
+                  _int_range(1, 10_000_000), unit="chars"),
+        ParamSpec("cc_persist_overrides", "Per-tool persist thresholds", {"Read": None},
+                  "Tool name → threshold, or null to never persist (Read by default)." + X_NOTE,
+                  _persist_overrides, kind="limits"),
+        ParamSpec("cc_tool_results_dir", "Tool results folder", CC_TOOL_RESULTS_DIR, "Where "
+                  "persisted results are saved; {project} and {session_id} are substituted.",
+                  _string, kind="string"),
+        ParamSpec("cc_preview_cut", "Preview cut", "newline", "newline: the 2000-unit preview "
+                  "ends at its last line break past unit 1000; exact: always at 2000." + X_NOTE,
+                  _choice("newline", "exact"), kind="choice", choices=("newline", "exact")),
+        ParamSpec("cc_read_cap", "Read token cap", False, "Apply "
+                  "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS to recorded Read results (off: they "
+                  "are already capped).", _boolean, kind="bool", choices=("true", "false")),
+        # claude_code_microcompact (§2.5.2)
+        ParamSpec("cc_microcompact_trigger", "Microcompact trigger", "time", "time: after an "
+                  "idle gap; count: over a number of results; recorded: the transcript's "
+                  "markers; off." + X_NOTE, _choice("time", "count", "recorded", "off"),
+                  kind="choice", choices=("time", "count", "recorded", "off")),
+        ParamSpec("cc_microcompact_gap_minutes", "Idle gap", 60, "Minutes since the last "
+                  "assistant message that make old results be cleared." + X_NOTE,
+                  _number(0, 10080, low_open=True), unit="minutes", kind="number"),
+        ParamSpec("cc_microcompact_keep_recent", "Keep recent results", 5, "The most recent "
+                  "results kept (at least 1).", _int_range(0, 10000), unit="results"),
+        ParamSpec("cc_microcompact_count_trigger", "Count trigger", 12, "count trigger: fires "
+                  "when more results than this are uncleared." + X_NOTE,
+                  _int_range(1, 100000), unit="results"),
+        ParamSpec("cc_microcompact_tools", "Cleared tools", CC_MICROCOMPACT_TOOLS, "Tools whose "
+                  "old results are cleared." + X_NOTE, _string_list, kind="list"),
+        ParamSpec("cc_microcompact_placeholder", "Cleared placeholder",
+                  "[Old tool result content cleared]", "Text of a cleared result.", _string,
+                  kind="string"),
+        # claude_code_autocompact (§2.5.3)
+        ParamSpec("cc_model", "Model", None, "Model id for the window table; empty: the "
+                  "session's model.", _opt_string, kind="string"),
+        ParamSpec("cc_context_window", "Context window", None, "Empty: from the model table.",
+                  _opt_int_range(1, 10_000_000), unit="tokens", kind="optional-int"),
+        ParamSpec("cc_max_output_tokens", "Max output", None, "Empty: from the model table.",
+                  _opt_int_range(1, 1_000_000), unit="tokens", kind="optional-int"),
+        ParamSpec("cc_autocompact_buffer_tokens", "Safety buffer", 13000, "Tokens below the "
+                  "effective window where auto-compaction fires (users' reading of the CLI).",
+                  _int_range(0, 1_000_000), unit="tokens"),
+        ParamSpec("cc_summary_reserve_tokens", "Summary reserve", 20000, "Part of the window "
+                  "kept free for the summary, at most the model's output limit." + X_NOTE,
+                  _int_range(0, 1_000_000), unit="tokens"),
+        ParamSpec("cc_autocompact_mode", "Auto-compact mode", "predict", "predict: fire at the "
+                  "threshold; recorded: replay the transcript's compactions." + X_NOTE,
+                  _choice("predict", "recorded"), kind="choice",
+                  choices=("predict", "recorded")),
+        ParamSpec("cc_token_source", "Token source", "counter", "counter: the profile's counter "
+                  "on the full prompt; usage: the last recorded usage plus a rough estimate of "
+                  "what followed." + X_NOTE, _choice("counter", "usage"), kind="choice",
+                  choices=("counter", "usage")),
+        ParamSpec("cc_summary_template", "Summary wording", "v2", "v2: 2026 transcripts; v1: "
+                  "2025 transcripts.", _choice("v2", "v1"), kind="choice", choices=("v2", "v1")),
+        # clear_thinking (§2.5.7)
+        ParamSpec("thinking_keep", "Keep thinking", {"type": "thinking_turns", "value": 1},
+                  'Thinking of the N most recent thinking turns is kept, or "all".',
+                  _thinking_keep, kind="object", choices=("thinking_turns", "all"),
+                  unit="thinking turns"),
+        # anthropic_compact (§2.5.8)
+        ParamSpec("compact_trigger", "Compaction trigger", {"type": "input_tokens",
+                                                           "value": 150000},
+                  "The server compacts when the input is over this many tokens (at least "
+                  "50000).", _compact_trigger, kind="object", choices=("input_tokens",),
+                  unit="tokens"),
+        ParamSpec("compact_instructions", "Summary instructions", None, "Replaces the default "
+                  "summarization prompt (exported only: no model runs).", _opt_string,
+                  kind="string"),
+        ParamSpec("compact_pause_after_compaction", "Pause after compaction", False, "Return "
+                  "the compaction block to the client (exported only).", _boolean,
+                  kind="bool", choices=("true", "false")),
+        ParamSpec("anthropic_compact_mode", "Compaction mode", "predict", "predict: fire at the "
+                  "trigger; recorded: replay the transcript's compaction blocks.",
+                  _choice("predict", "recorded"), kind="choice",
+                  choices=("predict", "recorded")),
+    )
+})
 
 
 def validate_params(values: Mapping[str, Any], allowed: set[str] | None = None) -> dict[str, Any]:

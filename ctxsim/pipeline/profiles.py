@@ -33,6 +33,40 @@ AIVAX_PARAMS = {
     "toolContextCount": 3,
 }
 
+# SPEC-agents §2.5.9: the agents' own context management, and the Anthropic server edits.
+CLAUDE_CODE_STAGES = (
+    ("claude_code_tool_output", "dispatch"),
+    ("claude_code_microcompact", "persistent"),
+    ("claude_code_autocompact", "outgoing"),
+)
+CLAUDE_CODE_CONTEXT_EDITING = {
+    "thinking_keep": "all",
+    "trigger": {"type": "input_tokens", "value": 180000},
+    "clear_at_least": {"type": "input_tokens", "value": 140000},
+    "clear_tool_inputs": ["Bash", "PowerShell", "Glob", "Grep", "Read", "WebFetch", "WebSearch"],
+}
+AGENT_PROFILES = (
+    Profile("claude-code", "Claude Code's own context management (SPEC-agents §2.5.1–2.5.3): "
+            "tool output caps, microcompact, auto-compact at the threshold.", CLAUDE_CODE_STAGES,
+            {}),
+    Profile("claude-code-recorded", "Claude Code replaying what the transcript recorded: its "
+            "microcompactions and compactions.", CLAUDE_CODE_STAGES,
+            {"cc_microcompact_trigger": "recorded", "cc_autocompact_mode": "recorded"}),
+    Profile("claude-code-thinking", "Claude Code, then the API's clear_thinking with keep "
+            "\"all\" (ctxsim's assumption): thinking tokens become visible.",
+            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"),), {"thinking_keep": "all"}),
+    Profile("claude-code-context-editing", "Claude Code, then API-side clearing of thinking "
+            "and tool results (a what-if; ctxsim's values).",
+            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"), ("clear_tool_uses", "gateway")),
+            CLAUDE_CODE_CONTEXT_EDITING),
+    Profile("anthropic-compact", "Anthropic server-side compaction, compact_20260112 "
+            "(SPEC-agents §2.5.8).", (("anthropic_compact", "gateway"),), {}),
+    Profile("anthropic-context-management", "Anthropic compaction, clear_thinking and "
+            "clear_tool_uses together, server-side.",
+            (("anthropic_compact", "gateway"), ("clear_thinking", "gateway"),
+             ("clear_tool_uses", "gateway")), {}),
+)
+
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
@@ -52,9 +86,20 @@ PROFILES: dict[str, Profile] = {
         Profile("chatcli-aivax", "ChatCLI, then the AIVAX gateway on what it sent.",
                 CHATCLI_STAGES + AIVAX_STAGES, {**CHATCLI_PARAMS, **AIVAX_PARAMS}),
         Profile("none", "No management: the raw context, for comparison.", (), {}),
+        *AGENT_PROFILES,
     )
 }
 DEFAULT_PROFILE = "chatcli"
+# SPEC §4: a session opens with its own agent's profile when ctxsim has one (SPEC-agents
+# §2.5.9); the formats of the importers name the agent.
+AGENT_DEFAULT_PROFILES = {"claude-code": "claude-code", "codex": "codex", "codex-legacy": "codex",
+                          "openhands": "openhands", "openhands-eval": "openhands"}
+
+
+def default_profile_for(transcript_format: str) -> str:
+    """The profile a session of this format opens with: its agent's, else `chatcli`."""
+    name = AGENT_DEFAULT_PROFILES.get(transcript_format)
+    return name if name in PROFILES else DEFAULT_PROFILE
 
 
 @dataclass(frozen=True)
@@ -136,6 +181,10 @@ def resolve(
         _env_key(name): setting.effective for name, setting in env.items()
     })
     warnings = tuple(notes) + tuple(s.warning for s in env.values() if s.warning)
+    if values.get("claude_env"):
+        from .agents_common import claude_env_effective
+
+        warnings += claude_env_effective(values["claude_env"]).warnings
     return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)
 
 

@@ -33,7 +33,12 @@ from .stages import (
     ReplayFacts,
     StageContext,
     StageResult,
+    anthropic_compact,
     budget,
+    claude_code_autocompact,
+    claude_code_microcompact,
+    claude_code_tool_output,
+    clear_thinking,
     clear_tool_uses,
     context_limit,
     microcompact,
@@ -113,6 +118,7 @@ FAMILIES: dict[str, Family] = {
         Family("chatcli", "ChatCLI", ("loop_mode", "anchor_text")),
         Family("aivax", "AIVAX gateway"),
         Family("anthropic", "Anthropic"),
+        Family("claude-code", "Claude Code"),
     )
 }
 
@@ -167,6 +173,56 @@ STAGES: dict[str, StageDef] = {
             activity=clear_tool_uses.activity, describe=clear_tool_uses.describe,
             quiet_note=clear_tool_uses.quiet_note, limit_line=clear_tool_uses.limit_line,
             exported=("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"),
+        ),
+        # SPEC-agents §2.5: Claude Code (proprietary: its documentation, issues and observed
+        # transcripts, else ctxsim's parameterised defaults) and the Anthropic server edits.
+        StageDef(
+            "claude_code_tool_output", "Claude Code tool output", ("dispatch",),
+            ("claude_env", "cc_bash_mode", "cc_bash_tools", "cc_bash_persist_trim",
+             "cc_mcp_mode", "cc_mcp_truncation_notice", "cc_mcp_precheck_factor",
+             "cc_persist_threshold_chars", "cc_persist_overrides", "cc_tool_results_dir",
+             "cc_preview_cut", "cc_read_cap"), claude_code_tool_output.run,
+            "Bash and MCP caps; large results saved to a file behind a 2 KB preview.",
+            "claude-code", describe=claude_code_tool_output.describe, exported=("claude_env",),
+        ),
+        StageDef(
+            "claude_code_microcompact", "Claude Code microcompact", ("persistent",),
+            ("cc_microcompact_trigger", "cc_microcompact_gap_minutes",
+             "cc_microcompact_keep_recent", "cc_microcompact_count_trigger",
+             "cc_microcompact_tools", "cc_microcompact_placeholder"),
+            claude_code_microcompact.run,
+            "Old tool results become [Old tool result content cleared].", "claude-code",
+            activity=claude_code_microcompact.activity,
+            describe=claude_code_microcompact.describe,
+            quiet_note=claude_code_microcompact.quiet_note,
+        ),
+        StageDef(
+            "claude_code_autocompact", "Claude Code auto-compact", ("outgoing",),
+            ("claude_env", "cc_model", "cc_context_window", "cc_max_output_tokens",
+             "cc_autocompact_buffer_tokens", "cc_summary_reserve_tokens", "cc_autocompact_mode",
+             "cc_token_source", "cc_summary_template", "summary_placeholder_tokens"),
+            claude_code_autocompact.run,
+            "At the threshold the conversation is replaced by one summary.", "claude-code",
+            activity=claude_code_autocompact.activity,
+            describe=claude_code_autocompact.describe,
+            quiet_note=claude_code_autocompact.quiet_note,
+            limit_line=claude_code_autocompact.limit_line, exported=("claude_env",),
+        ),
+        StageDef(
+            "clear_thinking", "Clear thinking", ("gateway",), ("thinking_keep",),
+            clear_thinking.run, "Anthropic context editing: thinking of older turns is removed.",
+            "anthropic", activity=clear_thinking.activity, describe=clear_thinking.describe,
+            quiet_note=clear_thinking.quiet_note, exported=("thinking_keep",),
+        ),
+        StageDef(
+            "anthropic_compact", "Anthropic compaction", ("gateway",),
+            ("compact_trigger", "compact_instructions", "compact_pause_after_compaction",
+             "anthropic_compact_mode", "summary_placeholder_tokens"), anthropic_compact.run,
+            "Server-side compaction: over the trigger the input becomes one compaction block.",
+            "anthropic", activity=anthropic_compact.activity, describe=anthropic_compact.describe,
+            quiet_note=anthropic_compact.quiet_note, limit_line=anthropic_compact.limit_line,
+            exported=("compact_trigger", "compact_instructions",
+                      "compact_pause_after_compaction"),
         ),
     )
 }

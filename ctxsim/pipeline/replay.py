@@ -164,6 +164,8 @@ class Replay:
     dispatch: list[dict[str, Any]] = field(default_factory=list)
     final_history: tuple[Message, ...] = ()
     use_memos: bool = True
+    # The session's `meta` (SPEC-agents §2.5.0.8), handed to every stage as `ctx.session`.
+    session: Any = None
 
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
@@ -226,7 +228,8 @@ class Replay:
                 if msg.role == "tool":
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
-                                           self.spills, self.tools, self.response_schema)
+                                           self.spills, self.tools, self.response_schema,
+                                           session=self.session or {})
                         r = STAGES[stage].run([*persistent[latest_assistant:], msg], ctx)
                         if r.history[-1] is not msg:
                             saved = self._costs.cost(msg) - self._costs.cost(r.history[-1])
@@ -254,7 +257,7 @@ class Replay:
               ) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
-                           self.tools, self.response_schema)
+                           self.tools, self.response_schema, session=self.session or {})
         spill_start = len(self.spills.records)
         history = start = tuple(persistent)
         tokens = persistent_tokens
@@ -314,15 +317,17 @@ def replay(
     sink: SpillSink | None = None,
     tools: Any = None,
     response_schema: Any = None,
+    session: Any = None,
 ) -> Replay:
     """Prepare a replay: the one way every caller (CLI, web, sweeps, tests) builds a `Replay`.
 
-    `source` is a list of messages or a whole session (whose tools and response schema then
-    come along); `profile` is resolved with `config` and `stages` (ParamError on bad values)
-    unless it is an already resolved `RunConfig`."""
+    `source` is a list of messages or a whole session (whose tools, response schema and
+    `meta` then come along); `profile` is resolved with `config` and `stages` (ParamError on
+    bad values) unless it is an already resolved `RunConfig`."""
     if isinstance(source, Session):
         tools = source.tools if tools is None else tools
         response_schema = source.response_schema if response_schema is None else response_schema
+        session = dict(source.meta) if session is None else session
         source = source.messages
     if isinstance(profile, RunConfig):
         if config or stages is not None:
@@ -330,4 +335,4 @@ def replay(
         run_config = profile
     else:
         run_config = resolve(profile, config, stages)
-    return Replay(source, run_config, sink, tools, response_schema)
+    return Replay(source, run_config, sink, tools, response_schema, session=session)

@@ -15,7 +15,7 @@ from .messages import ROLES, Message, Session, ToolCall
 
 TOP_KEYS = {"description", "profile", "stages", "config", "tools", "response_schema", "messages"}
 MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "is_error",
-                "error_code", "agent_feedback"}
+                "error_code", "agent_feedback", "meta"}
 CALL_KEYS = {"id", "type", "function"}
 FUNCTION_KEYS = {"name", "arguments"}
 
@@ -135,7 +135,52 @@ def parse_message(raw: Any, where: str, origin: int | None = None) -> Message:
         if raw.get(key) is not None:
             value = _expect(raw[key], kind, f"{where}.{key}", what)
             fields[key] = go_string(value) if isinstance(value, str) else value
+    if raw.get("meta") is not None:
+        fields["meta"] = _meta(raw["meta"], f"{where}.meta")
     return Message.of(role, _content(raw.get("content"), f"{where}.content"), **fields)
+
+
+def _meta(raw: Any, where: str) -> dict[str, Any]:
+    """A message's `meta` (SPEC §6, SPEC-agents §2.5.0.5), copied verbatim; a Codex marker's
+    `replacement_history` holds scenario messages, parsed like the top-level ones."""
+    meta = dict(_expect(raw, dict, where, "an object"))
+    for key, value in meta.items():
+        _check_meta_value(key, value, f"{where}.{key}")
+    compaction = meta.get("compaction")
+    if isinstance(compaction, dict) and compaction.get("replacement_history") is not None:
+        nested = f"{where}.compaction.replacement_history"
+        items = _expect(compaction["replacement_history"], list, nested, "an array of messages")
+        compaction = dict(compaction)
+        compaction["replacement_history"] = tuple(
+            parse_message(m, f"{nested}[{n}]") for n, m in enumerate(items))
+        meta["compaction"] = compaction
+    return meta
+
+
+# The shapes of the `meta` keys stages read (SPEC-agents §2.5.0.5); other keys stay verbatim.
+META_OBJECTS = ("usage", "compaction", "microcompaction", "anthropic_compaction",
+                "codex_truncation_policy", "openhands_condensation")
+META_STRINGS = ("timestamp", "uuid", "kind")
+META_STRING_LISTS = {"thinking": (), "compaction": ("preserved_uuids",),
+                     "microcompaction": ("compacted_tool_ids", "cleared_attachment_uuids")}
+
+
+def _check_meta_value(key: str, value: Any, where: str) -> None:
+    if key == "thinking":
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise ScenarioError(where, "expected an array of strings")
+    elif key in META_STRINGS and value is not None:
+        _expect(value, str, where, "a string")
+    elif key == "binary_parts":
+        if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+            raise ScenarioError(where, "expected an array of objects")
+    elif key in META_OBJECTS:
+        _expect(value, dict, where, "an object")
+        for field_name in META_STRING_LISTS.get(key, ()):
+            inner = value.get(field_name)
+            if inner is not None and (not isinstance(inner, list)
+                                      or not all(isinstance(x, str) for x in inner)):
+                raise ScenarioError(f"{where}.{field_name}", "expected an array of strings")
 
 
 def parse_messages(raw: Any, where: str = "messages") -> tuple[Message, ...]:

@@ -279,6 +279,11 @@ def message_tokens(m: Message, counter: TokenCounter) -> int:
     # Media counts by original size, as AIVAX measures it before pre-processing.
     for part in m.meta.get("binary_parts", ()) or ():
         total += math.ceil(int(part.get("base64_length", 0) or 0) / 4)
+    # Thinking costs tokens only once `clear_thinking` has decided it is sent (SPEC-agents
+    # §2.5.0.8); a redacted block is "" and costs 0.
+    if m.meta.get("thinking_counted"):
+        for t in m.meta.get("thinking", ()) or ():
+            total += c(t.encode("utf-8", "surrogatepass"))
     return total
 
 

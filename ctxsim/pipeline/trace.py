@@ -11,6 +11,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
+from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
 from .spill import SpillRecord
@@ -88,12 +89,14 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
     message tuples) is kept.
     """
     calls = []
+    compactions: list[dict[str, Any]] = []
     peak = total = 0
     for call in rep.calls():
         calls.append(call_json(call, summary))
+        compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
-    return {
+    trace = {
         "effective_config": rep.config.effective_config(),
         "dispatch": rep.dispatch,
         "calls": calls,
@@ -101,3 +104,16 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
         "spilled_files": [spill_json(s) for s in rep.spilled_files],
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
+    # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.
+    recorded = recorded_compactions(rep.messages)
+    if compactions or recorded:
+        trace["compactions"] = merge_compactions(compactions)
+        trace["recorded_compactions"] = recorded
+    return trace
+
+
+def call_compactions(call: CallResult) -> list[dict[str, Any]]:
+    """The compactions the call's stages applied or predicted (SPEC-agents §2.5.0.7)."""
+    return [{"stage": e["stage"], "call_index": e.get("call_index", call.call_index),
+             **{k: v for k, v in e.items() if k not in ("stage", "call_index")}}
+            for run in call.stages for e in run.report.get(COMPACTION_EVENTS, ())]

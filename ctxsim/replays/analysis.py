@@ -6,6 +6,7 @@ rules are tested on their own.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,3 +303,87 @@ def display(data: bytes, limit: int | None = None) -> tuple[str, int]:
     if limit is None or len(data) <= limit:
         return decode_for_display(data), 0
     return decode_for_display(data[:limit]), len(data) - limit
+
+
+# --- recorded vs simulated compactions (SPEC-agents §2.5.0.7, issue 16) ---------------------
+
+# Recorded markers that replace the conversation (a microcompaction only clears results).
+CONVERSATION_COMPACTIONS = ("summary", "boundary_only", "compaction_block", "condensation")
+PREDICTED_KINDS = ("predicted", "predicted_and_recorded")
+
+
+def recorded_compaction_calls(calls: Sequence[Mapping[str, Any]],
+                              recorded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The session's recorded compactions (`meta.recorded_compactions`) that replace the
+    conversation, each with the call it belongs to: the number of model calls answered
+    before its message (SPEC-agents §2.5.0.4, r(i))."""
+    answered = sorted(c["resp"] for c in calls if c.get("resp") is not None)
+    out = []
+    for entry in recorded:
+        index = entry.get("message_index")
+        if entry.get("kind") not in CONVERSATION_COMPACTIONS or not isinstance(index, int):
+            continue
+        out.append({**entry, "call_index": bisect_left(answered, index)})
+    return out
+
+
+def predicted_compactions(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The compactions the replay's own thresholds made, in call order, from the stage
+    reports' `compaction_events`, with the tokens the stage measured before compacting."""
+    out = []
+    for c in calls:
+        for stage, report in c.get("reports", {}).items():
+            for event in report.get("compaction_events") or ():
+                if event.get("kind") in PREDICTED_KINDS:
+                    out.append({"call_index": event.get("call_index", c["i"]), "stage": stage,
+                                "tokens_before": event.get("tokens_before")})
+    return out
+
+
+def recorded_vs_simulated(calls: Sequence[Mapping[str, Any]],
+                          recorded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per recorded compaction beside the call where this replay predicts it:
+    `same`, `earlier`, `later` or `none`. The prediction is the replay's first compaction
+    after the previous recorded one (and before the next): where the profile, with these
+    thresholds, would have compacted instead. Each prediction is used once; the others
+    follow as `not_recorded`."""
+    marks = recorded_compaction_calls(calls, recorded)
+    predicted = predicted_compactions(calls)
+    used: set[int] = set()
+    rows = []
+    for k, mark in enumerate(marks):
+        r = mark["call_index"]
+        low = marks[k - 1]["call_index"] if k else -1
+        high = marks[k + 1]["call_index"] if k + 1 < len(marks) else None
+        choices = [n for n, p in enumerate(predicted) if n not in used
+                   and (p["call_index"] == r or (low < p["call_index"]
+                                                 and (high is None or p["call_index"] < high)))]
+        best = min(choices, key=lambda n: predicted[n]["call_index"], default=None)
+        row = {"recorded_call": r, "source": mark.get("source"), "trigger": mark.get("trigger"),
+               "pre_tokens": mark.get("pre_tokens"),
+               "tokens_at_recorded": _tokens_at(calls, r), "predicted_call": None,
+               "tokens_at_predicted": None, "relation": "none"}
+        if best is not None:
+            used.add(best)
+            p = predicted[best]["call_index"]
+            row.update(predicted_call=p, tokens_at_predicted=predicted[best]["tokens_before"],
+                       relation="same" if p == r else "earlier" if p < r else "later")
+        rows.append(row)
+    for n, p in enumerate(predicted):
+        if n not in used:
+            rows.append({"recorded_call": None, "source": None, "trigger": None,
+                         "pre_tokens": None, "tokens_at_recorded": None,
+                         "predicted_call": p["call_index"],
+                         "tokens_at_predicted": p["tokens_before"], "relation": "not_recorded"})
+    return rows
+
+
+def _tokens_at(calls: Sequence[Mapping[str, Any]], index: int) -> int | None:
+    """What the replay estimated the conversation held at a call before any compaction there:
+    the compaction stage's own `tokens_before` when it reports one, else the raw history."""
+    if not 0 <= index < len(calls):
+        return None
+    for report in calls[index].get("reports", {}).values():
+        if "compaction_events" in report and isinstance(report.get("tokens_before"), int):
+            return report["tokens_before"]
+    return calls[index].get("raw")

@@ -15,6 +15,7 @@ from ctxsim.replays import analysis, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
 from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
 
 # Message bodies longer than this are collapsed in the call view ("show all" loads the rest).
@@ -63,6 +64,10 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
             field.value = ", ".join(value or ())
         elif spec.kind == "map":
             field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
+        elif spec.kind in ("bool", "limits"):
+            field.value = form_value(spec, value)
+        elif name == "thinking_keep" and value == "all":
+            field.value = {"type": "all", "value": None}
         elif spec.kind == "bool_or_list":
             field.value = ("true" if value is True else "false" if value in (False, None)
                            else ", ".join(value))
@@ -89,8 +94,10 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
     return rows
 
 
-def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | None = None):
-    """The data the chart script reads (through json_script: never executable)."""
+def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | None = None,
+               recorded: list[dict[str, Any]] | None = None):
+    """The data the chart script reads (through json_script: never executable). `recorded`
+    is the session's `meta.recorded_compactions` (SPEC-agents §2.5.0.5)."""
     enabled = {s for s, _ in run.stages}
     # The first enabled stage (in registry order) that has a limit line draws it.
     label, limit = next(
@@ -109,6 +116,9 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
         "limitLabel": label,
         "selected": selected,
         "counter": run.counter,
+        "predicted": sorted({p["call_index"] for p in analysis.predicted_compactions(run.calls)}),
+        "recorded": sorted({r["call_index"] for r in
+                            analysis.recorded_compaction_calls(run.calls, recorded or [])}),
     }
 
 
@@ -266,3 +276,19 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
         )
 
     return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)
+
+
+def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
+                        call: int) -> dict[str, Any]:
+    """The "recorded vs simulated compactions" list and what the agent recorded at `call`."""
+    marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
+    return {
+        "compaction_rows": analysis.recorded_vs_simulated(run.calls, recorded or []) if marks
+        else [],
+        "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
+                          for m in marks if m["call_index"] == call],
+    }
+
+
+def _thousands(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) else ""

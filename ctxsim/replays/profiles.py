@@ -10,7 +10,8 @@ from ctxsim.replays.models import SavedProfile
 from ctxsim.replays.state import ReplaySettings, normal
 from ctxsim.reviews import services as reviews
 
-IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses"}
+IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses",
+                "claude-code": "claude-code"}
 
 
 class ProfileError(ParamError):
@@ -92,9 +93,15 @@ def import_profile(session, user, tool: str, text: str, name: str,
     except ParamError as exc:
         raise ProfileError({f"text ({k})": v for k, v in exc.errors.items()}) from None
     base = PROFILES[IMPORT_BASES[tool]]
+    stages = base.stages
+    if tool == "anthropic" and ("compact_trigger" in values or "thinking_keep" in values):
+        # A request fragment with the SPEC-agents edits: exactly the stages it configures.
+        from ctxsim.pipeline.export import anthropic_stages
+
+        base, stages = PROFILES["anthropic-context-management"], anthropic_stages(values)
     saved = SavedProfile.objects.create(
         team=session.team, name=name.strip(), description=description.strip(),
-        base=base.name, stages=[list(e) for e in base.stages],
+        base=base.name, stages=[list(e) for e in stages],
         params=normal({**base.params, **values}), created_by=user,
     )
     reviews.record(session, user, "profile_saved", f"{saved.name} (imported)")

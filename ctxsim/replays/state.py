@@ -129,6 +129,8 @@ def _env_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[bo
 def _typed_encode(name: str, value: Any) -> Pairs:
     if value is None:
         return [(f"{name}.type", "none")]
+    if value == "all":  # thinking_keep's other form (SPEC-agents §2.5.7)
+        return [(f"{name}.type", "all")]
     return [(f"{name}.type", value["type"]), (f"{name}.value", str(value["value"]))]
 
 
@@ -138,6 +140,8 @@ def _typed_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[
         return False, None
     if kind == "none":
         return True, None
+    if kind == "all":
+        return True, "all"
     return True, {"type": kind, "value": _int(query.get(f"{name}.value", ""), name, errors)}
 
 
@@ -172,6 +176,36 @@ def _number(optional: bool):
     return parse
 
 
+def _flag(text: str, name: str, errors: Errors) -> Any:
+    # Anything but true/false stays text: validation names the problem.
+    return {"true": True, "false": False}.get(text.strip().lower(), text)
+
+
+def _decimal(text: str, name: str, errors: Errors) -> Any:
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text else number
+
+
+def _limits_text(value: Any, sep: str) -> str:
+    return sep.join(f"{k}={'null' if v is None else v}" for k, v in sorted((value or {}).items()))
+
+
+def _limits(text: str, name: str, errors: Errors) -> dict[str, Any]:
+    """`Tool=50000, Read=null`: a per-tool limit, or null for none."""
+    pairs: dict[str, Any] = {}
+    for part in split_list(text):
+        key, sep, value = part.partition("=")
+        value = value.strip()
+        if not sep or not key.strip() or not (value == "null" or value.isdigit()):
+            errors[name] = f"{part!r}: write each entry as Tool=50000 or Tool=null"
+            continue
+        pairs[key.strip()] = None if value == "null" else int(value)
+    return pairs
+
+
 _PLAIN = Codec(_plain_encode, _text_field(lambda text, name, errors: text))
 CODECS: dict[str, Codec] = {
     "env": Codec(_env_encode, _env_decode),
@@ -190,6 +224,12 @@ CODECS: dict[str, Codec] = {
     "optional-int": Codec(_plain_encode, _text_field(_number(optional=True))),
     "string": _PLAIN,
     "choice": _PLAIN,
+    # SPEC-agents §2.5: true/false flags, decimal numbers, per-tool limits with null.
+    "bool": Codec(lambda name, value: [(name, "true" if value else "false")],
+                  _text_field(_flag), lambda value: "true" if value else "false"),
+    "number": Codec(_plain_encode, _text_field(_decimal)),
+    "limits": Codec(lambda name, value: [(name, _limits_text(value, ","))],
+                    _text_field(_limits), lambda value: _limits_text(value, ", ")),
 }
 
 
@@ -254,12 +294,13 @@ def _profile_from_query(ref: str, team, errors: Errors):
     return DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE], None
 
 
-def settings_from_query(query: Mapping[str, Any], team) -> tuple[ReplaySettings, Errors]:
+def settings_from_query(query: Mapping[str, Any], team,
+                        default: str = DEFAULT_PROFILE) -> tuple[ReplaySettings, Errors]:
     """Parse the page state; returns settings (bad fields fall back to the profile's values)
-    and a message per bad field."""
+    and a message per bad field. `default` is the profile when the query names none (a
+    session's own agent's, `profiles.default_profile_for`)."""
     errors: Errors = {}
-    ref, profile, saved = _profile_from_query(query.get("profile") or DEFAULT_PROFILE, team,
-                                              errors)
+    ref, profile, saved = _profile_from_query(query.get("profile") or default, team, errors)
     stages = _stages_from_query(query, profile, errors)
     try:
         base = resolve(profile, {}, stages)

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
 from ctxsim.htmx import partial_for, render_page_or_partial
+from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
 from ctxsim.replays.models import SpilledFile
@@ -38,7 +39,8 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     url = f"{reverse('session-detail', args=[session.pk])}?"
     if errors and request.htmx:
         # Keep the last good result on screen: only the error list is swapped.
@@ -118,7 +120,9 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "profiles": profiles.profile_choices(session.team),
         "run": run,
         "summary": page.summary(run),
-        "chart": page.chart_data(run, call, review["review"].chart_counts),
+        "chart": page.chart_data(run, call, review["review"].chart_counts,
+                                 (session.meta or {}).get("recorded_compactions")),
+        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call),
         "call": pack,
         "call_summary": run.calls[call] if run.calls else None,
         "call_index": call,
@@ -136,7 +140,8 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     """The whole body of one message of one call ("show all" in the call view), or with
     `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
-    settings, _errors = settings_from_query(request.GET, session.team)
+    settings, _errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
     position = request.GET.get("row", "")
@@ -155,7 +160,8 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
 def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
     session, _ = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
@@ -221,7 +227,8 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
 def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
     session, _ = _session(request, session_id)
-    settings, errors = settings_from_query(request.GET, session.team)
+    settings, errors = settings_from_query(request.GET, session.team,
+                                           default_profile_for(session.format))
     exports = profiles.exports_for(settings)
     wanted = request.GET.get("download")
     for export in exports:

@@ -9,7 +9,8 @@
   }
 
   var COLORS = { raw: "#adb5bd", sent: "#3b5bdb", other: "#e8590c", failed: "#c92a2a",
-                 spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285", comment: "#7048e8" };
+                 spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285", comment: "#7048e8",
+                 predicted: "#2b8a3e", recorded: "#212529" };
   var charts = {};
 
   function pointStyle(data, failed, color) {
@@ -81,6 +82,21 @@
         backgroundColor: COLORS.comment, pointStyle: "rectRounded", pointRadius: 6,
         data: data.labels.map(function (i, n) { return (data.comments || {})[i] ? data.sent[n] : null; }) }
     ];
+    // Compactions: where this replay's thresholds compact, and where the agent itself did
+    // (recorded in the transcript), with different glyphs. Recorded ones sit on the raw line.
+    if ((data.predicted || []).length) {
+      var predictedSet = new Set(data.predicted);
+      datasets.push({ label: "compacted (simulated)", type: "scatter", showLine: false,
+        borderColor: COLORS.predicted, backgroundColor: COLORS.predicted, pointStyle: "rectRot",
+        pointRadius: 7, data: data.labels.map(function (i, n) { return predictedSet.has(i) ? data.sent[n] : null; }) });
+    }
+    if ((data.recorded || []).length) {
+      var recordedSet = new Set(data.recorded);
+      datasets.push({ label: "compacted (recorded)", type: "scatter", showLine: false,
+        borderColor: COLORS.recorded, backgroundColor: COLORS.recorded, pointStyle: "star",
+        pointRadius: 9, borderWidth: 2,
+        data: data.labels.map(function (i, n) { return recordedSet.has(i) ? data.raw[n] : null; }) });
+    }
     if (data.limit !== null && data.limit !== undefined) {
       datasets.push({ label: data.limitLabel + " " + data.limit, data: data.labels.map(function () { return data.limit; }),
         borderColor: COLORS.limit, borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 });

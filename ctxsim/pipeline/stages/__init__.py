@@ -15,7 +15,7 @@ into the stage's `StageDef`; see its docstring for the whole recipe.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Message
@@ -61,6 +61,9 @@ class StageContext:
     # Set by the replay: where this input can differ from the stage's input or output at the
     # previous call. Read it through `changed_since`, never directly.
     delta: Delta | None = None
+    # The session's `meta` (SPEC-agents §2.5.0.8): `model`, `cwd`, `session_id`,
+    # `model_context_window`, `recorded_compactions`; empty for a scenario.
+    session: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def documented(self) -> bool:
