@@ -238,3 +238,13 @@ def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
     assert first.status == Status.QUEUED and second.status == Status.RUNNING
     assert DBTaskResult.objects.count() == 3  # two at first, one again for the stuck pair
     assert compute_figures_job(first.session_id, first.key) == {"status": "done"}
+
+
+def test_on_another_task_backend_each_pair_is_queued_through_enqueue(personas, settings):
+    corpus(personas, n=2)
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+                                  "QUEUES": ["default", *settings.TASK_QUEUES]}}
+    response = personas.client("viewer").get(f"{URL}?profiles=none")
+    # The immediate backend ran each task as it was queued, inside the request.
+    assert SessionFigures.objects.filter(status=Status.DONE).count() == 2
+    assert response.status_code == 200 and not DBTaskResult.objects.exists()
