@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -36,6 +36,7 @@ MAX_PROFILES = 4
 DEFAULT_PROFILES = ("none", "chatcli")
 FILTER_FIELDS = ("q", "contents", "format", "status", "uploader", "since", "until")
 CACHE_FIELDS = ("model", "lifetime", "price")
+CURRENT = "current"  # the column of settings given in the query itself
 
 
 # --- what the request asks for -----------------------------------------------------------------
@@ -58,6 +59,14 @@ class Choice:
     @property
     def refs(self) -> list[str]:
         return [ref for ref, _ in self.profiles]
+
+    @property
+    def state_fields(self) -> list[tuple[str, str]]:
+        """The query's own settings (the "current" column), for the form to carry along."""
+        for ref, settings in self.profiles:
+            if ref == CURRENT:
+                return parse_qsl(settings.query())
+        return []
 
 
 def filter_query(query: Mapping[str, Any]) -> str:
@@ -83,6 +92,12 @@ def parse_choice(team, query: QueryDict, *, default_profiles: Sequence[str] = DE
         errors["profiles"] = f"at most {max_profiles} profiles at once; showing the first"
         refs = refs[:max_profiles]
     chosen = []
+    if "profile" in query:
+        # Settings of their own (a sweep point's link): a column before the chosen profiles.
+        current, problems = settings_from_query(query, team)
+        errors.update(problems)
+        chosen.append((CURRENT, current))
+        refs = refs[:max_profiles - 1]
     for ref in refs:
         settings, problems = settings_from_query({"profile": ref}, team)
         if problems:
@@ -117,6 +132,11 @@ class Column:
 
     @property
     def label(self) -> str:
+        if self.ref == CURRENT:
+            config = dict(self.settings.config)
+            env = config.pop("env", None) or {}
+            parts = [f"{_short(k)}={v}" for k, v in sorted([*config.items(), *env.items()])]
+            return f"{self.settings.profile.name} ({', '.join(parts) or 'as the profile'})"
         return self.settings.profile.name
 
 
@@ -326,10 +346,16 @@ def point_settings(sweep: CorpusSweep, values: Mapping[str, int]) -> ReplaySetti
 
 def corpus_points(sweep: CorpusSweep) -> list[dict[str, Any]]:
     """The points with their labels, for the table and the chart."""
+    base, _ = settings_from_query(QueryDict(sweep.query), sweep.team)
+    cache = urlencode(CacheChoice(**sweep.cache).query())
     out = []
     for n, p in enumerate(sweep.points):
         label = ", ".join(f"{_short(k)}={v}" for k, v in p["values"].items())
-        out.append({**p, "n": n, "label": label})
+        settings = point_settings(sweep, p["values"])
+        query = "&".join(filter(None, [sweep.filters, settings.query(),
+                                       urlencode([("profiles", base.profile_ref)]), cache]))
+        out.append({**p, "n": n, "label": label,
+                    "overview": f"{reverse('team-overview')}?{query}"})
     return out
 
 

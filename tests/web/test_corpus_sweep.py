@@ -162,6 +162,12 @@ def test_bad_axes_and_empty_names_are_reported(personas):
     sweep = CorpusSweep.objects.get()
     for part in sweep.parts.all():
         run_corpus_part_job(part.pk)
+    page = personas.client("viewer").get(reverse("corpus-sweep-detail", args=[sweep.pk]))
+    link = page.context["points"][4]["overview"]
+    assert page.content.decode().count('class="point-overview"') == 9
+    overview = personas.client("viewer").get(link).context["overview"]
+    assert [c.ref for c in overview.columns] == ["current", "aivax"]
+    assert overview.columns[0].label == "aivax (contextMaximumSize=8000, toolContextCount=2)"
     empty = personas.client("reviewer").post(reverse("corpus-sweep-apply", args=[sweep.pk]),
                                              {"point": "0", "name": ""})
     assert empty.status_code == 400 and "give the profile a name" in empty.content.decode()

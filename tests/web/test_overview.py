@@ -248,3 +248,18 @@ def test_on_another_task_backend_each_pair_is_queued_through_enqueue(personas, s
     # The immediate backend ran each task as it was queued, inside the request.
     assert SessionFigures.objects.filter(status=Status.DONE).count() == 2
     assert response.status_code == 200 and not DBTaskResult.objects.exists()
+
+
+def test_settings_in_the_query_get_a_column_of_their_own(personas):
+    corpus(personas, n=2)
+    response = personas.client("viewer").get(
+        f"{URL}?profile=aivax&toolContextCount=2&profiles=aivax")
+    columns = response.context["overview"].columns
+    assert [c.ref for c in columns] == ["current", "aivax"]
+    assert columns[0].label == "aivax (toolContextCount=2)"
+    assert columns[0].key != columns[1].key
+    html = response.content.decode()
+    assert '<input type="hidden" name="toolContextCount" value="2">' in html
+    run_queued_figures()
+    row = SessionFigures.objects.filter(key=columns[0].key).first()
+    assert "toolContextCount=2" in row.query and row.status == Status.DONE
