@@ -7,6 +7,8 @@ clock starts; Django's test client opens the team overview (which queues one tas
 session); that many `manage.py db_worker --batch` processes are started on the "replays"
 queue; when they have exited the overview is polled until it says it is complete; the clock
 stops. Worker start-up is inside the measurement for both counts, as it is in production.
+The CPU time the workers used is reported beside: when two workers take longer than one
+while using about the same CPU, the machine had no second core to give them.
 
 Then the overview is opened again by a process that forgot everything it kept: the "second
 open", served from what the workers stored.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -115,11 +118,19 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
             time.sleep(0.05)
         return time.perf_counter() - start
 
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
     times: dict[int, list[float]] = {1: [], 2: []}
+    cpu: dict[int, list[float]] = {1: [], 2: []}
     for rep in range(reps):
         for workers in (1, 2) if rep % 2 == 0 else (2, 1):
+            before = children_cpu()
             times[workers].append(first_open(workers))
-            note(f"{workers} worker(s): {times[workers][-1]:.2f}s")
+            cpu[workers].append(children_cpu() - before)
+            note(f"{workers} worker(s): {times[workers][-1]:.2f}s, "
+                 f"{cpu[workers][-1]:.2f}s of CPU in the workers")
     seconds = []
     for _ in range(reps):
         REPLAYS.clear()
@@ -133,6 +144,7 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     log.close()
     return {"sessions": sessions, "calls": total_calls, "one": median(times[1]),
             "two": median(times[2]), "one_runs": times[1], "two_runs": times[2],
+            "one_cpu": median(cpu[1]), "two_cpu": median(cpu[2]),
             "second_open": median(seconds), "cores": os.cpu_count(),
             "load": os.getloadavg()[0]}
 

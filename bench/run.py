@@ -78,7 +78,8 @@ def overview(sessions: int) -> list[bool]:
     stored = line("overview-stored", measured["second_open"] / measured["two"], 0.1)
     info(f"{measured['sessions']} sessions, {measured['calls']} model calls, profile chatcli: "
          f"first open to complete with 1 worker {measured['one']:.2f}s, with 2 workers "
-         f"{measured['two']:.2f}s; second open (everything stored) "
+         f"{measured['two']:.2f}s (CPU in the workers {measured['one_cpu']:.1f}s and "
+         f"{measured['two_cpu']:.1f}s); second open (everything stored) "
          f"{measured['second_open']:.3f}s")
     return [stored]
 
