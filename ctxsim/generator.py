@@ -215,11 +215,22 @@ def write_claude_code_jsonl(out: IO[str], calls: int, seed: int = 0, **options) 
 
     out.write(json.dumps({"type": "summary", "summary": f"Generated session, seed {seed}",
                           "leafUuid": "none"}) + "\n")
+    # A plausible bill (SPEC §11): what Claude Code adds to every request (system prompt and
+    # tools, ~14k tokens) plus the history at ~0.29 Claude tokens per byte; the previous
+    # prompt is read from the cache, the rest written to it.
+    context_bytes, billed = 0, 0
     for n, step in enumerate(generate_steps(calls, seed, **options), start=1):
         if step.user_text is not None:
             line("user", {"role": "user", "content": step.user_text}, step.at)
+            context_bytes += len(step.user_text.encode("utf-8"))
         message_id = f"msg_{seed:04d}{n:08d}"
-        usage = {"input_tokens": 4, "cache_read_input_tokens": 1000 * n, "output_tokens": 3}
+        total = 14_000 + int(context_bytes * 0.29)
+        usage = {"input_tokens": 4, "cache_creation_input_tokens": max(0, total - 4 - billed),
+                 "cache_read_input_tokens": min(billed, total - 4), "output_tokens": 3}
+        billed = total
+        context_bytes += len(step.assistant_text.encode("utf-8")) + sum(
+            len(json.dumps(args)) + len(name) for _, name, args in step.calls)
+        context_bytes += sum(len(output.encode("utf-8")) for _, output, _ in step.results)
         blocks = [{"type": "text", "text": step.assistant_text}] + [
             {"type": "tool_use", "id": cid, "name": name, "input": args}
             for cid, name, args in step.calls

@@ -26,10 +26,13 @@ from ctxsim.analysis.models import Sweep
 from ctxsim.analysis.tasks import run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
+from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights, analyse
+from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
+from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -96,6 +99,45 @@ def insight_columns(session, query: QueryDict, rule: CacheRule,
         rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
         columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
     return columns, errors
+
+
+@dataclass
+class RecordedView:
+    """The provider's recorded cache figures beside the simulation of profile `none` (the
+    session's own behaviour, SPEC §11), per call and in total."""
+
+    comparison: RecordedComparison
+    rows: list[dict[str, Any]]
+
+
+def recorded_view(session, columns: list[Column], rule: CacheRule,
+                  canonical=None) -> RecordedView | None:
+    """None when the transcript records no usage per call."""
+    canonical = canonical or replays.canonical_session(session)
+    recorded = recorded_per_call(canonical.messages)
+    if not any(recorded):
+        return None
+    column = next((c for c in columns if c.ref == "none"), None)
+    settings = column.settings if column else settings_from_query({"profile": "none"},
+                                                                   session.team)[0]
+    if column is None:
+        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
+        insights = analyse(rep, rule)
+    else:
+        insights = column.insights
+    calls = insights.calls
+    per_call = [recorded[i] if i < len(recorded) else None for i in range(len(calls))]
+    rc = settings.run_config()
+    cal = calibrate(canonical.messages, settings.counter, image_rule=rc.values["image_rule"],
+                    tools=canonical.tools, response_schema=canonical.response_schema,
+                    provider=canonical.meta.get("provider"))
+    comparison = compare(per_call, calls, rule, cal.a if cal else None, cal.b if cal else None)
+    if comparison is None:
+        return None
+    simulated = {c.index: c for c in calls}
+    rows = [{"call": r.call_index, "recorded": r, "simulated": simulated.get(r.call_index)}
+            for r in comparison.calls]
+    return RecordedView(comparison, rows)
 
 
 def profile_options(team) -> list[tuple[str, str]]:

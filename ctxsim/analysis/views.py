@@ -32,6 +32,7 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
     cache, errors = services.cache_choice(request.GET)
     columns, problems = services.insight_columns(session, request.GET, cache.rule())
     refs, _ = services.profile_refs(request.GET)
+    recorded = services.recorded_view(session, columns, cache.rule())
     context = {
         "session": session,
         "cache": cache,
@@ -40,6 +41,7 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "profiles": services.profile_options(session.team),
         "chosen": refs,
         "columns": columns,
+        "recorded": recorded,
         "errors": {**errors, **problems},
         "url": reverse("session-insights", args=[session.pk]),
         "prices_taken": PRICES_TAKEN,

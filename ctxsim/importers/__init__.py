@@ -22,11 +22,12 @@ import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import IO
 
 from ctxsim.pipeline.messages import Session
+from ctxsim.pipeline.usage import provider_family, recorded_per_call, session_totals
 
 from . import (
     anthropic_messages,
@@ -147,10 +148,52 @@ def load(
             f"the file does not have the structure of a {format} transcript "
             f"({type(error).__name__}: {error})"
         ) from error
+    sessions = [with_usage_facts(session) for session in sessions]
     warnings = list(opened.warnings)
     for session in sessions:
         warnings.extend(session.warnings)
     return ImportResult(format=format, sessions=list(sessions), warnings=warnings)
+
+
+def with_usage_facts(session: Session) -> Session:
+    """The session with what SPEC §11 needs from every format: its provider family (on the
+    session and on each image, for the `auto` image rule), the recorded totals, and a warning
+    for images whose header could not be read (counted as base64/4)."""
+    family = provider_family(session.format, session.meta.get("model"))
+    unreadable = 0
+    for message in session.messages:
+        for part in message.meta.get("binary_parts", ()) or ():
+            if part.get("type") != "image":
+                continue
+            if family and "provider" not in part:
+                # Parts are the importer's own fresh dicts, not yet shared with anyone.
+                part["provider"] = family
+            unreadable += bool(part.get("unreadable"))
+    meta = dict(session.meta)
+    if family:
+        meta["provider"] = family
+    totals = session_totals(recorded_per_call(session.messages))
+    if totals is None:
+        totals = _trajectory_totals(meta)
+    if totals is not None:
+        meta["recorded_totals"] = totals
+    warnings = session.warnings
+    if unreadable:
+        warnings = (*warnings, f"{unreadable} image(s) with an unreadable header are counted "
+                               "as base64/4 tokens")
+    return replace(session, meta=meta, warnings=warnings)
+
+
+def _trajectory_totals(meta: dict) -> dict | None:
+    """SWE-agent records only per-trajectory totals (`model_stats`), not per call."""
+    stats = meta.get("model_stats")
+    if not isinstance(stats, dict) or not isinstance(stats.get("tokens_sent"), int):
+        return None
+    return {
+        "calls": stats.get("api_calls"), "total_input": stats["tokens_sent"],
+        "output": stats.get("tokens_received"), "input": None, "cache_read": None,
+        "cache_write": None, "reasoning": None, "cache_read_share": None, "per_call": False,
+    }
 
 
 def load_sessions(path: str | os.PathLike[str], raw: bytes | None = None) -> list[Session]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import anthropic_recorded
 
 from .anthropic_content import split_assistant, split_user, system_text
 from .common import HistoryBuilder, Names, expect_dict, expect_list, require_sessions, title_from
@@ -40,6 +41,9 @@ def _has_anthropic_blocks(messages: Any) -> bool:
 
 def detect(probe: Probe) -> bool | str:
     document = probe.document()
+    if isinstance(document, dict) and "messages" not in document \
+            and isinstance(document.get("request"), dict):
+        document = document["request"]
     if isinstance(document, dict) and isinstance(document.get("messages"), list):
         if _has_anthropic_blocks(document["messages"]):
             return True
@@ -62,7 +66,14 @@ def parse(source: Source) -> list[Session]:
     tools = response_schema = None
     meta: dict[str, Any] = {}
     if isinstance(document, dict):
+        response = document.get("response")
+        request = document.get("request")
+        if "messages" not in document and isinstance(request, dict):
+            document = request  # a LiteLLM-style {request, response} log
         items = expect_list(document.get("messages"), "messages")
+        if isinstance(response, dict) and response.get("type") == "message":
+            # The logged response answers the request: its assistant message and usage.
+            items = [*items, dict(response, role="assistant")]
         system = system_text(document.get("system"))
         if system:
             history.add(Message.of("system", system, meta={"source": "system"}))
@@ -95,6 +106,9 @@ def parse(source: Source) -> list[Session]:
                 draft.add_call(call)
             if isinstance(item.get("usage"), dict):
                 draft.meta["usage"] = item["usage"]
+                recorded = anthropic_recorded(item["usage"])
+                if recorded is not None and "recorded" not in draft.meta:
+                    draft.meta["recorded"] = recorded
             if content.compaction is not None:
                 draft.meta["anthropic_compaction"] = content.compaction
         elif role in ("user", "system"):

@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import anthropic_recorded
 
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
@@ -274,6 +275,9 @@ def _messages(selected: list[_Node], sidechain: bool,
               nodes: dict[str, _Node] | None = None) -> tuple[tuple[Message, ...], dict]:
     builder = HistoryBuilder()
     seen_calls: set[str] = set()
+    # SPEC §11: a response is billed once per `message.id`, however many lines or drafts
+    # carry it; the first draft with the id is the model call it answers.
+    billed: set[str] = set()
     stats: dict[str, Any] = {"model": None, "started": None, "ended": None}
     # Boundary records waiting for the next user or assistant record (SPEC-agents §2.5.0.5).
     held: list[dict[str, Any]] = []
@@ -300,6 +304,10 @@ def _messages(selected: list[_Node], sidechain: bool,
                 if node.usage is not None:
                     # Every line of a response repeats the same usage: keep it once.
                     draft.meta["usage"] = node.usage
+                    recorded = anthropic_recorded(node.usage)
+                    if recorded is not None and (node.msg_id or node.uuid) not in billed:
+                        billed.add(node.msg_id or node.uuid)
+                        draft.meta["recorded"] = recorded
                 if node.msg_id:
                     draft.meta["message_id"] = node.msg_id
                 if node.model:
@@ -309,6 +317,12 @@ def _messages(selected: list[_Node], sidechain: bool,
                     draft.meta["sidechain"] = True
                 if node.meta_flags:
                     draft.meta.update(node.meta_flags)
+            recorded = draft.meta.get("recorded")
+            if recorded is not None and isinstance(node.usage, dict):
+                # Streamed lines repeat the input figures; the output grows to the last line.
+                output = node.usage.get("output_tokens")
+                if type(output) is int and output > (recorded["output"] or 0):
+                    recorded["output"] = output
             for key, value in markers.items():
                 draft.meta.setdefault(key, value)
             draft.texts.extend(content.texts)

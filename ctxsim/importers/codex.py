@@ -3,6 +3,11 @@
 Only `response_item` lines are conversation (the `event_msg` lines repeat them for the UI);
 `event_msg/token_count` gives each request's usage (`last_token_usage`, not the cumulative
 total). The session's `instructions` become a leading system message (SPEC §7).
+
+Usage is aligned by count, never by position (SPEC §11): 0.40 writes a response's
+`token_count` before its items, 0.58 after them and again (unchanged) after the next turn
+context. Only the events whose `total_token_usage.total_tokens` grew are responses; the k-th
+of them answered the k-th model call, i.e. the k-th assistant message.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import codex_recorded
 
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
-from .responses_items import ItemMapper
+from .recorded import codex_markers, message_dict, with_recorded_compactions
+from .responses_items import OUTPUT_TYPES, ItemMapper
 from .source import Probe, Source
 from .titles import request_line
 
@@ -53,6 +60,14 @@ def parse(source: Source) -> list[Session]:
     models: list[str] = []
     human_prompt = ""
     first_timestamp = last_timestamp = None
+    # SPEC-agents §2.5.0.5: where the rollout recorded compactions and truncation policies.
+    boundary_lines: list[int] = []
+    compacted_pending: Message | None = None
+    compacted_events: set[int] = set()
+    policy: dict[str, Any] | None = None
+    window: int | None = None
+    usages: list[Any] = []
+    last_total: int | None = None
     for line, record in source.records():
         if not isinstance(record, dict):
             raise TranscriptError(
@@ -65,14 +80,32 @@ def parse(source: Source) -> list[Session]:
             first_timestamp = first_timestamp or timestamp
             last_timestamp = timestamp
         if kind == "response_item":
-            mapper.add(payload, {"source_line": line, "timestamp": timestamp}, line, "payload")
+            item_meta: dict[str, Any] = {"source_line": line, "timestamp": timestamp}
+            if policy is not None and isinstance(payload, dict) and \
+                    payload.get("type") in OUTPUT_TYPES:
+                item_meta["codex_truncation_policy"] = policy
+            mapper.add(payload, item_meta, line, "payload")
         elif kind == "event_msg":
             payload = expect_dict(payload, "payload", line)
             event = payload.get("type")
+            if event == "context_compacted":
+                if compacted_pending is not None:
+                    compacted_events.add(id(compacted_pending))
+                    compacted_pending = None
+                else:
+                    boundary_lines.append(line)
             if event == "token_count" and isinstance(payload.get("info"), dict):
-                usage = payload["info"].get("last_token_usage")
-                if usage is not None:
-                    mapper.attach_usage(usage)
+                info = payload["info"]
+                if window is None and _positive_int(info.get("model_context_window")):
+                    window = info["model_context_window"]
+                total = info.get("total_token_usage")
+                total = total.get("total_tokens") if isinstance(total, dict) else None
+                if isinstance(total, int) and (last_total is None or total > last_total):
+                    usages.append(info.get("last_token_usage"))
+                elif total is None and isinstance(info.get("last_token_usage"), dict):
+                    usages.append(info["last_token_usage"])  # no running total to dedupe by
+                if isinstance(total, int):
+                    last_total = total if last_total is None else max(last_total, total)
             elif event == "user_message" and not human_prompt:
                 message = payload.get("message")
                 human_prompt = message if isinstance(message, str) else ""
@@ -90,14 +123,20 @@ def parse(source: Source) -> list[Session]:
             model = payload.get("model")
             if isinstance(model, str) and model not in models:
                 models.append(model)
+            truncation = payload.get("truncation_policy")
+            policy = truncation if _is_policy(truncation) else None
         elif kind == "compacted":
             payload = expect_dict(payload, "payload", line)
             summary = payload.get("message")
-            history.add(Message.of(
-                "user", summary if isinstance(summary, str) else "",
-                meta={"source_line": line, "timestamp": timestamp, "compacted": True},
-            ))
-    messages = history.messages()
+            summary = summary if isinstance(summary, str) else ""
+            compacted_pending = Message.of(
+                "user", summary,
+                meta={"source_line": line, "timestamp": timestamp, "compacted": True,
+                      "compaction": _compaction_marker(summary, payload, line)},
+            )
+            history.add(compacted_pending)
+    mapper.assign_usages(usages, codex_recorded)
+    messages = codex_markers(history.messages(), boundary_lines, compacted_events)
     if not messages:
         require_sessions([], "the rollout has no conversation items")
     meta: dict[str, Any] = {
@@ -109,6 +148,9 @@ def parse(source: Source) -> list[Session]:
         meta["model"] = models[0]
         meta["models"] = models
     meta.update(started=first_timestamp, ended=last_timestamp)
+    if window is not None:
+        meta["model_context_window"] = window
+    meta = with_recorded_compactions(meta, messages)
     title = request_line(human_prompt) or ""
     return [Session(
         format=NAME,
@@ -117,3 +159,26 @@ def parse(source: Source) -> list[Session]:
         key=str(session_meta.get("id", "")),
         meta=meta,
     )]
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _is_policy(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("mode") in ("bytes", "tokens")
+            and isinstance(value.get("limit"), int) and not isinstance(value["limit"], bool))
+
+
+def _compaction_marker(summary: str, payload: dict[str, Any], line: int) -> dict[str, Any]:
+    """The `compacted` line's marker: its replacement history mapped like the rollout's own
+    items (kept as message objects of the scenario shape, so the session stores as JSON)."""
+    replacement = payload.get("replacement_history")
+    mapped = None
+    if isinstance(replacement, list):
+        items = ItemMapper()
+        for n, item in enumerate(replacement):
+            items.add(item, {}, line, f"payload.replacement_history[{n}]")
+        mapped = [message_dict(m) for m in items.history.messages()]
+    return {"source": "codex", "kind": "summary", "message_present": summary != "",
+            "replacement_history": mapped}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ctxsim.pipeline.images import base64_image_size
 from ctxsim.pipeline.messages import Message, ToolCall
 
 from .errors import TranscriptError, wrong_shape
@@ -53,16 +54,23 @@ def binary_part(kind: str, media_type: str, data: str | None, **extra: Any) -> d
         "bytes": base64_size(data),
     }
     part.update({key: value for key, value in extra.items() if value is not None})
+    if kind == "image" and data:
+        # The bytes are not kept, so the provider rules (SPEC §11) need the size now.
+        size = base64_image_size(data)
+        if size is None:
+            part["unreadable"] = True
+        else:
+            part["width"], part["height"] = size
     return part
 
 
-def data_url_part(kind: str, url: str) -> dict[str, Any]:
+def data_url_part(kind: str, url: str, **extra: Any) -> dict[str, Any]:
     """A `data:<type>;base64,<data>` URL as binary metadata; other URLs keep only the URL."""
     if url.startswith("data:") and "," in url:
         header, data = url.split(",", 1)
         media_type = header[5:].split(";", 1)[0]
-        return binary_part(kind, media_type, data)
-    return binary_part(kind, "", None, url=url[:2000])
+        return binary_part(kind, media_type, data, **extra)
+    return binary_part(kind, "", None, url=url[:2000], **extra)
 
 
 def expect_dict(value: Any, field: str, line: int | None = None) -> dict[str, Any]:

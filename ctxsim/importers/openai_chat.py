@@ -1,6 +1,11 @@
 """OpenAI Chat Completions: a request body `{model, messages, tools?, response_format?}`, a
 bare messages array, or JSON Lines of bodies (fine-tuning files: one conversation per line).
 
+A log that keeps the response beside the request (`{..., "response": {chat.completion}}`,
+LiteLLM-style `{"request": {...}, "response": {...}}`, batch output's `response.body`) imports
+the response's assistant message too, with the response's usage as its recorded usage
+(SPEC §11).
+
 `developer` messages are system messages. A legacy `function_call` (no id) gets a synthetic
 call `openai-chat-<n>`, and the following `function` message answers it.
 """
@@ -10,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
+from ctxsim.pipeline.usage import openai_recorded
 
 from .common import (
     Names,
@@ -41,17 +47,54 @@ def is_message_list(value: Any) -> bool:
 def detect(probe: Probe) -> bool | str:
     if probe.is_jsonl:
         first = probe.first_record
-        if isinstance(first, dict) and isinstance(first.get("messages"), list):
+        if isinstance(first, dict) and isinstance(_request(first).get("messages"), list):
             return True
         return "JSON Lines whose first line has no `messages` list"
     document = probe.document()
     if isinstance(document, dict):
+        document = _request(document)
         if is_message_list(document.get("messages")) or document.get("messages") == []:
             return True
         return "no `messages` list of chat messages"
     if is_message_list(document):
         return True
     return "not a messages array or a body with `messages`"
+
+
+def _request(body: dict[str, Any]) -> dict[str, Any]:
+    """The request of a LiteLLM-style `{request, response}` log, else the body itself."""
+    request = body.get("request")
+    if "messages" not in body and isinstance(request, dict) and "messages" in request:
+        return request
+    return body
+
+
+def _completion(response: Any) -> dict[str, Any] | None:
+    """A chat.completion object, also when wrapped as batch output's `response.body`."""
+    if isinstance(response, dict) and not isinstance(response.get("choices"), list):
+        response = response.get("body")
+    if isinstance(response, dict) and isinstance(response.get("choices"), list):
+        return response
+    return None
+
+
+def response_message(response: dict[str, Any], line: int | None) -> Message | None:
+    """The assistant message of a logged response, carrying the response's usage."""
+    choices = response["choices"]
+    if not choices:
+        return None
+    choice = expect_dict(choices[0], "response.choices[0]", line)
+    item = expect_dict(choice.get("message"), "response.choices[0].message", line)
+    mapped = map_messages([dict(item, role="assistant")], "response.choices", line)[0]
+    meta: dict[str, Any] = {"source": "response"}
+    if response.get("usage") is not None:
+        meta["usage"] = response["usage"]
+        recorded = openai_recorded(response["usage"])
+        if recorded is not None:
+            meta["recorded"] = recorded
+    if mapped.meta.get("reasoning"):
+        meta["reasoning"] = mapped.meta["reasoning"]
+    return Message.of("assistant", mapped.content, tool_calls=mapped.tool_calls, meta=meta)
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -81,7 +124,11 @@ def content_text(content: Any, field: str, line: int | None = None
         elif kind == "image_url":
             image = part.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
-            parts.append(data_url_part("image", url if isinstance(url, str) else ""))
+            detail = image.get("detail") if isinstance(image, dict) else None
+            parts.append(data_url_part(
+                "image", url if isinstance(url, str) else "",
+                detail=detail if isinstance(detail, str) else None,
+            ))
         elif kind == "input_audio":
             audio = _object(part.get("input_audio"))
             parts.append(binary_part("audio", str(audio.get("format", "")), audio.get("data")))
@@ -162,11 +209,13 @@ def map_messages(items: list[Any], field: str, line: int | None = None) -> list[
 
 
 def _session(body: Any, line: int | None, key: str) -> Session:
-    tools = response_schema = None
+    tools = response_schema = completion = None
     meta: dict[str, Any] = {}
     if isinstance(body, list):
         items, field = body, "messages"
     elif isinstance(body, dict):
+        completion = _completion(body.get("response"))
+        body = _request(body)
         items = expect_list(body.get("messages"), "messages", line)
         field = "messages"
         if body.get("tools") is not None:
@@ -187,6 +236,12 @@ def _session(body: Any, line: int | None, key: str) -> Session:
     if line is not None:
         meta["source_line"] = line
     messages = tuple(map_messages(items, field, line))
+    if completion is not None:
+        answer = response_message(completion, line)
+        if answer is not None:
+            messages = (*messages, answer)
+        if "model" not in meta and isinstance(completion.get("model"), str):
+            meta["model"] = completion["model"]
     return Session(
         format=NAME, title=title_from(messages, "OpenAI Chat conversation"), messages=messages,
         tools=tools, response_schema=response_schema, key=key, meta=meta,

@@ -2,7 +2,9 @@
 object `{object: "response", output}`, or a bare list of items.
 
 `instructions` becomes a leading system message; `tools` and the structured-output format
-(`text.format`) are kept on the session as given.
+(`text.format`) are kept on the session as given. A request logged with its response
+(`{..., "response": {output, usage}}` or LiteLLM-style `{request, response}`) imports the
+response's output too; the response's usage is the recorded usage of the call it answers.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session
+from ctxsim.pipeline.usage import openai_recorded
 
-from .common import HistoryBuilder, expect_list, require_sessions, title_from
+from .common import AssistantDraft, HistoryBuilder, expect_list, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .responses_items import ITEM_TYPES, ItemMapper
 from .source import Probe, Source
@@ -30,6 +33,9 @@ def _is_item_list(value: list[Any]) -> bool:
 def detect(probe: Probe) -> bool | str:
     document = probe.document()
     if isinstance(document, dict):
+        request = document.get("request")
+        if "input" not in document and isinstance(request, dict) and "input" in request:
+            document = request
         if "messages" not in document and isinstance(document.get("input"), (list, str)):
             return True
         if document.get("object") == "response" and isinstance(document.get("output"), list):
@@ -48,10 +54,18 @@ def parse(source: Source) -> list[Session]:
     mapper = ItemMapper(history)
     tools = response_schema = None
     meta: dict[str, Any] = {}
+    logged_response: dict[str, Any] | None = None
+    response_usage: Any = None
     if isinstance(document, list):
         items = document
         field = "item"
     elif isinstance(document, dict):
+        response = document.get("response")
+        request = document.get("request")
+        if isinstance(request, dict) and "input" not in document:
+            document = request  # a LiteLLM-style {request, response} log
+        if isinstance(response, dict) and isinstance(response.get("output"), list):
+            logged_response = response
         instructions = document.get("instructions")
         if isinstance(instructions, str) and instructions:
             history.add(Message.of("system", instructions, meta={"source": "instructions"}))
@@ -60,6 +74,7 @@ def parse(source: Source) -> list[Session]:
             field = "output"
             if document.get("usage") is not None:
                 meta["usage"] = document["usage"]
+                response_usage = document["usage"]
         else:
             given = document.get("input")
             field = "input"
@@ -84,6 +99,21 @@ def parse(source: Source) -> list[Session]:
             mapper.add(item, {"item_index": index})
         except TranscriptError as error:
             raise TranscriptError(f"{field}[{index}]: {error.reason}") from None
+    if logged_response is not None:
+        # The response logged beside the request answers it: its output is the next message.
+        history.close()
+        for index, item in enumerate(logged_response["output"]):
+            try:
+                mapper.add(item, {"item_index": index, "source": "response"})
+            except TranscriptError as error:
+                raise TranscriptError(f"response.output[{index}]: {error.reason}") from None
+        response_usage = logged_response.get("usage")
+    if response_usage is not None:
+        drafts = [item for item in history.items if isinstance(item, AssistantDraft)]
+        recorded = openai_recorded(response_usage)
+        if drafts and recorded is not None:
+            drafts[-1].meta["usage"] = response_usage
+            drafts[-1].meta["recorded"] = recorded
     messages = history.messages()
     warning: tuple[str, ...]
     if meta.get("previous_response_id"):

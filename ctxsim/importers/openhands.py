@@ -7,6 +7,11 @@ file order); its name is the action kind and its arguments the action's `args` (
 becomes the assistant text). Parallel calls of one model response (shared
 `model_response.id`) form one assistant message. Other actions with text are plain messages;
 state changes without text are left out.
+
+SPEC §11: `recall` actions are issued by the runtime (microagent knowledge), not by the
+model, so they are neither tool calls nor model calls; a recall observation with text becomes
+a user message. An assistant message's recorded usage is its response's entry in the run's
+`metrics.token_usages` (matched by response id), else the event's `model_response.usage`.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
+from ctxsim.pipeline.usage import openai_recorded
 
 from .common import (
+    AssistantDraft,
     HistoryBuilder,
     compact_json,
     data_url_part,
@@ -25,9 +32,14 @@ from .common import (
     title_from,
 )
 from .errors import TranscriptError, type_name
+from .recorded import mark_next, with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "openhands"
+# The arguments of a `CondensationAction` (openhands/events/action/agent.py).
+CONDENSATION_ACTIONS = ("condensation", "condensation_request")
+CONDENSATION_ARGS = ("forgotten_event_ids", "forgotten_events_start_id",
+                     "forgotten_events_end_id", "summary", "summary_offset")
 
 
 def is_event_list(value: Any) -> bool:
@@ -71,14 +83,95 @@ def _key(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def map_events(events: list[Any], counter: list[int], prefix: str, field: str = "events"
-               ) -> tuple[tuple[Message, ...], Any]:
+def token_usage_recorded(usage: Any) -> dict[str, Any] | None:
+    """One entry of OpenHands' `metrics.token_usages` (prompt tokens include the cache)."""
+    if not isinstance(usage, dict) or not isinstance(usage.get("prompt_tokens"), int):
+        return None
+    read = usage.get("cache_read_tokens") if isinstance(usage.get("cache_read_tokens"), int) \
+        else None
+    write = usage.get("cache_write_tokens") \
+        if isinstance(usage.get("cache_write_tokens"), int) else None
+    output = usage.get("completion_tokens") \
+        if isinstance(usage.get("completion_tokens"), int) else None
+    total = usage["prompt_tokens"]
+    return {"total_input": total, "input": total - (read or 0) - (write or 0),
+            "cache_read": read, "cache_write": write, "output": output, "reasoning": None}
+
+
+def usages_by_response(token_usages: Any) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for usage in token_usages if isinstance(token_usages, list) else ():
+        recorded = token_usage_recorded(usage)
+        response_id = usage.get("response_id") if isinstance(usage, dict) else None
+        if recorded is not None and isinstance(response_id, str) and response_id:
+            found.setdefault(response_id, recorded)
+    return found
+
+
+def _fill_between_anchors(drafts: list[AssistantDraft], token_usages: Any) -> None:
+    """Responses no event names (a final message without tool metadata) still have their
+    `token_usages` entry, in call order. Between two calls matched by response id, when the
+    unmatched calls and the unmatched entries are equally many, they pair up in order; any
+    other gap is left without usage rather than guessed."""
+    entries = [u for u in token_usages if isinstance(u, dict)] \
+        if isinstance(token_usages, list) else []
+    if not entries or not drafts:
+        return
+    position = {u.get("response_id"): i for i, u in reversed(list(enumerate(entries)))
+                if isinstance(u.get("response_id"), str)}
+    anchors = [(d, position.get(d.meta.get("response_id"))) for d in drafts]
+    gap: list[AssistantDraft] = []
+    last = -1
+    for draft, at in [*anchors, (None, len(entries))]:
+        if draft is not None and (at is None or at <= last):
+            if "recorded" not in draft.meta:
+                gap.append(draft)
+            continue
+        between = entries[last + 1:at]
+        if gap and len(gap) == len(between):
+            for waiting, usage in zip(gap, between, strict=True):
+                recorded = token_usage_recorded(usage)
+                if recorded is not None:
+                    waiting.meta["recorded"] = recorded
+        gap = []
+        last = at  # type: ignore[assignment]
+
+
+def _record_usage(meta: dict[str, Any], metadata: dict[str, Any],
+                  usages: dict[str, dict[str, Any]], billed: set[str]) -> None:
+    """Put the response's recorded usage on the message it starts, once per response."""
+    response = metadata.get("model_response")
+    response = response if isinstance(response, dict) else {}
+    response_id = response.get("id") if isinstance(response.get("id"), str) else None
+    if response_id is not None and response_id in billed:
+        return
+    if response_id is not None:
+        meta["response_id"] = response_id
+    recorded = usages.get(response_id) if response_id else None
+    if recorded is None:
+        recorded = openai_recorded(response.get("usage"))
+    if recorded is not None:
+        meta["recorded"] = dict(recorded)
+        if response_id is not None:
+            billed.add(response_id)
+
+
+def map_events(events: list[Any], counter: list[int], prefix: str, field: str = "events",
+               token_usages: Any = None) -> tuple[tuple[Message, ...], Any]:
     """Events → (messages, tools); `counter` carries the synthetic call number across
-    sessions of one file."""
+    sessions of one file; `token_usages` is the run's `metrics.token_usages` when known."""
     events = _flatten(events)
+    usages = usages_by_response(token_usages)
+    billed: set[str] = set()
+    recalls = {
+        _key(event.get("id")) for event in events
+        if isinstance(event, dict) and event.get("action") == "recall"
+    }
     results: dict[str, int] = {}
     for index, event in enumerate(events):
         event = expect_dict(event, f"{field}[{index}]")
+        if event.get("observation") == "recall" or _key(event.get("cause")) in recalls - {None}:
+            continue
         if "observation" in event and event.get("observation") != "null":
             cause = _key(event.get("cause"))
             if cause is not None and cause not in results:
@@ -86,7 +179,7 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
     actions_by_id: dict[str, int] = {}
     for index, event in enumerate(events):
         action_id = _key(event.get("id")) if "action" in event else None
-        if action_id is not None:
+        if action_id is not None and event.get("action") not in CONDENSATION_ACTIONS:
             actions_by_id.setdefault(action_id, index)
     result_events = {
         results[action_id]: action_id for action_id in results if action_id in actions_by_id
@@ -95,8 +188,19 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
     history = HistoryBuilder()
     call_ids: dict[str, str] = {}
     tools = None
+    # SPEC-agents §2.5.0.5: condensation events mark the next message.
+    condensations: list[tuple[int, dict[str, Any]]] = []
+    requests: list[int] = []
     for index, event in enumerate(events):
         where = f"{field}[{index}]"
+        if event.get("action") in CONDENSATION_ACTIONS:
+            if event["action"] == "condensation_request":
+                requests.append(index)
+            else:
+                args = event.get("args") if isinstance(event.get("args"), dict) else {}
+                condensations.append((index, {k: args[k] for k in CONDENSATION_ARGS
+                                              if k in args}))
+            continue
         meta: dict[str, Any] = {"event_index": index}
         if isinstance(event.get("timestamp"), str):
             meta["timestamp"] = event["timestamp"]
@@ -104,6 +208,8 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
             meta["event_id"] = event["id"]
         if "action" in event:
             kind = event.get("action")
+            if kind == "recall":
+                continue
             args = event.get("args") if event.get("args") is not None else {}
             args = expect_dict(args, f"{where}.args")
             event_id = _key(event.get("id"))
@@ -125,10 +231,12 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
                         meta["function_name"] = metadata["function_name"]
                     if response.get("usage") is not None:
                         meta["usage"] = response["usage"]
+                    _record_usage(meta, metadata, usages, billed)
                 thought = args.get("thought")
                 if isinstance(thought, str) and thought:
                     draft.texts.append(thought)
                 draft.add_call(ToolCall(call_id, str(kind), compact_json(fields)))
+                draft.meta.setdefault("call_event_ids", []).append(event.get("id"))
                 continue
             if kind == "system":
                 if isinstance(args.get("tools"), list):
@@ -152,6 +260,9 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
                 history.add(Message.of("user", text, meta=meta))
             else:
                 meta["action"] = kind
+                metadata = event.get("tool_call_metadata")
+                if isinstance(metadata, dict):
+                    _record_usage(meta, metadata, usages, billed)
                 history.close()
                 history.assistant(None, meta).texts.append(text)
                 history.close()
@@ -160,7 +271,11 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
             continue
         kind = event.get("observation")
         content = _str(event.get("content"))
-        if index in result_events:
+        if kind == "recall" or _key(event.get("cause")) in recalls - {None}:
+            if content:
+                meta["recall"] = True
+                history.add(Message.of("user", content, meta=meta))
+        elif index in result_events:
             action_id = result_events[index]
             meta["observation"] = kind
             history.add(Message.of(
@@ -169,7 +284,16 @@ def map_events(events: list[Any], counter: list[int], prefix: str, field: str = 
             ))
         elif kind == "error" and content:
             history.add(Message.of("user", content, is_error=True, meta=meta))
-    return history.messages(), tools
+    if token_usages:
+        _fill_between_anchors(
+            [item for item in history.items if isinstance(item, AssistantDraft)], token_usages
+        )
+    messages = history.messages()
+    for index, args in condensations:
+        messages = mark_next(messages, [index], "openhands_condensation", "event_index", args)
+    messages = mark_next(messages, requests, "openhands_condensation_request", "event_index",
+                         True)
+    return messages, tools
 
 
 def _str(value: Any) -> str:
@@ -191,9 +315,11 @@ def parse(source: Source) -> list[Session]:
         raise TranscriptError(
             f"an OpenHands trajectory should be a list of events, not {type_name(document)}"
         )
-    messages, tools = map_events(events, [0], NAME)
+    metrics = document.get("metrics") if isinstance(document, dict) else None
+    token_usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
+    messages, tools = map_events(events, [0], NAME, token_usages=token_usages)
     require_sessions(list(messages), "the event list has no messages or actions")
     return [Session(
         format=NAME, title=title_from(messages, "OpenHands trajectory"),
-        messages=messages, tools=tools, meta=meta,
+        messages=messages, tools=tools, meta=with_recorded_compactions(meta, messages),
     )]

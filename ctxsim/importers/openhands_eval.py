@@ -13,6 +13,7 @@ from ctxsim.pipeline.messages import Message, Session
 from .common import expect_list, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .openhands import map_events
+from .recorded import with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "openhands-eval"
@@ -35,8 +36,10 @@ def parse(source: Source) -> list[Session]:
             )
         history = record.get("history")
         history = [] if history is None else expect_list(history, "history", line)
+        metrics = record.get("metrics")
+        token_usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
         try:
-            messages, tools = map_events(history, counter, NAME, "history")
+            messages, tools = map_events(history, counter, NAME, "history", token_usages)
         except TranscriptError as error:
             raise TranscriptError(error.reason, line=line) from None
         instruction = record.get("instruction")
@@ -44,7 +47,6 @@ def parse(source: Source) -> list[Session]:
             messages = (Message.of("user", instruction, meta={"source": "instruction"}),)
         instance = str(record.get("instance_id", ""))
         meta: dict[str, Any] = {"instance_id": instance, "source_line": line}
-        metrics = record.get("metrics")
         if isinstance(metrics, dict):
             meta["metrics"] = {
                 key: metrics[key]
@@ -64,6 +66,7 @@ def parse(source: Source) -> list[Session]:
             format=NAME,
             title=f"{instance}: " + title_from(messages, "OpenHands task") if instance
             else title_from(messages, "OpenHands task"),
-            messages=messages, tools=tools, key=instance or f"line-{line}", meta=meta,
+            messages=messages, tools=tools, key=instance or f"line-{line}",
+            meta=with_recorded_compactions(meta, messages),
         ))
     return require_sessions(sessions, "the file has no instances")

@@ -10,6 +10,7 @@ their `*_output` items are the results, linked by `call_id` (not the item `id`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, ToolCall
@@ -38,6 +39,9 @@ ITEM_TYPES = Names(CALL_TYPES | OUTPUT_TYPES | {
     "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "item_reference",
 })
 SKIPPED_TYPES = Names({"ghost_snapshot", "item_reference"})
+# Remote compaction output (`compaction_summary` is its serde alias): an opaque item the
+# client sends back in place of the history it replaced.
+COMPACTION_TYPES = Names({"compaction", "compaction_summary"})
 ROLE_MAP = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
@@ -66,8 +70,9 @@ def _content_text(content: Any, field: str, line: int | None) -> tuple[str, list
             texts.append(optional_str(part.get("refusal"), f"{field}[{index}].refusal", line))
         elif kind == "input_image":
             url = part.get("image_url")
+            detail = part.get("detail") if isinstance(part.get("detail"), str) else None
             if isinstance(url, str):
-                parts.append(data_url_part("image", url))
+                parts.append(data_url_part("image", url, detail=detail))
             else:
                 parts.append(binary_part("image", "", None, file_id=part.get("file_id")))
         elif kind == "input_file":
@@ -127,6 +132,7 @@ class ItemMapper:
             self._output(kind, item, meta, line)
         elif kind == "reasoning":
             draft = self._assistant(meta)
+            draft.meta["reasoning_items"] = draft.meta.get("reasoning_items", 0) + 1
             summary, _ = _content_text(item.get("summary"), "summary", line)
             if summary:
                 draft.meta.setdefault("reasoning", []).append(summary)
@@ -135,6 +141,8 @@ class ItemMapper:
                 draft.meta["reasoning_encrypted_chars"] = (
                     draft.meta.get("reasoning_encrypted_chars", 0) + len(encrypted)
                 )
+        elif kind in COMPACTION_TYPES:
+            self._compaction(item, meta)
         elif kind in SKIPPED_TYPES or not isinstance(kind, str):
             return
         else:
@@ -166,6 +174,15 @@ class ItemMapper:
             message_meta["injected"] = True
         self.history.add(Message.of(ROLE_MAP[role], text, meta=message_meta))
 
+    def _compaction(self, item: dict[str, Any], meta: dict[str, Any]) -> None:
+        """SPEC-agents §2.5.0.5: an empty user message costing ⌈len(encrypted)/4⌉ tokens."""
+        encrypted = item.get("encrypted_content")
+        size = len(encrypted) if isinstance(encrypted, str) else 0
+        self.history.add(Message.of("user", "", meta={
+            **meta, "kind": "codex_compaction_item",
+            "binary_parts": [{"type": "encrypted_compaction", "base64_length": size}],
+        }))
+
     def _call(self, kind: str, item: dict[str, Any], line: int | None) -> ToolCall:
         call_id = item.get("call_id")
         if not isinstance(call_id, str):
@@ -190,9 +207,25 @@ class ItemMapper:
         # The next output item answers a new model call, made after this result.
         self.history.close()
 
-    def attach_usage(self, usage: Any) -> None:
-        """Per-request usage reported after a response belongs to its assistant message."""
-        for item in reversed(self.history.items):
-            if not isinstance(item, Message):
-                item.meta["usage"] = usage
-                return
+    def assign_usages(self, usages: list[Any], normalize: Callable[[Any], Any]) -> None:
+        """Give the k-th response's usage to the k-th assistant message (SPEC §11: by count,
+        never by position); a message past the last usage (the session was cut) gets none.
+
+        A message holding reasoning items also gets `reasoning_tokens`, the response's
+        recorded reasoning: Codex sends those items back, billed as input, for the rest of
+        the user turn.
+        """
+        drafts = [item for item in self.history.items if isinstance(item, AssistantDraft)]
+        for draft, usage in zip(drafts, usages, strict=False):
+            if not isinstance(usage, dict):
+                continue
+            draft.meta["usage"] = usage
+            recorded = normalize(usage)
+            if recorded is None:
+                continue
+            draft.meta["recorded"] = recorded
+            if recorded.get("reasoning") and (
+                draft.meta.get("reasoning") or draft.meta.get("reasoning_encrypted_chars")
+                or draft.meta.get("reasoning_items")
+            ):
+                draft.meta["reasoning_tokens"] = recorded["reasoning"]

@@ -49,6 +49,9 @@ def _left_out(family: str, values: Mapping[str, Any]) -> list[str]:
             notes.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
     if values.get("counter") != PARAMS["counter"].default:
         notes.append(f"counter = {json.dumps(values.get('counter'))} (ctxsim's estimate only)")
+    if values.get("image_rule", "auto") != PARAMS["image_rule"].default:
+        notes.append(f"image_rule = {json.dumps(values.get('image_rule'))} "
+                     "(ctxsim's estimate only)")
     return notes
 
 
@@ -401,6 +404,142 @@ def claude_code_ignored_keys(data: str | Mapping[str, Any]) -> list[str]:
     return [f"{k} (not a setting ctxsim simulates; ignored)" for k in obj if k != "env"]
 
 
+# --- Codex CLI (SPEC-agents §2.5.4, §2.5.5, §2.5.9) -------------------------------------------
+
+CODEX_KEYS = ("model", "model_context_window", "model_auto_compact_token_limit",
+              "tool_output_token_limit")
+# Codex config keys ctxsim knows of but does not simulate: an import notes and drops them.
+CODEX_NOT_SIMULATED = ("model_auto_compact_token_limit_scope",)
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML integer or basic string (JSON's string escapes are valid TOML escapes)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def export_codex(values: Mapping[str, Any]) -> Export:
+    """`~/.codex/config.toml` lines for the keys present in `codex_config`, in the order
+    model, window, compaction limit, tool-output limit (top-level keys precede tables)."""
+    config = values.get("codex_config") or {}
+    lines = [f"{key} = {_toml_value(config[key])}" for key in CODEX_KEYS if key in config]
+    left = _left_out("codex", values)
+    notes = []
+    if values.get("codex_truncation_policy") is not None:
+        lines.insert(0, "# codex_truncation_policy is a model-catalog field: Codex exposes only "
+                        "tool_output_token_limit")
+        notes.append("Codex has no setting for the truncation policy's mode; only "
+                     "tool_output_token_limit (the limit) can be configured.")
+    text = "".join(line + "\n" for line in lines)
+    return Export("codex", "config.toml", text, left, notes)
+
+
+def _load_toml(text: str, what: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ParamError({what: f"invalid TOML: {exc}"}) from None
+
+
+def import_codex(text: str) -> dict[str, Any]:
+    """A config.toml → `{"codex_config": {...}}` with the four keys ctxsim simulates; bad
+    values (a string or float where Codex wants an integer) fail per field."""
+    doc = _load_toml(text, "config.toml")
+    config = {k: doc[k] for k in CODEX_KEYS if k in doc}
+    try:
+        return validate_params({"codex_config": config})
+    except ParamError as exc:
+        raise ParamError({f"config.toml {k}": v for k, v in exc.errors.items()}) from None
+
+
+def codex_ignored_keys(text: str) -> list[str]:
+    """The notes an import shows: keys and tables of config.toml ctxsim does not read."""
+    doc = _load_toml(text, "config.toml")
+    notes = []
+    for key, value in doc.items():
+        if key in CODEX_KEYS:
+            continue
+        if key == "profiles" and isinstance(value, Mapping):
+            notes.append(f"[profiles.{', '.join(value)}] (profile tables are not merged; "
+                         "ignored)")
+        elif key in CODEX_NOT_SIMULATED:
+            notes.append(f"{key} (not simulated by ctxsim; ignored)")
+        else:
+            notes.append(f"{key} (not a setting ctxsim simulates; ignored)")
+    return notes
+
+
+# --- OpenHands (SPEC-agents §2.5.6, §2.5.9) ----------------------------------------------------
+
+PIPELINE_HINT = ("A condenser pipeline cannot be written as a [condenser] table (OpenHands' TOML "
+                 "loader has no nested tables); the OpenHands server builds its default pipeline "
+                 "from enable_default_condenser = true and condenser_max_size.")
+
+
+def export_openhands(values: Mapping[str, Any]) -> Export:
+    """OpenHands `config.toml`: the `[condenser]` table (type first, then every field) and
+    `[llm] max_message_chars`; a pipeline is left out with a hint."""
+    condenser = dict(values.get("openhands_condenser_config") or {"type": "noop"})
+    lines: list[str] = []
+    left = _left_out("openhands", values)
+    notes = []
+    if condenser.get("type") == "pipeline":
+        left.insert(0, "openhands_condenser_config = "
+                       + json.dumps(condenser, ensure_ascii=False))
+        notes.append(PIPELINE_HINT)
+    else:
+        lines.append("[condenser]")
+        lines += [f"{key} = {_toml_value(value)}" for key, value in condenser.items()]
+        lines.append("")
+        if condenser.get("type") in ("llm", "structured", "llm_attention") and \
+                "llm_config" not in condenser:
+            notes.append("OpenHands needs llm_config (the name of an [llm.<name>] section) "
+                         "for this condenser; add it before use.")
+    lines += ["[llm]", f"max_message_chars = {values.get('openhands_max_message_chars', 30000)}"]
+    return Export("openhands", "config.toml", "".join(line + "\n" for line in lines), left,
+                  notes)
+
+
+def import_openhands(text: str) -> dict[str, Any]:
+    """An OpenHands config.toml → `openhands_condenser_config` (from `[condenser]`) and
+    `openhands_max_message_chars` (from `[llm]`), each only when present."""
+    doc = _load_toml(text, "config.toml")
+    raw: dict[str, Any] = {}
+    condenser = doc.get("condenser")
+    if condenser is not None:
+        if not isinstance(condenser, Mapping):
+            raise ParamError({"[condenser]": "expected a table"})
+        raw["openhands_condenser_config"] = dict(condenser)
+    llm = doc.get("llm")
+    if isinstance(llm, Mapping) and "max_message_chars" in llm:
+        raw["openhands_max_message_chars"] = llm["max_message_chars"]
+    try:
+        return validate_params(raw)
+    except ParamError as exc:
+        names = {"openhands_condenser_config": "[condenser]",
+                 "openhands_max_message_chars": "[llm] max_message_chars"}
+        raise ParamError({names.get(k, k): v for k, v in exc.errors.items()}) from None
+
+
+def openhands_ignored_keys(text: str) -> list[str]:
+    """The notes an import shows: what of the file ctxsim does not read."""
+    doc = _load_toml(text, "config.toml")
+    notes = [f"[{k}] (not a setting ctxsim simulates; ignored)" if isinstance(v, Mapping)
+             else f"{k} (not a setting ctxsim simulates; ignored)"
+             for k, v in doc.items() if k not in ("condenser", "llm")]
+    llm = doc.get("llm")
+    if isinstance(llm, Mapping):
+        notes += [f"[llm] {k} (ignored)" for k in llm if k != "max_message_chars"]
+    condenser = doc.get("condenser")
+    if isinstance(condenser, Mapping) and condenser.get("type") == "pipeline":
+        notes.append("OpenHands' TOML loader does not build a pipeline (it falls back to noop); "
+                     "ctxsim simulates it as written.")
+    return notes
+
+
 # --- whole profiles --------------------------------------------------------------------------
 
 def export_profile(config: RunConfig) -> list[Export]:
@@ -435,5 +574,7 @@ FORMATS: dict[str, Format] = {
     "aivax": Format(lambda c: export_aivax(c.values), import_aivax),
     "anthropic": Format(lambda c: _export_anthropic_any(c), import_anthropic),
     "claude-code": Format(lambda c: export_claude_code(c.values, c.stages), import_claude_code),
+    "codex": Format(lambda c: export_codex(c.values), import_codex),
+    "openhands": Format(lambda c: export_openhands(c.values), import_openhands),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}

@@ -242,6 +242,7 @@ AIVAX_PLACEHOLDER_EN = "[tool response truncated - call this tool again]"
 AIVAX_PLACEHOLDER_PT = "[resposta da ferramenta truncada - chame esta ferramenta novamente]"
 DEFAULT_EXEMPT_TOOLS = ("write", "edit", "patch", "exec", "run", "bash", "shell")
 COUNTERS = ("cl100k_base", "o200k_base", "bytes4")
+IMAGE_RULES = ("auto", "anthropic", "openai", "bytes4")  # see images.IMAGE_RULES
 
 # In the order the thresholds form shows them.
 PARAMS: dict[str, ParamSpec] = {
@@ -249,6 +250,10 @@ PARAMS: dict[str, ParamSpec] = {
     for p in (
         ParamSpec("counter", "Token counter", "cl100k_base", "How tokens are estimated.",
                   _choice(*COUNTERS), kind="choice", choices=COUNTERS),
+        ParamSpec("image_rule", "Image rule", "auto", "How images are counted: the provider's "
+                  "rule from the image's size (auto: the session's provider), or base64/4 "
+                  "(bytes4, AIVAX's estimate). The AIVAX stages always use bytes4.",
+                  _choice(*IMAGE_RULES), kind="choice", choices=IMAGE_RULES),
         ParamSpec("env", "ChatCLI environment", {}, "CHATCLI_* variables as typed; each is read "
                   "like Go strconv.Atoi and used only when > 0.", _env, kind="env",
                   env_vars=CHATCLI_ENV),
@@ -543,3 +548,142 @@ def validate_params(values: Mapping[str, Any], allowed: set[str] | None = None) 
     if errors:
         raise ParamError(errors)
     return out
+
+
+# --- Codex CLI and OpenHands (SPEC-agents §2.5.4–§2.5.6) ---------------------------------------
+
+
+def _nonempty_strings(v: Any) -> tuple[str, ...]:
+    items = _string_list(v)
+    if not all(items):
+        raise ValueError("expected non-empty strings")
+    return items
+
+
+def _truncation_policy(v: Any) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping) or set(v) != {"mode", "limit"}:
+        raise ValueError('expected {"mode": "bytes"|"tokens", "limit": N} or null')
+    if v["mode"] not in ("bytes", "tokens"):
+        raise ValueError('mode must be "bytes" or "tokens"')
+    try:
+        limit = _int_range(0, 100_000_000)(v["limit"])
+    except ValueError as exc:
+        raise ValueError(f"limit: {exc}") from None
+    return {"mode": v["mode"], "limit": limit}
+
+
+# OpenHands `[condenser]` tables (openhands/core/config/condenser_config.py): per type, each
+# field's default and lower bound (None: any integer; "str": a string).
+CONDENSER_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "noop": {},
+    "observation_masking": {"attention_window": (100, 1)},
+    "recent": {"keep_first": (1, 0), "max_events": (100, 1)},
+    "amortized": {"max_size": (100, 2), "keep_first": (1, 0)},
+    "conversation_window": {},
+    "llm": {"llm_config": (None, "str"), "keep_first": (1, 0), "max_size": (100, 2),
+            "max_event_length": (10_000, None)},
+    "structured": {"llm_config": (None, "str"), "keep_first": (1, 0), "max_size": (100, 2),
+                   "max_event_length": (10_000, None)},
+    "llm_attention": {"llm_config": (None, "str"), "max_size": (100, 2), "keep_first": (1, 0)},
+    "browser_output_masking": {"attention_window": (1, 1)},
+    "pipeline": {},
+}
+ROLLING_CONDENSERS = ("amortized", "conversation_window", "llm", "structured", "llm_attention")
+
+
+def condenser_config(v: Any, where: str = "") -> dict[str, Any]:
+    """One `[condenser]` table, validated like OpenHands' pydantic models (extra keys forbidden,
+    same bounds); the result has every field, defaults filled in, `type` first."""
+    at = f"{where}." if where else ""
+    if not isinstance(v, Mapping):
+        raise ValueError(f"{where or 'condenser'}: expected an object with a type")
+    kind = v.get("type", "noop")
+    if kind not in CONDENSER_FIELDS:
+        raise ValueError(f"{at}type: unknown condenser type {kind!r} "
+                         f"(known: {', '.join(CONDENSER_FIELDS)})")
+    fields = CONDENSER_FIELDS[kind]
+    extra = [k for k in v if k != "type" and k not in fields
+             and not (kind == "pipeline" and k == "condensers")]
+    if extra:
+        raise ValueError(f"{at}{extra[0]}: not a field of the {kind} condenser")
+    out: dict[str, Any] = {"type": kind}
+    if kind == "pipeline":
+        members = v.get("condensers", [])
+        if not isinstance(members, list):
+            raise ValueError(f"{at}condensers: expected a list of condenser tables")
+        out["condensers"] = [
+            condenser_config(m, f"{at}condensers[{n}]") for n, m in enumerate(members)
+        ]
+        return out
+    for name, (default, low) in fields.items():
+        value = v.get(name, default)
+        if low == "str":
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{at}{name}: expected the name of an [llm.*] section")
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{at}{name}: expected an integer")
+        elif low is not None and value < low:
+            raise ValueError(f"{at}{name}: must be {low} or more")
+        if value is not None:
+            out[name] = value
+    if "keep_first" in out and "max_size" in out and out["keep_first"] >= out["max_size"] // 2:
+        raise ValueError(f"{at}keep_first: must be less than max_size // 2 "
+                         f"({out['max_size'] // 2})")
+    return out
+
+
+def _condenser(v: Any) -> dict[str, Any]:
+    return condenser_config(v)
+
+
+CODEX_CONTEXTUAL_PREFIXES = ("<environment_context>", "<user_instructions>",
+                             "# AGENTS.md instructions for ", "<user_shell_command>", "<skill>",
+                             "<turn_aborted>")
+
+PARAMS.update({p.name: p for p in (
+    ParamSpec("codex_truncation_policy", "Truncation policy", None, "The model catalog's "
+              'truncation_policy ({"mode": "bytes"|"tokens", "limit": N}); empty: the '
+              "rollout's recorded policy, else the model table.", _truncation_policy,
+              kind="object", choices=("bytes", "tokens")),
+    ParamSpec("codex_use_recorded_policy", "Use recorded policy", True, "Use the policy the "
+              "rollout's turn_context recorded (what Codex used) before the model table.",
+              _boolean, kind="choice", choices=("true", "false")),
+    ParamSpec("codex_autocompact_mode", "Codex compaction", "predict", "predict: compact when "
+              "the limit is reached (recorded summaries used where they exist); recorded: "
+              "replay the rollout's compactions only.", _choice("predict", "recorded"),
+              kind="choice", choices=("predict", "recorded")),
+    ParamSpec("codex_limit_semantics", "Configured limit", "min", "min: "
+              "model_auto_compact_token_limit can only lower 90 % of the window (newer Codex); "
+              "override: it replaces it (older Codex).", _choice("min", "override"),
+              kind="choice", choices=("min", "override")),
+    ParamSpec("codex_token_source", "Codex token source", "counter", "counter: the full prompt "
+              "under ctxsim's counter; usage: the last recorded total_tokens plus ⌈bytes/4⌉ "
+              "of what followed (Codex's own estimate).", _choice("counter", "usage"),
+              kind="choice", choices=("counter", "usage")),
+    ParamSpec("codex_user_message_budget", "User messages kept", 20000, "Approximate tokens of "
+              "the most recent user messages kept after a compaction "
+              "(COMPACT_USER_MESSAGE_MAX_TOKENS).", _int_range(0, 10_000_000), unit="tokens"),
+    ParamSpec("codex_contextual_prefixes", "Contextual prefixes", CODEX_CONTEXTUAL_PREFIXES,
+              "User messages starting with one of these are injected context, not the "
+              "human's requests.", _nonempty_strings, kind="list"),
+    ParamSpec("openhands_condenser_config", "OpenHands condenser", {"type": "noop"}, "The "
+              "[condenser] table of OpenHands config.toml: noop, recent, observation_masking, "
+              "amortized, conversation_window, llm, structured, llm_attention, pipeline.",
+              _condenser, kind="object", choices=tuple(CONDENSER_FIELDS)),
+    ParamSpec("openhands_max_message_chars", "Max message chars", 30000, "[llm] "
+              "max_message_chars: observations longer than this are cut in the middle "
+              "(negative: off).", _int_range(-1, 100_000_000), unit="characters"),
+    ParamSpec("openhands_assembly", "Message assembly", "v0", "v0: OpenHands' own conversion "
+              "of events into messages; plain: the kept messages in their order.",
+              _choice("v0", "plain"), kind="choice", choices=("v0", "plain")),
+    ParamSpec("openhands_request_over_tokens", "Condensation request over", None, "A "
+              "condensation request is raised when the assembled prompt is over this many "
+              "tokens (standing in for the LLM's context-window error); empty: never.",
+              _opt_int_range(1, 10_000_000), unit="tokens", kind="optional-int"),
+    ParamSpec("openhands_mode", "OpenHands condensation", "predict", "predict: condense as "
+              "the configured condenser would; recorded: replay the recorded condensation "
+              "events.", _choice("predict", "recorded"), kind="choice",
+              choices=("predict", "recorded")),
+)})

@@ -66,6 +66,30 @@ AGENT_PROFILES = (
             (("anthropic_compact", "gateway"), ("clear_thinking", "gateway"),
              ("clear_tool_uses", "gateway")), {}),
 )
+CODEX_STAGES = (("codex_tool_output", "dispatch"), ("codex_autocompact", "outgoing"))
+OPENHANDS_STAGES = (("openhands_condenser", "outgoing"),)
+# The OpenHands server's default pipeline when `enable_default_condenser` is on
+# (server/session/session.py; max_size = condenser_max_size or 120).
+OPENHANDS_APP_CONDENSER = {"type": "pipeline", "condensers": [
+    {"type": "conversation_window"},
+    {"type": "browser_output_masking", "attention_window": 2},
+    {"type": "llm", "llm_config": "condenser", "keep_first": 4, "max_size": 120},
+]}
+CODEX_OPENHANDS_PROFILES = (
+    Profile("codex", "Codex CLI: tool outputs truncated to the model's policy × 1.2, "
+            "auto-compaction at 90 % of the window (SPEC-agents §2.5.4–2.5.5).", CODEX_STAGES,
+            {}),
+    Profile("codex-recorded", "Codex CLI, replaying the rollout's own compactions.",
+            CODEX_STAGES, {"codex_autocompact_mode": "recorded"}),
+    Profile("openhands", "OpenHands agent default: conversation_window condenser on "
+            "context-window errors (a 200K window stands in) (SPEC-agents §2.5.6).",
+            OPENHANDS_STAGES, {"openhands_condenser_config": {"type": "conversation_window"},
+                               "openhands_request_over_tokens": 200000}),
+    Profile("openhands-app", "OpenHands server default pipeline (conversation window, "
+            "browser masking, LLM summary at 120 events).", OPENHANDS_STAGES,
+            {"openhands_condenser_config": OPENHANDS_APP_CONDENSER,
+             "openhands_request_over_tokens": 200000}),
+)
 
 PROFILES: dict[str, Profile] = {
     p.name: p
@@ -87,6 +111,7 @@ PROFILES: dict[str, Profile] = {
                 CHATCLI_STAGES + AIVAX_STAGES, {**CHATCLI_PARAMS, **AIVAX_PARAMS}),
         Profile("none", "No management: the raw context, for comparison.", (), {}),
         *AGENT_PROFILES,
+        *CODEX_OPENHANDS_PROFILES,
     )
 }
 DEFAULT_PROFILE = "chatcli"

@@ -40,8 +40,11 @@ from .stages import (
     claude_code_tool_output,
     clear_thinking,
     clear_tool_uses,
+    codex_autocompact,
+    codex_tool_output,
     context_limit,
     microcompact,
+    openhands_condenser,
     pairing,
     tool_cap,
     tool_context,
@@ -49,7 +52,7 @@ from .stages import (
 
 PHASES = ("dispatch", "persistent", "outgoing", "gateway")
 # Parameters every profile accepts: they shape the replay itself, not one stage.
-ENGINE_PARAMS = ("counter", "loop_mode", "anchor_text")
+ENGINE_PARAMS = ("counter", "image_rule", "loop_mode", "anchor_text")
 
 Report = Mapping[str, Any]  # what a stage's run reported at one call
 Values = Mapping[str, Any]  # a replay's parameter values (`RunConfig.values`)
@@ -119,6 +122,8 @@ FAMILIES: dict[str, Family] = {
         Family("aivax", "AIVAX gateway"),
         Family("anthropic", "Anthropic"),
         Family("claude-code", "Claude Code"),
+        Family("codex", "Codex CLI"),
+        Family("openhands", "OpenHands"),
     )
 }
 
@@ -223,6 +228,35 @@ STAGES: dict[str, StageDef] = {
             quiet_note=anthropic_compact.quiet_note, limit_line=anthropic_compact.limit_line,
             exported=("compact_trigger", "compact_instructions",
                       "compact_pause_after_compaction"),
+        ),
+        # SPEC-agents §2.5.4–2.5.6: open-source agents, reproduced from their code.
+        StageDef(
+            "codex_tool_output", "Codex tool output", ("dispatch",),
+            ("codex_config", "codex_truncation_policy", "codex_use_recorded_policy"),
+            codex_tool_output.run, "Codex CLI keeps the head and tail of every tool output "
+            "within its model's truncation policy × 1.2.", "codex",
+            activity=codex_tool_output.activity, describe=codex_tool_output.describe,
+            quiet_note=codex_tool_output.quiet_note, exported=("codex_config",),
+        ),
+        StageDef(
+            "codex_autocompact", "Codex auto-compaction", ("outgoing",),
+            ("codex_config", "codex_autocompact_mode", "codex_limit_semantics",
+             "codex_token_source", "codex_user_message_budget", "codex_contextual_prefixes",
+             "summary_placeholder_tokens"), codex_autocompact.run,
+            "At 90 % of the window Codex replaces the history by the recent user messages and "
+            "a summary.", "codex", activity=codex_autocompact.activity,
+            describe=codex_autocompact.describe, quiet_note=codex_autocompact.quiet_note,
+            limit_line=codex_autocompact.limit_line, exported=("codex_config",),
+        ),
+        StageDef(
+            "openhands_condenser", "OpenHands condenser", ("outgoing",),
+            ("openhands_condenser_config", "openhands_max_message_chars", "openhands_assembly",
+             "openhands_request_over_tokens", "openhands_mode", "summary_placeholder_tokens"),
+            openhands_condenser.run, "OpenHands' condenser reduces the event history, then "
+            "OpenHands turns the kept events into messages.", "openhands",
+            activity=openhands_condenser.activity, describe=openhands_condenser.describe,
+            quiet_note=openhands_condenser.quiet_note,
+            exported=("openhands_condenser_config", "openhands_max_message_chars"),
         ),
     )
 }

@@ -71,15 +71,16 @@ class _CostCache:
     """Message costs by object identity: unchanged messages are the same objects at every call,
     so each is measured once (contents are also cached by the counter)."""
 
-    def __init__(self, counter: TokenCounter):
+    def __init__(self, counter: TokenCounter, image_rule: str = "bytes4"):
         self.counter = counter
+        self.image_rule = image_rule
         self._costs: dict[int, tuple[Message, int]] = {}
 
     def cost(self, m: Message) -> int:
         hit = self._costs.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
-        value = message_tokens(m, self.counter)
+        value = message_tokens(m, self.counter, self.image_rule)
         self._costs[id(m)] = (m, value)
         return value
 
@@ -170,7 +171,8 @@ class Replay:
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
         self.counter = get_counter(self.config.values["counter"])
-        self._costs = _CostCache(self.counter)
+        self.image_rule = self.config.values.get("image_rule", "auto")
+        self._costs = _CostCache(self.counter, self.image_rule)
         self._deltas = _Deltas()
         self.dispatch_saved = 0
         self._dispatch_savings: dict[str, int] = {}
@@ -205,15 +207,21 @@ class Replay:
         latest_assistant = 0
         raw: list[Message] = []
         raw_tokens = self.extra_tokens
+        # Reasoning items sent back within the current user turn (SPEC §11), by origin.
+        reasoning: dict[int, int] = {}
         state = {"call": 0, "run": 0, "turn": 0}
         last_persistent: tuple[Message, ...] | None = None
         for idx, src in enumerate(self.messages):
             msg = src if src.origin is not None else replace(src, origin=idx)
             if msg.role == "assistant":
-                result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx)
+                result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx,
+                                    reasoning)
                 persistent = list(result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
+                spent = msg.meta.get("reasoning_tokens")
+                if isinstance(spent, int) and spent > 0:
+                    reasoning[idx] = spent
                 latest_assistant = len(persistent)
                 persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
@@ -225,6 +233,8 @@ class Replay:
                 state["call"] += 1
             else:
                 entering = msg
+                if msg.role == "user" and reasoning:
+                    reasoning = {}  # reasoning is not sent back past the next user message
                 if msg.role == "tool":
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
@@ -247,14 +257,15 @@ class Replay:
             self.messages[-1].role == "assistant" and not self.messages[-1].tool_calls
         )
         if trailing:
-            result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, None)
+            result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, None,
+                                reasoning)
             last_persistent = result.persistent
             yield result
         self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
 
     def _call(self, persistent: list[Message], persistent_tokens: int, raw: list[Message],
-              raw_tokens: int, state: dict[str, int], response_index: int | None
-              ) -> CallResult:
+              raw_tokens: int, state: dict[str, int], response_index: int | None,
+              reasoning: dict[int, int] | None = None) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema, session=self.session or {})
@@ -287,6 +298,10 @@ class Replay:
                 history, tokens = r.history, after
         deltas.finish(len(kept))
         error = next((s.report["error"] for s in runs if s.report.get("error")), None)
+        raw_reasoning = sent_reasoning = 0
+        if reasoning:
+            raw_reasoning = sum(reasoning.values())
+            sent_reasoning = _reasoning_sent(history, reasoning)
         return CallResult(
             call_index=state["call"],
             run_index=state["run"],
@@ -301,11 +316,23 @@ class Replay:
             dispatch_savings=dict(self._dispatch_savings),
             sent=history,
             spills=self.spills.records[spill_start:],
-            raw_tokens=raw_tokens,
-            sent_tokens=tokens + self.extra_tokens,
+            raw_tokens=raw_tokens + raw_reasoning,
+            sent_tokens=tokens + self.extra_tokens + sent_reasoning,
             error=error,
             input_history=start,
         )
+
+
+def _reasoning_sent(history: Sequence[Message], reasoning: dict[int, int]) -> int:
+    """The recorded reasoning of the assistant messages of the current user turn that are
+    still in `history` (a stage may have dropped some). Walks back only to the turn's start."""
+    total = 0
+    for m in reversed(history):
+        if m.role == "user":
+            break
+        if m.role == "assistant" and m.origin is not None:
+            total += reasoning.get(m.origin, 0)
+    return total
 
 
 def replay(

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from .images import part_tokens
 from .messages import Message
 
 BPE_SHA256 = {
@@ -267,8 +268,11 @@ def _json_bytes(value: Any) -> bytes:
     )
 
 
-def message_tokens(m: Message, counter: TokenCounter) -> int:
-    """3 + content + Σ calls (name + arguments) + tool_call_id + binary parts."""
+def message_tokens(m: Message, counter: TokenCounter, image_rule: str = "bytes4") -> int:
+    """3 + content + Σ calls (name + arguments) + tool_call_id + binary parts.
+
+    Binary parts cost ceil(base64/4) (SPEC §5, the AIVAX stages' rule) unless `image_rule`
+    names a provider's image rule (SPEC §11, `images.part_tokens`)."""
     c = counter.count
     total = 3 + c(m.content)
     for call in m.tool_calls:
@@ -278,7 +282,10 @@ def message_tokens(m: Message, counter: TokenCounter) -> int:
         total += c(m.tool_call_id.encode("utf-8", "surrogatepass"))
     # Media counts by original size, as AIVAX measures it before pre-processing.
     for part in m.meta.get("binary_parts", ()) or ():
-        total += math.ceil(int(part.get("base64_length", 0) or 0) / 4)
+        if image_rule == "bytes4":
+            total += math.ceil(int(part.get("base64_length", 0) or 0) / 4)
+        else:
+            total += part_tokens(part, image_rule)
     # Thinking costs tokens only once `clear_thinking` has decided it is sent (SPEC-agents
     # §2.5.0.8); a redacted block is "" and costs 0.
     if m.meta.get("thinking_counted"):

@@ -12,9 +12,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
+from .calibration import Calibration, calibrate
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
 from .spill import SpillRecord
+from .usage import NEXT_CALL_LABEL, call_recorded, guess_provider
+
+# `build_trace(calibration=AUTO)`: calibrate the replay's own messages.
+AUTO: Any = object()
 
 
 def _content(data: bytes, out: dict[str, Any]) -> None:
@@ -59,14 +64,18 @@ def spill_json(s: SpillRecord) -> dict[str, Any]:
     return out
 
 
-def call_json(call: CallResult, summary: bool = False) -> dict[str, Any]:
-    """One call: position, one key per stage (report + `history` unless summary), tokens."""
+def call_json(call: CallResult, summary: bool = False, *, recorded: Any = None,
+              calibration: Calibration | None = None) -> dict[str, Any]:
+    """One call: position, one key per stage (report + `history` unless summary), tokens,
+    the provider's recorded usage and the calibrated estimates (SPEC §11)."""
     out: dict[str, Any] = {
         "call_index": call.call_index,
         "run_index": call.run_index,
         "loop_turn": call.loop_turn,
         "response_input_index": call.response_input_index,
     }
+    if call.response_input_index is None:
+        out["label"] = NEXT_CALL_LABEL
     for run in call.stages:
         report = dict(run.report)
         if not summary:
@@ -77,22 +86,38 @@ def call_json(call: CallResult, summary: bool = False) -> dict[str, Any]:
         "sent": call.sent_tokens,
         "saved_by_stage": call.savings,
         "carried_over": call.carried_over,
+        "calibrated_raw": calibration.value(call.raw_tokens) if calibration else None,
+        "calibrated_sent": calibration.value(call.sent_tokens) if calibration else None,
     }
+    out["recorded"] = recorded
     out["error"] = call.error
     return out
 
 
-def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
-    """Run the replay to the end and render the whole trace (SPEC §6).
+def replay_calibration(rep: Replay, provider: str | None = None) -> Calibration | None:
+    """The calibration of a replay's transcript for the replay's counter and image rule."""
+    return calibrate(rep.messages, rep.counter, image_rule=rep.image_rule, tools=rep.tools,
+                     response_schema=rep.response_schema,
+                     provider=provider or (rep.session or {}).get("provider")
+                     or guess_provider(rep.messages))
 
-    Invariant: calls are rendered as they are produced, so only the JSON (not every call's
-    message tuples) is kept.
+
+def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
+                provider: str | None = None) -> dict[str, Any]:
+    """Run the replay to the end and render the whole trace (SPEC §6, §11).
+
+    `calibration` is the session's (e.g. stored with its summary); by default it is computed
+    from the replay's messages, once. Invariant: calls are rendered as they are produced, so
+    only the JSON (not every call's message tuples) is kept.
     """
+    if calibration is AUTO:
+        calibration = replay_calibration(rep, provider)
     calls = []
     compactions: list[dict[str, Any]] = []
     peak = total = 0
     for call in rep.calls():
-        calls.append(call_json(call, summary))
+        billed = call_recorded(rep.messages, call.response_input_index)
+        calls.append(call_json(call, summary, recorded=billed, calibration=calibration))
         compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
@@ -102,6 +127,7 @@ def build_trace(rep: Replay, summary: bool = False) -> dict[str, Any]:
         "calls": calls,
         "final_history": history_json(rep.final_history),
         "spilled_files": [spill_json(s) for s in rep.spilled_files],
+        "calibration": calibration.as_json() if calibration else None,
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
     # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message, decode_for_display
 from ctxsim.pipeline.registry import STAGES
 from ctxsim.pipeline.replay import CallResult
@@ -23,8 +24,11 @@ MAX_LIST_IN_SUMMARY = 20
 STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
 
 
-def call_summary(call: CallResult) -> dict[str, Any]:
-    """The compact per-call record the replay cache keeps (no histories)."""
+def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
+                 calibration: Calibration | None = None) -> dict[str, Any]:
+    """The compact per-call record the replay cache keeps (no histories), with the provider's
+    recorded usage (`rec`) and the calibrated estimates (`craw`, `csent`; None when the
+    session is uncalibrated) of SPEC §11."""
     reports = {}
     for run in call.stages:
         report = {}
@@ -47,6 +51,9 @@ def call_summary(call: CallResult) -> dict[str, Any]:
         "spills": len(call.spills),
         "saved": _savings(call),
         "reports": reports,
+        "rec": dict(recorded) if recorded else None,
+        "craw": calibration.value(call.raw_tokens) if calibration else None,
+        "csent": calibration.value(call.sent_tokens) if calibration else None,
     }
 
 
@@ -77,7 +84,13 @@ def totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             fired[stage] = fired.get(stage, 0) + _activity(stage, report)
     raw = [c["raw"] for c in calls] or [0]
     sent = [c["sent"] for c in calls] or [0]
+    calibrated = [c["csent"] for c in calls if c.get("csent") is not None]
+    calibrated_raw = [c["craw"] for c in calls if c.get("craw") is not None]
     return {
+        "peak_sent_calibrated": max(calibrated) if calibrated else None,
+        "total_sent_calibrated": sum(calibrated) if calibrated else None,
+        "peak_raw_calibrated": max(calibrated_raw) if calibrated_raw else None,
+        "total_raw_calibrated": sum(calibrated_raw) if calibrated_raw else None,
         "calls": len(calls),
         "peak_raw": max(raw),
         "peak_sent": max(sent),

@@ -11,6 +11,7 @@ from typing import Any
 
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
+from ctxsim.pipeline.usage import context_window
 from ctxsim.replays import analysis, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
@@ -94,10 +95,22 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
     return rows
 
 
+NUMBERS = ("calibrated", "raw")
+
+
+def numbers_choice(requested: str | None) -> str:
+    """Calibrated numbers by default (SPEC §11); `raw` shows ctxsim's own estimates."""
+    return "raw" if requested == "raw" else "calibrated"
+
+
 def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | None = None,
-               recorded: list[dict[str, Any]] | None = None):
+               recorded: list[dict[str, Any]] | None = None, numbers: str = "calibrated"):
     """The data the chart script reads (through json_script: never executable). `recorded`
-    is the session's `meta.recorded_compactions` (SPEC-agents §2.5.0.5)."""
+    is the session's `meta.recorded_compactions` (SPEC-agents §2.5.0.5).
+
+    Lines are calibrated estimates when the session is calibrated and `numbers` asks for
+    them, else raw estimates; the provider's billed input (SPEC §11) is drawn as points
+    beside them (`billed`)."""
     enabled = {s for s, _ in run.stages}
     # The first enabled stage (in registry order) that has a limit line draws it.
     label, limit = next(
@@ -105,10 +118,19 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
          if d.name in enabled and d.limit_line is not None),
         ("", None),
     )
+    calibration = run.totals.get("calibration")
+    calibrated = bool(calibration) and numbers == "calibrated"
+    flagged = [f["call_index"] for f in (calibration or {}).get("flagged", ())]
+    model = run.totals.get("model")
     return {
         "labels": [c["i"] for c in run.calls],
-        "raw": [c["raw"] for c in run.calls],
-        "sent": [c["sent"] for c in run.calls],
+        "raw": [c["craw"] if calibrated else c["raw"] for c in run.calls],
+        "sent": [c["csent"] if calibrated else c["sent"] for c in run.calls],
+        "calibrated": calibrated,
+        "billed": [(c.get("rec") or {}).get("total_input") for c in run.calls],
+        "flagged": flagged,
+        "window": context_window(model),
+        "model": model,
         "failed": [c["i"] for c in run.calls if c["error"]],
         "spills": [c["i"] for c in run.calls if c["spills"]],
         "comments": comment_counts or {},
@@ -122,11 +144,44 @@ def chart_data(run: ReplayRun, selected: int, comment_counts: dict[int, int] | N
     }
 
 
-def summary(run: ReplayRun) -> dict[str, Any]:
+def calibration_summary(run: ReplayRun) -> dict[str, Any] | None:
+    """The calibration in the page's words (None: the session records no usage)."""
+    cal = run.totals.get("calibration")
+    if not cal:
+        return None
+    sd = cal.get("residual_sd")
+    method = {"theil-sen": "robust fit (Theil–Sen)", "table": "first call + dated factor table",
+              "two-point": "two calls", "offset": "first call only"}.get(cal["method"],
+                                                                         cal["method"])
+    quality = f"{method} over {cal['calls_used']} calls with recorded usage"
+    if sd is not None:
+        quality += f", residual SD {round(sd):,} tokens"
+    note = ""
+    if cal["a"] < 0:
+        note = ("a is negative: ctxsim counts more than the provider billed for something every "
+                "request carries (an image counted as base64/4, for instance; see Image rule)")
+    return {
+        **cal,
+        "note": note,
+        "a_tokens": round(cal["a"]),
+        "line": f"a = {round(cal['a']):,} tokens the transcript does not show (system prompt, "
+                f"tools) · b = {cal['b']:.2f} (tokenizer factor)",
+        "quality": quality,
+    }
+
+
+def summary(run: ReplayRun, numbers: str = "calibrated") -> dict[str, Any]:
     t = run.totals
     saved = sorted(t["saved_by_stage"].items(), key=lambda kv: -kv[1])
+    calibrated = bool(t.get("calibration")) and numbers == "calibrated"
     return {
         **t,
+        "calibrated": calibrated,
+        "calibration_view": calibration_summary(run),
+        "shown_peak_sent": t.get("peak_sent_calibrated") if calibrated else t["peak_sent"],
+        "shown_total_sent": t.get("total_sent_calibrated") if calibrated else t["total_sent"],
+        "shown_peak_raw": t.get("peak_raw_calibrated") if calibrated else t["peak_raw"],
+        "shown_total_raw": t.get("total_raw_calibrated") if calibrated else t["total_raw"],
         "saved_total": t["total_raw"] - t["total_sent"],
         "saved_list": [{"stage": s, "label": _saving_label(s), "tokens": n,
                         "share": (n / t["total_raw"] * 100) if t["total_raw"] else 0}
@@ -200,6 +255,20 @@ def selected_call(run: ReplayRun, requested: str | None) -> int:
     if not count:
         return 0
     return max(range(count), key=lambda i: (run.calls[i]["sent"], i))
+
+
+def call_usage(run: ReplayRun, index: int) -> dict[str, Any]:
+    """What the call view says about the provider's figures for one call (SPEC §11)."""
+    c = run.calls[index] if run.calls else {}
+    flagged = {f["call_index"]: f for f in (run.totals.get("calibration") or {}).get(
+        "flagged", ())}
+    recorded = c.get("rec")
+    out = {"recorded": recorded, "calibrated_raw": c.get("craw"), "calibrated_sent":
+           c.get("csent"), "flag": flagged.get(index), "trailing": c.get("resp") is None,
+           "uncalibrated": not run.totals.get("calibration")}
+    if recorded and c.get("craw") is not None:
+        out["difference"] = recorded["total_input"] - c["craw"]
+    return out
 
 
 def neighbours(run: ReplayRun, index: int) -> tuple[int | None, int | None]:

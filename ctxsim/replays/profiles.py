@@ -11,7 +11,7 @@ from ctxsim.replays.state import ReplaySettings, normal
 from ctxsim.reviews import services as reviews
 
 IMPORT_BASES = {"chatcli": "chatcli", "aivax": "aivax", "anthropic": "anthropic-clear-tool-uses",
-                "claude-code": "claude-code"}
+                "claude-code": "claude-code", "codex": "codex", "openhands": "openhands"}
 
 
 class ProfileError(ParamError):

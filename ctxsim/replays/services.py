@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
 
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Session as CanonicalSession
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE
 from ctxsim.pipeline.replay import CallResult, Replay, replay
 from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
+from ctxsim.pipeline.trace import replay_calibration
+from ctxsim.pipeline.usage import call_recorded, session_totals
 from ctxsim.replays import analysis
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.db import insert_rows
@@ -118,8 +121,11 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     # Only what this replay tokenized is filed under this session (the counter is shared with
     # the replays of other sessions, in this thread and others).
     with counter.recording() as fresh:
+        # SPEC §11: once per summary, a pass over the raw history (no replay).
+        calibration = replay_calibration(rep)
         for call in rep.calls():
-            calls.append(analysis.call_summary(call))
+            recorded = call_recorded(rep.messages, call.response_input_index)
+            calls.append(analysis.call_summary(call, recorded, calibration))
             if call.call_index == keep:
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
@@ -131,6 +137,11 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)
+    totals["calibration"] = calibration.as_json() if calibration else None
+    # Per-call sums, else what the file records for the whole session (SWE-agent).
+    totals["recorded"] = (session_totals([c["rec"] for c in calls])
+                          or canonical.meta.get("recorded_totals"))
+    totals["model"] = canonical.meta.get("model")
     try:
         with transaction.atomic():
             run = ReplayRun.objects.create(
@@ -203,11 +214,15 @@ def compute_default_stats(session: Session) -> None:
 
 def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = False) -> str:
     """The SPEC §6 trace of a stored session, exactly what `simulate` prints for its file."""
-    from ctxsim.pipeline.trace import build_trace
+    from ctxsim.pipeline.trace import AUTO, build_trace
 
     rc = settings.run_config()
     rep = replay(canonical_session(session, settings.counter), rc, sink=MemorySpillSink())
-    return json.dumps(build_trace(rep, summary=summary), ensure_ascii=False) + "\n"
+    # The summary's calibration when this replay has one stored, so both agree exactly.
+    run = _stored_run(session, ReplayKey.of(session, settings.key))
+    calibration = Calibration.from_json(run.totals.get("calibration")) if run else AUTO
+    trace = build_trace(rep, summary=summary, calibration=calibration)
+    return json.dumps(trace, ensure_ascii=False) + "\n"
 
 
 @dataclass

@@ -47,13 +47,15 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         response = render(request, f"{TEMPLATE}#form-errors", {"errors": errors})
         return reswap(retarget(response, "#form-errors"), "outerHTML")
     run, call = _run_and_call(request, session, settings)
+    numbers = page.numbers_choice(request.GET.get("numbers"))
+    numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
-        return redirect(url + settings.query(call))
-    context = page_context(request, session, membership, settings, errors, run, call)
+        return redirect(url + settings.query(call) + numbers_q)
+    context = page_context(request, session, membership, settings, errors, run, call, numbers)
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
-        push_url(response, url + settings.query(call))
+        push_url(response, url + settings.query(call) + numbers_q)
     return response
 
 
@@ -67,7 +69,9 @@ def _run_and_call(request: HttpRequest, session, settings):
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
-    given = sorted(parse_qsl(request.GET.urlencode(), keep_blank_values=True))
+    # `numbers` picks how figures are shown, not what is replayed: it is kept as given.
+    given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
+                   if k != "numbers")
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -99,7 +103,8 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     return boxes
 
 
-def page_context(request, session, membership, settings, errors, run, call) -> dict:
+def page_context(request, session, membership, settings, errors, run, call,
+                 numbers: str = "calibrated") -> dict:
     pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
@@ -119,10 +124,13 @@ def page_context(request, session, membership, settings, errors, run, call) -> d
         "phases": page.phase_names(),
         "profiles": profiles.profile_choices(session.team),
         "run": run,
-        "summary": page.summary(run),
+        "summary": page.summary(run, numbers),
         "chart": page.chart_data(run, call, review["review"].chart_counts,
-                                 (session.meta or {}).get("recorded_compactions")),
+                                 (session.meta or {}).get("recorded_compactions"), numbers),
         **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call),
+        "numbers": numbers,
+        "numbers_q": "&numbers=raw" if numbers == "raw" else "",
+        "usage": page.call_usage(run, call),
         "call": pack,
         "call_summary": run.calls[call] if run.calls else None,
         "call_index": call,

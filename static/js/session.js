@@ -10,7 +10,8 @@
 
   var COLORS = { raw: "#adb5bd", sent: "#3b5bdb", other: "#e8590c", failed: "#c92a2a",
                  spill: "#f08c00", limit: "#c92a2a", selected: "#0b7285", comment: "#7048e8",
-                 predicted: "#2b8a3e", recorded: "#212529" };
+                 predicted: "#2b8a3e", recorded: "#212529", billed: "#d6336c",
+                 flagged: "#c92a2a", window: "#495057" };
   var charts = {};
 
   function pointStyle(data, failed, color) {
@@ -70,9 +71,9 @@
     var sent = pointStyle(data, data.failed, COLORS.sent);
     var spillSet = new Set(data.spills);
     var datasets = [
-      { label: "raw history", data: data.raw, borderColor: COLORS.raw, backgroundColor: COLORS.raw,
-        pointRadius: 0, borderWidth: 1.5 },
-      { label: "sent (" + data.counter + ")", data: data.sent, borderColor: COLORS.sent,
+      { label: "raw history" + (data.calibrated ? " (calibrated)" : " (estimate)"), data: data.raw,
+        borderColor: COLORS.raw, backgroundColor: COLORS.raw, pointRadius: 0, borderWidth: 1.5 },
+      { label: "sent (" + data.counter + (data.calibrated ? ", calibrated)" : ", estimate)"), data: data.sent, borderColor: COLORS.sent,
         backgroundColor: sent.background, pointRadius: sent.radius, borderWidth: 2 },
       { label: "spills", type: "scatter", showLine: false, borderColor: COLORS.spill,
         backgroundColor: COLORS.spill, pointStyle: "triangle", pointRadius: 5,
@@ -96,6 +97,24 @@
         borderColor: COLORS.recorded, backgroundColor: COLORS.recorded, pointStyle: "star",
         pointRadius: 9, borderWidth: 2,
         data: data.labels.map(function (i, n) { return recordedSet.has(i) ? data.raw[n] : null; }) });
+    }
+    // SPEC §11: what the provider billed, as points beside the (calibrated) lines.
+    if ((data.billed || []).some(function (v) { return v !== null; })) {
+      var flaggedSet = new Set(data.flagged || []);
+      datasets.push({ label: "recorded by the provider", type: "scatter", showLine: false,
+        borderColor: COLORS.billed, backgroundColor: COLORS.billed, pointRadius: 3,
+        data: data.billed });
+      if (flaggedSet.size) {
+        datasets.push({ label: "flagged: context the transcript does not show", type: "scatter",
+          showLine: false, borderColor: COLORS.flagged, backgroundColor: COLORS.flagged,
+          pointStyle: "crossRot", pointRadius: 8, borderWidth: 2,
+          data: data.labels.map(function (i, n) { return flaggedSet.has(i) ? data.billed[n] : null; }) });
+      }
+    }
+    if (data.window) {
+      datasets.push({ label: data.model + " context window " + data.window,
+        data: data.labels.map(function () { return data.window; }), borderColor: COLORS.window,
+        borderDash: [2, 3], pointRadius: 0, borderWidth: 1 });
     }
     if (data.limit !== null && data.limit !== undefined) {
       datasets.push({ label: data.limitLabel + " " + data.limit, data: data.labels.map(function () { return data.limit; }),

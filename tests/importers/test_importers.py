@@ -66,7 +66,7 @@ FIXTURE_COUNTS = {
     "anthropic-messages-array.json": ("anthropic-messages", 1, 1, 1),
     "chatcli-session-v2.json": ("chatcli", 2, 2, 2),
     "chatcli-session-legacy.json": ("chatcli", 1, 1, 1),
-    "openhands-eval-output.jsonl": ("openhands-eval", 2, 5, 5),
+    "openhands-eval-output.jsonl": ("openhands-eval", 2, 4, 4),  # recall is no call (§11)
     "claude-code-small.jsonl": ("claude-code", 1, 3, 3),
     "claude-code-subagent.jsonl": ("claude-code", 1, 1, 1),
     "scenario.json": ("scenario", 1, 2, 2),
@@ -183,7 +183,10 @@ def test_codex_maps_response_items_with_usage_and_instructions():
     assert session.messages[0].meta["injected"] is True  # <environment_context>
     first_call = session.messages[2].tool_calls[0]
     assert first_call.id == "call_GfHib9GW3d5m9EB1wMTper0j" and first_call.name == "shell"
-    assert session.messages[2].meta["usage"]["input_tokens"] == 10334
+    # 0.58 writes a response's token_count before its items: the first growing event is the
+    # first call's usage (the old by-position attachment gave it the second call's 10334).
+    assert session.messages[2].meta["recorded"]["total_input"] == 10128
+    assert session.messages[2].meta["usage"]["input_tokens"] == 10128
     result = results_by_id(session)[first_call.id]
     assert result.text.startswith('{"output":"LM Studio configuration.md')
     assert session.meta["cli_version"] == "0.58.0"
@@ -244,11 +247,15 @@ def test_openhands_eval_merges_parallel_calls_and_numbers_synthetic_ids_in_file_
     assert first.tools[0]["function"]["name"] == "execute_bash"
     assert first.messages[1].text.startswith("UsernameValidator allows a trailing newline")
     ids = [[call.id for call in message.tool_calls] for message in first.messages]
-    assert ["openhands-eval-1"] in ids  # the recall action, answered by a recall observation
+    # SPEC §11: the runtime's recall is neither a call nor a model call; its observation is a
+    # user message.
+    recall = first.messages[2]
+    assert recall.role == "user" and recall.text == "Added workspace context"
+    assert recall.meta["recall"] is True
     assert ["toolu_grep", "toolu_view"] in ids  # one model response, two calls
     assert results_by_id(first)["toolu_view"].is_error
-    assert ["openhands-eval-4"] in ids
-    assert [call.id for m in second.messages for call in m.tool_calls] == ["openhands-eval-5"]
+    assert ["openhands-eval-3"] in ids
+    assert [call.id for m in second.messages for call in m.tool_calls] == ["openhands-eval-4"]
     assert second.messages[-1].text == "I could not reproduce it; stopping."
     assert first.meta["model"] == "claude-3-5-sonnet"
 

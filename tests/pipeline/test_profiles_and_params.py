@@ -64,5 +64,5 @@ def test_the_form_specs_follow_the_stage_order_without_repeats() -> None:
     from ctxsim.pipeline.profiles import param_specs
 
     names = [p.name for p in param_specs(resolve("chatcli-aivax").stages)]
-    assert names[:3] == ["counter", "loop_mode", "anchor_text"]
+    assert names[:4] == ["counter", "image_rule", "loop_mode", "anchor_text"]
     assert len(names) == len(set(names)) and "toolContextCount" in names

@@ -51,3 +51,17 @@ def test_roles_that_may_upload_see_the_link_and_the_form(personas, persona):
     client = personas.client(persona)
     assert f'href="{reverse("upload")}"' in client.get(reverse("home")).content.decode()
     assert 'enctype="multipart/form-data"' in client.get(reverse("upload")).content.decode()
+
+
+def test_no_template_comment_spans_lines_and_leaks_into_the_page(personas):
+    """Django's {# #} comments are one-line only; a multi-line one is shown as text."""
+    from tests.shared import ROOT
+
+    open_comments = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in (ROOT / "templates").rglob("*.html")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "{#" in line and "#}" not in line.split("{#", 1)[1]
+    ]
+    assert not open_comments
+    assert "Main navigation" not in personas.client("owner").get(reverse("home")).content.decode()

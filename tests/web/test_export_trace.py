@@ -63,3 +63,18 @@ def test_export_trace_names_a_missing_session_and_exits_2(personas):
     with pytest.raises(CommandError, match="no session with id 999999") as error:
         call_command("export_trace", "999999")
     assert error.value.returncode == 2
+
+
+@pytest.mark.parametrize("sample", SAMPLES[:3])
+def test_a_trace_after_the_page_stored_its_calibration_still_equals_simulate(personas, sample):
+    """The download reuses the summary's stored calibration (SPEC §11): same numbers."""
+    from django.urls import reverse
+
+    path = SHARED_DIR / "transcripts" / sample
+    row = import_transcript(path, team=personas.team).sessions[0]
+    client = personas.client("viewer")
+    assert client.get(reverse("session-detail", args=[row.pk]) + "?profile=chatcli",
+                      follow=True).status_code == 200
+    trace = export_trace(row.pk, "--profile", "chatcli")
+    assert trace["calibration"] is not None
+    assert trace == simulate(path, "--profile", "chatcli")

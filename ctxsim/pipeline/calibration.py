@@ -1,0 +1,245 @@
+"""Calibration (SPEC §11): from ctxsim's estimates to what the provider would have billed.
+
+A transcript leaves out what the agent adds to every request (system prompt, tool
+definitions, reminders), and Claude's tokenizer is not public. Per session and counter the
+recorded input of each call is fitted as `total_input ≈ a + b · estimate`, where `estimate`
+is the call's raw history under profile `none`: `a` is the unrecorded prompt, `b` the
+tokenizer factor. The fit is Theil–Sen (median of pairwise slopes), so one call with injected
+context cannot tilt it; calls whose recorded total is more than max(500, 5 %) away from the
+fit are flagged and left out, and the fit is redone without them. With fewer than three calls
+`a` comes from the first call and `b` from a dated table. A session without usage has no
+calibration.
+
+Cost: one pass over the history (the counter's content cache makes it a lookup per message)
+and a fit over the calls with usage, once per session and counter, never per call.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import Message
+from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
+from .usage import message_recorded
+
+# SPEC §11's dated table (2026): counter → provider family → tokens billed per estimated token.
+FACTOR_TABLE: dict[str, dict[str, float]] = {
+    "cl100k_base": {"anthropic": 1.22, "openai": 1.00},
+    "o200k_base": {"anthropic": 1.22, "openai": 1.00},
+}
+FLAG_TOKENS = 500
+FLAG_SHARE = 0.05
+# Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
+# subset of pairs keeps the fit linear in practice.
+EXACT_PAIRS_UP_TO = 400
+MAX_PAIRS = 60_000
+
+
+@dataclass(frozen=True)
+class CallEstimate:
+    """One model call as the replay numbers it, with its raw estimate under profile `none`."""
+
+    call_index: int
+    response_input_index: int | None
+    estimate: int
+    recorded: int | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    counter: str
+    a: float
+    b: float
+    method: str  # theil-sen | table | two-point | offset
+    calls_used: int
+    residual_sd: float | None
+    flagged: tuple[dict[str, int], ...] = ()
+
+    def value(self, estimate: int | None) -> int | None:
+        """The calibrated value of an estimate: what the provider would have billed."""
+        if estimate is None:
+            return None
+        return max(0, round(self.a + self.b * estimate))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "counter": self.counter,
+            # Unrounded, so a stored calibration gives the same calibrated values as a
+            # fresh one (the trace of a stored session equals `simulate`'s, number for number).
+            "a": self.a,
+            "b": self.b,
+            "method": self.method,
+            "calls_used": self.calls_used,
+            "residual_sd": None if self.residual_sd is None else round(self.residual_sd, 1),
+            "flagged": [dict(f) for f in self.flagged],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
+        if not data:
+            return None
+        return cls(data["counter"], float(data["a"]), float(data["b"]), data["method"],
+                   int(data["calls_used"]), data.get("residual_sd"),
+                   tuple(data.get("flagged") or ()))
+
+    @property
+    def flagged_calls(self) -> frozenset[int]:
+        return frozenset(f["call_index"] for f in self.flagged)
+
+
+def call_estimates(
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    image_rule: str = "auto",
+    tools: Any = None,
+    response_schema: Any = None,
+) -> list[CallEstimate]:
+    """Every model call's raw estimate under profile `none`, numbered as the replay numbers
+    them (one call before each assistant message, plus the trailing call).
+
+    Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
+    without running the replay.
+    """
+    tokens = extras_tokens(counter, "", tools, response_schema)
+    reasoning: dict[int, int] = {}
+    turn_reasoning = 0
+    out: list[CallEstimate] = []
+    for index, m in enumerate(messages):
+        if m.role == "assistant":
+            recorded = message_recorded(m)
+            out.append(CallEstimate(len(out), index, tokens + turn_reasoning,
+                                    recorded["total_input"] if recorded else None))
+            spent = m.meta.get("reasoning_tokens")
+            if isinstance(spent, int) and spent > 0:
+                reasoning[index] = spent
+                turn_reasoning += spent
+        elif m.role == "user" and reasoning:
+            reasoning, turn_reasoning = {}, 0
+        tokens += message_tokens(m, counter, image_rule)
+    if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):
+        out.append(CallEstimate(len(out), None, tokens + turn_reasoning, None))
+    return out
+
+
+def _pairs(n: int) -> list[tuple[int, int]]:
+    if n <= EXACT_PAIRS_UP_TO:
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+    # Pairs at a spread of distances: every point takes part, near and far pairs both count.
+    steps = max(1, MAX_PAIRS // n)
+    offsets = sorted({max(1, (n * k) // (2 * steps)) for k in range(1, steps + 1)})
+    return [(i, i + d) for d in offsets for i in range(n - d)]
+
+
+def theil_sen(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """(a, b) of the Theil–Sen line, or None when every x is the same."""
+    slopes = [
+        (ys[j] - ys[i]) / (xs[j] - xs[i])
+        for i, j in _pairs(len(xs))
+        if xs[j] != xs[i]
+    ]
+    if not slopes:
+        return None
+    b = statistics.median(slopes)
+    a = statistics.median(y - b * x for x, y in zip(xs, ys, strict=True))
+    return a, b
+
+
+def _is_off(recorded: int, calibrated: float) -> bool:
+    return abs(recorded - calibrated) > max(FLAG_TOKENS, FLAG_SHARE * recorded)
+
+
+def fit(points: Sequence[CallEstimate], counter: str, provider: str | None = None
+        ) -> Calibration | None:
+    """Calibrate from the calls with recorded usage; None when there are none.
+
+    Invariant: a flagged call is more than max(500, 5 %) away from the returned line, and
+    every call the line was fitted on is within it (method theil-sen)."""
+    used = [(p.call_index, p.estimate, p.recorded) for p in points
+            if p.recorded is not None and p.recorded > 0]
+    if not used:
+        return None
+    line: tuple[float, float] | None = None
+    method = "theil-sen"
+    if len(used) >= 3:
+        kept = used
+        for _ in range(4):  # flag, refit without the flagged calls, until it settles
+            line = theil_sen([x for _, x, _ in kept], [y for _, _, y in kept])
+            if line is None:
+                break
+            a, b = line
+            still = [u for u in used if not _is_off(u[2], a + b * u[1])]
+            if len(still) < 3 or still == kept:
+                break
+            kept = still
+    if line is None:
+        line, method = _fallback(used, counter, provider)
+    a, b = line
+    flagged: list[dict[str, int]] = []
+    residuals: list[float] = []
+    for call_index, estimate, recorded in used:
+        calibrated = a + b * estimate
+        if method == "theil-sen" and _is_off(recorded, calibrated):
+            flagged.append({"call_index": call_index, "recorded": recorded,
+                            "calibrated": round(calibrated),
+                            "difference": recorded - round(calibrated)})
+        else:
+            residuals.append(recorded - calibrated)
+    residual_sd = statistics.stdev(residuals) if len(residuals) >= 2 else None
+    return Calibration(counter, a, b, method, len(residuals), residual_sd, tuple(flagged))
+
+
+def _fallback(used: Sequence[tuple[int, int, int]], counter: str, provider: str | None
+              ) -> tuple[tuple[float, float], str]:
+    """Fewer than three calls (or no spread): `a` from the first call, `b` from the table;
+    bytes4 has no table entry, so its factor is measured from two calls when there are two."""
+    table = FACTOR_TABLE.get(counter)
+    _, x0, y0 = used[0]
+    _, x1, y1 = used[-1]
+    if table is not None:
+        b = table.get(provider or "", table["openai"])
+        method = "table"
+    elif len(used) >= 2 and x1 != x0:
+        b = (y1 - y0) / (x1 - x0)
+        method = "two-point"
+    else:
+        b, method = 1.0, "offset"
+    return (y0 - b * x0, b), method
+
+
+def calibrate(
+    messages: Sequence[Message],
+    counter: str | TokenCounter = "cl100k_base",
+    *,
+    image_rule: str = "auto",
+    tools: Any = None,
+    response_schema: Any = None,
+    provider: str | None = None,
+) -> Calibration | None:
+    """The session's calibration for one counter (None: the transcript records no usage)."""
+    token_counter = get_counter(counter) if isinstance(counter, str) else counter
+    if not any(m.role == "assistant" and message_recorded(m) for m in messages):
+        return None
+    points = call_estimates(messages, token_counter, image_rule, tools, response_schema)
+    return fit(points, token_counter.name, provider)
+
+
+def relative_errors(points: Sequence[CallEstimate], calibration: Calibration) -> list[float]:
+    """|calibrated raw − recorded| / recorded for every call with usage."""
+    return [
+        abs((calibration.value(p.estimate) or 0) - p.recorded) / p.recorded
+        for p in points
+        if p.recorded
+    ]
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile (share in 0..1) of `values`."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    rank = max(1, math.ceil(share * len(ordered)))
+    return ordered[rank - 1]

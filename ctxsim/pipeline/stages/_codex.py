@@ -1,0 +1,161 @@
+"""What both Codex CLI stages know about Codex (SPEC-agents §2.5.4–§2.5.5): its model table,
+its middle truncation and its compaction texts. Measured in UTF-8 bytes, as Codex (Rust) does.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..agents_common import approx_tokens
+from ..messages import Message, ToolCall
+
+# First match wins, in this order (codex model_info.rs `find_model_info_for_slug`): slug
+# prefixes, truncation mode, context window. The limit is 10 000 for every row.
+MODEL_TABLE: tuple[tuple[tuple[str, ...], str, int | None], ...] = (
+    (("o3", "o4-mini"), "bytes", 200_000),
+    (("codex-mini-latest",), "bytes", 200_000),
+    (("gpt-4.1",), "bytes", 1_047_576),
+    (("gpt-oss", "openai/gpt-oss"), "bytes", 96_000),
+    (("gpt-4o",), "bytes", 128_000),
+    (("gpt-3.5",), "bytes", 16_385),
+    (("exp-codex", "codex-1p"), "tokens", 272_000),
+    (("exp-",), "bytes", 272_000),
+    (("gpt-5.2-codex", "bengalfox", "gpt-5.1-codex-max", "gpt-5-codex", "gpt-5.1-codex",
+      "codex-"), "tokens", 272_000),
+    (("gpt-5.2", "boomslang", "gpt-5.1", "gpt-5"), "bytes", 272_000),
+)
+DEFAULT_LIMIT = 10_000
+
+# templates/compact/summary_prefix.md: 400 bytes, no trailing newline, double space kept.
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to  assist with your own analysis:"
+)
+NO_SUMMARY = "(no summary available)"
+
+
+def model_row(model: str | None) -> tuple[str, int | None] | None:
+    """(mode, window) of the first table row whose prefix `model` starts with; None: no row."""
+    if model:
+        for prefixes, mode, window in MODEL_TABLE:
+            if model.startswith(prefixes):
+                return mode, window
+    return None
+
+
+def history_budget(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """`policy × 1.2`, rounded up in binary64 as Codex's `impl Mul<f64>` does."""
+    return {"mode": policy["mode"], "limit": math.ceil(policy["limit"] * 1.2)}
+
+
+def _marker(n: int, tokens: bool) -> bytes:
+    return f"\u2026{n} {'tokens' if tokens else 'chars'} truncated\u2026".encode()
+
+
+def _boundary_at_or_before(data: bytes, pos: int) -> int:
+    while 0 < pos < len(data) and data[pos] & 0xC0 == 0x80:
+        pos -= 1
+    return pos
+
+
+def _boundary_at_or_after(data: bytes, pos: int) -> int:
+    while pos < len(data) and data[pos] & 0xC0 == 0x80:
+        pos += 1
+    return pos
+
+
+def _code_points(data: bytes) -> int:
+    return len(data.decode("utf-8"))  # callers pass valid UTF-8 (`codex_text`)
+
+
+def cut(data: bytes, max_bytes: int, tokens: bool) -> bytes:
+    """Codex `truncate_with_byte_estimate` on valid UTF-8: whole characters that end within
+    the first `max_bytes // 2` bytes, a marker, whole characters that start within the last
+    `max_bytes - max_bytes // 2` bytes. The marker counts ⌈(bytes − budget)/4⌉ tokens (tokens
+    mode) or the removed code points (bytes mode)."""
+    if not data:
+        return b""
+    if max_bytes == 0:
+        return _marker(approx_tokens(len(data)) if tokens else _code_points(data), tokens)
+    if len(data) <= max_bytes:
+        return data
+    left = max_bytes // 2
+    right = max_bytes - left
+    head_end = _boundary_at_or_before(data, left)
+    tail_start = _boundary_at_or_after(data, len(data) - right)
+    removed = (approx_tokens(len(data) - max_bytes) if tokens
+               else _code_points(data[head_end:tail_start]))
+    return data[:head_end] + _marker(removed, tokens) + data[tail_start:]
+
+
+def truncate_tokens(data: bytes, budget: int) -> bytes:
+    """Codex `truncate_middle_with_token_budget`: unchanged within 4·budget bytes."""
+    if not data:
+        return b""
+    if budget > 0 and len(data) <= 4 * budget:
+        return data
+    return cut(data, 4 * budget, tokens=True)
+
+
+def truncate(data: bytes, budget: Mapping[str, Any]) -> bytes:
+    """Truncate valid UTF-8 `data` to a history budget {"mode", "limit"}."""
+    if budget["mode"] == "tokens":
+        return truncate_tokens(data, budget["limit"])
+    return cut(data, budget["limit"], tokens=False)
+
+
+def call_of(index: int, positions: Sequence[int]) -> int:
+    """r(i) by bisection over the assistant positions (agents_common's walks the history)."""
+    return bisect_left(positions, index)
+
+
+def is_compaction_message(m: Message) -> bool:
+    """A recorded Codex compaction message (the rollout's `compacted` line), which the views
+    of `codex_autocompact` never show as conversation."""
+    marker = m.meta.get("compaction")
+    if isinstance(marker, Mapping) and marker.get("source") == "codex":
+        return marker.get("kind") == "summary"
+    return bool(m.meta.get("compacted")) and m.role == "user"
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for c in raw or ():
+        if isinstance(c, ToolCall):
+            calls.append(c)
+        elif isinstance(c, Mapping):
+            fn: Mapping[str, Any] = c["function"] if isinstance(c.get("function"), Mapping) \
+                else {}
+            args = fn.get("arguments", "")
+            calls.append(ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
+                                  args if isinstance(args, str) else "",
+                                  str(c.get("type") or "function")))
+    return tuple(calls)
+
+
+def replacement_messages(items: Sequence[Any]) -> list[Message]:
+    """Canonical messages of a recorded replacement history, kept in `meta` as message
+    objects of the scenario shape (role, content, tool_calls, tool_call_id, meta)."""
+    out = []
+    for item in items:
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping) or item.get("role") not in (
+                "system", "user", "assistant", "tool"):
+            continue
+        content = item.get("content")
+        meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
+        out.append(Message.of(
+            item["role"], content if isinstance(content, str) else "",
+            tool_calls=_calls(item.get("tool_calls")),
+            tool_call_id=str(item.get("tool_call_id") or ""),
+            is_error=item.get("is_error") is True, meta=meta,
+        ))
+    return out

@@ -1,0 +1,145 @@
+"""Codex `config.toml` and OpenHands `[condenser]` exports and their imports by paste
+(SPEC-agents §2.5.9): export then import gives back everything each format carries."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import pytest
+
+from ctxsim.pipeline.export import (
+    IMPORTERS,
+    codex_ignored_keys,
+    export_profile,
+    import_codex,
+    import_openhands,
+    openhands_ignored_keys,
+)
+from ctxsim.pipeline.params import ParamError
+from ctxsim.pipeline.profiles import resolve
+
+FULL_CODEX = {"model": "gpt-5.2-codex", "model_context_window": 272000,
+              "model_auto_compact_token_limit": 200000, "tool_output_token_limit": 12000}
+
+
+def _one(profile: str, config: dict[str, Any]):
+    (artefact,) = export_profile(resolve(profile, config))
+    return artefact
+
+
+def test_the_codex_export_is_the_documented_config_toml() -> None:
+    artefact = _one("codex", {"codex_config": FULL_CODEX})
+    assert artefact.filename == "config.toml"
+    assert artefact.content == (
+        'model = "gpt-5.2-codex"\n'
+        "model_context_window = 272000\n"
+        "model_auto_compact_token_limit = 200000\n"
+        "tool_output_token_limit = 12000\n")
+    assert artefact.left_out == []
+
+
+@pytest.mark.parametrize("config", [
+    FULL_CODEX,
+    {"tool_output_token_limit": 0},
+    {"model": 'odd "name" \\ with ünïcode'},
+    {},
+])
+def test_codex_export_then_import_gives_back_codex_config(config: dict[str, Any]) -> None:
+    for profile in ("codex", "codex-recorded"):
+        artefact = _one(profile, {"codex_config": config})
+        assert import_codex(artefact.content) == {"codex_config": config}
+        assert IMPORTERS["codex"](artefact.content) == {"codex_config": config}
+
+
+def test_codex_export_lists_what_codex_cannot_carry() -> None:
+    artefact = _one("codex", {"codex_truncation_policy": {"mode": "bytes", "limit": 5},
+                              "codex_user_message_budget": 100, "counter": "bytes4"})
+    assert artefact.content.startswith("# codex_truncation_policy is a model-catalog field")
+    assert tomllib.loads(artefact.content) == {}
+    assert any(x.startswith("codex_truncation_policy") for x in artefact.left_out)
+    assert "codex_user_message_budget = 100" in artefact.left_out
+    assert any(x.startswith("counter") for x in artefact.left_out)
+
+
+def test_codex_import_notes_other_keys_and_profile_tables() -> None:
+    text = ('model = "o3"\napproval_policy = "never"\n'
+            'model_auto_compact_token_limit_scope = "body_after_prefix"\n'
+            '[profiles.fast]\nmodel = "gpt-5"\n')
+    assert import_codex(text) == {"codex_config": {"model": "o3"}}
+    notes = codex_ignored_keys(text)
+    assert any("approval_policy" in n for n in notes)
+    assert any("model_auto_compact_token_limit_scope" in n for n in notes)
+    assert any("[profiles.fast]" in n and "not merged" in n for n in notes)
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('model_context_window = "272000"\n', "model_context_window"),
+    ("tool_output_token_limit = 1.5\n", "tool_output_token_limit"),
+    ("model_context_window = 0\n", "model_context_window"),
+    ("model = \n", "invalid TOML"),
+])
+def test_codex_import_rejects_bad_values_by_field(text: str, field: str) -> None:
+    with pytest.raises(ParamError) as info:
+        import_codex(text)
+    assert field in str(info.value)
+
+
+def test_the_openhands_export_is_a_condenser_table_and_the_llm_limit() -> None:
+    artefact = _one("openhands", {"openhands_condenser_config": {"type": "recent"}})
+    assert artefact.content == ('[condenser]\ntype = "recent"\nkeep_first = 1\nmax_events = 100\n'
+                                "\n[llm]\nmax_message_chars = 30000\n")
+    assert artefact.left_out == ["openhands_request_over_tokens = 200000"]
+
+
+@pytest.mark.parametrize("condenser", [
+    {"type": "noop"},
+    {"type": "observation_masking", "attention_window": 7},
+    {"type": "recent", "keep_first": 0, "max_events": 3},
+    {"type": "amortized", "max_size": 40, "keep_first": 2},
+    {"type": "conversation_window"},
+    {"type": "llm", "llm_config": "condenser", "keep_first": 4, "max_size": 120,
+     "max_event_length": 500},
+    {"type": "structured", "llm_config": "cheap", "keep_first": 1, "max_size": 10,
+     "max_event_length": 10000},
+    {"type": "llm_attention", "llm_config": "condenser", "max_size": 30, "keep_first": 3},
+    {"type": "browser_output_masking", "attention_window": 2},
+])
+@pytest.mark.parametrize("chars", [30000, -1, 10])
+def test_openhands_export_then_import_gives_back_the_condenser(condenser: dict[str, Any],
+                                                                chars: int) -> None:
+    artefact = _one("openhands", {"openhands_condenser_config": condenser,
+                                  "openhands_max_message_chars": chars})
+    assert import_openhands(artefact.content) == {"openhands_condenser_config": condenser,
+                                                  "openhands_max_message_chars": chars}
+    assert tomllib.loads(artefact.content)["condenser"]["type"] == condenser["type"]
+
+
+def test_a_pipeline_is_left_out_with_the_server_hint() -> None:
+    artefact = _one("openhands-app", {})
+    assert "[condenser]" not in artefact.content
+    assert import_openhands(artefact.content) == {"openhands_max_message_chars": 30000}
+    assert artefact.left_out[0].startswith("openhands_condenser_config")
+    assert any("enable_default_condenser" in n for n in artefact.notes)
+
+
+def test_openhands_import_fills_defaults_and_notes_the_rest() -> None:
+    text = '[core]\nmax_iterations = 5\n[llm]\nmodel = "x"\n[condenser]\ntype = "amortized"\n'
+    assert import_openhands(text) == {"openhands_condenser_config": {
+        "type": "amortized", "max_size": 100, "keep_first": 1}}
+    notes = openhands_ignored_keys(text)
+    assert "[core] (not a setting ctxsim simulates; ignored)" in notes
+    assert "[llm] model (ignored)" in notes
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[condenser]\ntype = "amortized"\nmax_size = 4\nkeep_first = 2\n', "keep_first"),
+    ('[condenser]\ntype = "recent"\nmax_size = 3\n', "max_size"),
+    ('[condenser]\ntype = "magic"\n', "unknown condenser type"),
+    ('[condenser]\ntype = "observation_masking"\nattention_window = 0\n', "attention_window"),
+    ('[llm]\nmax_message_chars = "many"\n', "max_message_chars"),
+])
+def test_openhands_import_rejects_what_openhands_would(text: str, field: str) -> None:
+    with pytest.raises(ParamError) as info:
+        import_openhands(text)
+    assert field in str(info.value)
