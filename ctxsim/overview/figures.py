@@ -5,6 +5,13 @@ model and information loss (`ctxsim.insights.report.analyse`, exactly what the s
 cache & information-loss page shows) and the tokens each tool's results take in what was sent.
 `aggregate` sums the figures of many sessions; every derived rate is computed from the sums,
 never averaged, so a total equals the sum of the sessions' own figures.
+
+What the provider billed (SPEC §11) comes from the transcript's recorded usage, priced with
+the same cache rule (`ctxsim.insights.recorded`); the calibrated figures apply the session's
+calibration (`a + b × estimate`) to each sent call's tokens, and scale that call's
+cache-adjusted cost by the same ratio. Savings against what was billed compare the recorded
+cost with the calibrated simulated cost over the calls that have a recorded usage (or, when
+the file records only session totals, over the whole session).
 """
 
 from __future__ import annotations
@@ -16,24 +23,37 @@ from dataclasses import asdict
 from typing import Any
 
 from ctxsim.analysis.choices import CacheChoice
+from ctxsim.insights.prices import CacheRule
+from ctxsim.insights.recorded import recorded_call
 from ctxsim.insights.report import analyse
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, replay
 from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
+from ctxsim.pipeline.trace import replay_calibration
+from ctxsim.pipeline.usage import call_recorded
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings
 from ctxsim.replays.token_counts import save_counts
 
 # Bump when the figures change meaning: stored rows under the old key are then not read.
-FIGURES_VERSION = 1
+FIGURES_VERSION = 2
 
 # Summed over sessions as they are.
-SUMMED = ("sessions", "calls", "failed", "raw_tokens", "sent_tokens", "cached_tokens", "cost",
-          "no_cache_cost", "loss_events", "lost_references", "rereads")
-# What the provider billed, once recorded usage is stored with sessions (issue "What the
-# provider really billed"); until then the overview shows "—" for them.
-RECORDED = ("recorded_input_tokens", "recorded_cost", "recorded_cached_tokens")
+SIMULATED = ("sessions", "calls", "failed", "raw_tokens", "sent_tokens", "cached_tokens",
+             "cost", "no_cache_cost", "loss_events", "lost_references", "rereads")
+BILLED = (
+    # what the provider billed (sessions with recorded usage)
+    "recorded_sessions", "recorded_calls", "recorded_input_tokens", "recorded_cached_tokens",
+    "recorded_cost",
+    # the simulation calibrated to what was billed (calibrated sessions)
+    "calibrated_sessions", "calibrated_sent_tokens", "calibrated_cost",
+    # recorded against calibrated, over the same calls (sessions with both)
+    "billed_sessions", "billed_input_tokens", "billed_cost", "matched_sent_tokens",
+    "matched_cost",
+)
+SUMMED = SIMULATED + BILLED
 UNKNOWN_TOOL = "(unnamed tool)"
 
 
@@ -64,9 +84,13 @@ class _CallTally:
     """Raw tokens and peaks of the calls that were sent, and per tool the tokens its results
     took in what was sent, summed over those calls."""
 
-    def __init__(self, messages: Sequence[Message], counter: TokenCounter) -> None:
+    def __init__(self, messages: Sequence[Message], counter: TokenCounter,
+                 image_rule: str) -> None:
+        self.messages = messages
         self.names = {tc.id: tc.name for m in messages for tc in m.tool_calls}
         self.counter = counter
+        self.image_rule = image_rule
+        self.recorded: dict[int, dict[str, Any]] = {}  # call index -> its recorded usage
         self.by_tool: dict[str, int] = {}
         self.raw_tokens = 0
         self.peak_sent = 0
@@ -78,11 +102,14 @@ class _CallTally:
         hit = self._tokens.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
-        n = message_tokens(m, self.counter)
+        n = message_tokens(m, self.counter, self.image_rule)
         self._tokens[id(m)] = (m, n)
         return n
 
     def __call__(self, call: CallResult) -> None:
+        recorded = call_recorded(self.messages, call.response_input_index)
+        if recorded:
+            self.recorded[call.call_index] = recorded
         self.peak_raw = max(self.peak_raw, call.raw_tokens)
         if call.error:
             return
@@ -98,14 +125,16 @@ def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> di
     """Replay a stored session under `settings` and return its figures (JSON-ready)."""
     canonical = replays.canonical_session(session, settings.counter, other_counts=True)
     rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-    tally = _CallTally(canonical.messages, rep.counter)
+    tally = _CallTally(canonical.messages, rep.counter, rep.image_rule)
+    rule = cache.rule()
     # What this replay tokenizes is stored for the session, as the session page's replays do:
     # opening the session later (in any process) does not tokenize it again.
     with rep.counter.recording() as fresh:
-        insights = analyse(_Observed(rep, tally), cache.rule())  # type: ignore[arg-type]
+        insights = analyse(_Observed(rep, tally), rule)  # type: ignore[arg-type]
+        calibration = replay_calibration(rep)
     save_counts(session, canonical, rep.counter, fresh)
     lost, rereads = len(insights.loss.lost), len(insights.loss.rereads)
-    return {
+    out = {
         "sessions": 1,
         "calls": len(insights.calls),
         "failed": sum(1 for c in insights.calls if c.failed),
@@ -121,6 +150,46 @@ def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> di
         "peak_raw": tally.peak_raw,
         "by_tool": tally.by_tool,
     }
+    out.update(_billed(insights.calls, tally.recorded, canonical.meta.get("recorded_totals"),
+                       calibration, rule))
+    return out
+
+
+def _billed(rows: Sequence[Any], per_call: Mapping[int, Mapping[str, Any]],
+            session_totals: Mapping[str, Any] | None, calibration: Calibration | None,
+            rule: CacheRule) -> dict[str, Any]:
+    """The recorded and calibrated figures of one session (see the module docstring)."""
+    out: dict[str, Any] = dict.fromkeys(BILLED, 0)
+    calibrated: dict[int, tuple[int, float]] = {}  # call -> (tokens, cost), calibrated
+    if calibration is not None:
+        for row in rows:
+            if row.failed:
+                continue
+            tokens = calibration.value(row.input_tokens) or 0
+            ratio = tokens / row.input_tokens if row.input_tokens else 0.0
+            calibrated[row.index] = (tokens, row.cost * ratio)
+        out["calibrated_sessions"] = 1
+        out["calibrated_sent_tokens"] = sum(t for t, _ in calibrated.values())
+        out["calibrated_cost"] = sum(c for _, c in calibrated.values())
+    if per_call:
+        priced = [recorded_call(i, r, rule) for i, r in sorted(per_call.items())]
+        matched = [calibrated.get(i, (0, 0.0)) for i in sorted(per_call)]
+    elif session_totals and session_totals.get("total_input"):
+        priced = [recorded_call(0, session_totals, rule)]
+        matched = list(calibrated.values())
+    else:
+        return out
+    # (With session totals only, the calls with usage are unknown: 0.)
+    out.update(recorded_sessions=1, recorded_calls=len(per_call),
+               recorded_input_tokens=sum(p.input_tokens for p in priced),
+               recorded_cached_tokens=sum(p.cached for p in priced),
+               recorded_cost=sum(p.cost for p in priced))
+    if calibration is not None:
+        out.update(billed_sessions=1, billed_input_tokens=out["recorded_input_tokens"],
+                   billed_cost=out["recorded_cost"],
+                   matched_sent_tokens=sum(t for t, _ in matched),
+                   matched_cost=sum(c for _, c in matched))
+    return out
 
 
 def aggregate(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -134,13 +203,19 @@ def aggregate(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         for tool, n in fig.get("by_tool", {}).items():
             by_tool[tool] = by_tool.get(tool, 0) + n
         peaks.append(fig.get("peak_sent", 0))
-    out["cost"] = round(out["cost"], 9)
-    out["no_cache_cost"] = round(out["no_cache_cost"], 9)
+    for name in ("cost", "no_cache_cost", "recorded_cost", "calibrated_cost", "billed_cost",
+                 "matched_cost"):
+        out[name] = round(out[name], 9)
     out["by_tool"] = by_tool
     out["peaks"] = peaks
     out["hit_rate"] = out["cached_tokens"] / out["sent_tokens"] if out["sent_tokens"] else 0.0
     out["saved_tokens"] = out["raw_tokens"] - out["sent_tokens"]
     out["saved_share"] = out["saved_tokens"] / out["raw_tokens"] if out["raw_tokens"] else 0.0
+    out["recorded_hit_rate"] = (out["recorded_cached_tokens"] / out["recorded_input_tokens"]
+                                if out["recorded_input_tokens"] else None)
+    # Against what the provider billed, over the same calls (sessions with both).
+    out["billed_saved_tokens"] = out["billed_input_tokens"] - out["matched_sent_tokens"]
+    out["billed_saved_cost"] = round(out["billed_cost"] - out["matched_cost"], 9)
     sent_calls = out["calls"] - out["failed"]
     out["loss_per_100"] = out["loss_events"] * 100 / sent_calls if sent_calls else 0.0
     return out

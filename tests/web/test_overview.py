@@ -263,3 +263,57 @@ def test_settings_in_the_query_get_a_column_of_their_own(personas):
     run_queued_figures()
     row = SessionFigures.objects.filter(key=columns[0].key).first()
     assert "toolContextCount=2" in row.query and row.status == Status.DONE
+
+
+def test_recorded_and_calibrated_figures_are_the_sums_of_each_sessions_own(personas):
+    import io
+
+    from ctxsim.replays.services import summary_for
+    from ctxsim.replays.state import settings_from_query
+    from ctxsim.transcripts.imports import import_transcript
+    from tests.factories import claude_code_bytes
+
+    billed = [import_transcript(io.BytesIO(claude_code_bytes(6 + n, seed=n)),
+                                team=personas.team).sessions[0] for n in range(3)]
+    corpus(personas, n=1)  # a session without recorded usage
+    query = "profiles=none&profiles=chatcli&model=claude-sonnet-4.5"
+    personas.client("viewer").get(f"{URL}?{query}")
+    run_queued_figures()
+    response = personas.client("viewer").get(f"{URL}?{query}")
+    html = response.content.decode()
+    columns = response.context["overview"].columns
+    rule = CacheChoice(model="claude-sonnet-4.5").rule()
+    own = []
+    for row in billed:  # each session's own cache & cost page: recorded beside simulated
+        cols, _ = analysis.insight_columns(row, QueryDict("profiles=none"), rule)
+        own.append(analysis.recorded_view(row, cols, rule).comparison)
+    for index, column in enumerate(columns):
+        totals = column.totals
+        assert totals["recorded_sessions"] == 3 and cell(html, index, "recorded_sessions") == "3"
+        assert totals["recorded_input_tokens"] == sum(c.input_tokens for c in own) > 0
+        assert cell(html, index, "recorded_cost") == f"${sum(c.cost for c in own):.4f}"
+        cached = sum(c.cached for c in own)
+        assert cell(html, index, "recorded_hit_rate") == (
+            f"{cached / totals['recorded_input_tokens']:.3f}")
+        # Calibrated sent tokens: what each session's page shows for its replay.
+        settings, _ = settings_from_query({"profile": column.ref}, personas.team)
+        calibrated = sum(summary_for(row, settings).totals["total_sent_calibrated"]
+                         for row in billed)
+        assert totals["calibrated_sessions"] == 3
+        assert totals["calibrated_sent_tokens"] == calibrated
+        assert cell(html, index, "calibrated_sent_tokens") == f"{calibrated} (3 sessions)"
+        assert totals["billed_saved_cost"] == pytest.approx(
+            totals["billed_cost"] - totals["matched_cost"])
+    # The pipeline sends less than the session did, so it saves against what was billed.
+    none, chatcli = columns
+    assert chatcli.totals["billed_saved_tokens"] > none.totals["billed_saved_tokens"]
+
+
+def test_without_recorded_usage_the_recorded_figures_are_dashes(personas):
+    corpus(personas, n=2)
+    personas.client("viewer").get(f"{URL}?profiles=none")
+    run_queued_figures()
+    html = personas.client("viewer").get(f"{URL}?profiles=none").content.decode()
+    for field in ("recorded_input_tokens", "recorded_cost", "recorded_hit_rate",
+                  "calibrated_sent_tokens", "calibrated_cost", "billed_saved_cost"):
+        assert cell(html, 0, field) == "—", field
