@@ -65,12 +65,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "django_tasks_db",
+    # django-ninja: listed so its docs page renders from its own static files, not a CDN.
+    "ninja",
     "ctxsim.teams",
     "ctxsim.transcripts",
     "ctxsim.replays",
     "ctxsim.analysis",
     "ctxsim.overview",
     "ctxsim.reviews",
+    "ctxsim.api",
 ]
 
 MIDDLEWARE = [

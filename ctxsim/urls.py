@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("ctxsim.analysis.urls")),
     path("", include("ctxsim.overview.urls")),
     path("", include("ctxsim.reviews.urls")),
+    path("", include("ctxsim.api.urls")),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.pipeline.messages import Message, Session, ToolCall
@@ -118,3 +119,61 @@ def row_counts() -> dict[str, int]:
     return {
         model.__name__: model.objects.count() for model in (Session, Message, Content, ImportJob)
     }
+
+
+# -- the REST API (SPEC §12) ---------------------------------------------------------------------
+
+
+def bearer(token: str | None) -> dict:
+    """Django test client keyword arguments for `Authorization: Bearer <token>`."""
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+
+
+def url_patterns(patterns=None, prefix: str = "", namespace: str | None = None):
+    """(namespace, name, route, parameter names) of every URL, includes walked recursively."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    for p in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(p, URLResolver):
+            yield from url_patterns(p.url_patterns, prefix + str(p.pattern),
+                                    p.namespace or namespace)
+        elif isinstance(p, URLPattern):
+            yield namespace, p.name, prefix + str(p.pattern), list(p.pattern.converters)
+
+
+# One planted secret per redaction kind, and the part of it that must disappear.
+PLANTED_SECRETS = {
+    "private-key": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u"
+                    "ZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH PRIVATE KEY-----",
+                    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u"),
+    "aws-access-key": ("AKIAQ7PLANTEDKEY0001", "AKIAQ7PLANTEDKEY0001"),
+    "aws-secret-key": ("aws_secret_access_key = Zp1antedSecretKeyZp1antedSecretKeyZp1ant",
+                       "Zp1antedSecretKeyZp1antedSecretKeyZp1an"),
+    "github-token": ("ghp_PlantedGithubToken0123456789abcdefABCD", "PlantedGithubToken0123"),
+    "gitlab-token": ("glpat-PlantedGitlab0123456789", "PlantedGitlab0123456789"),
+    "slack-token": ("xoxb-1111111111-PlantedSlackToken", "PlantedSlackToken"),
+    "stripe-key": ("sk_live_PlantedStripeKey0123456789", "PlantedStripeKey0123456789"),
+    "anthropic-key": ("sk-ant-api03-PlantedAnthropicKey0123456789-abcdefXYZ",
+                      "PlantedAnthropicKey0123456789"),
+    "openai-key": ("sk-proj-PlantedOpenaiKey0123456789abcdefghij", "PlantedOpenaiKey0123456789"),
+    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkand0In0.PlantedJwtSignature0123456789",
+            "PlantedJwtSignature0123456789"),
+    "password-in-url": ("postgres://app:PlantedUrlPassw0rd@db.internal:5432/prod",
+                        "PlantedUrlPassw0rd"),
+    "connection-string-password": ("Server=db;User Id=app;Password=PlantedConnPassw0rd;",
+                                   "PlantedConnPassw0rd"),
+    "authorization-header": ("Authorization: Bearer PlantedBearerToken0123456789",
+                             "PlantedBearerToken0123456789"),
+}
+
+# Claude Code's request bodies, hand-made (see the folder's README: no public sample exists).
+REQUEST_BODIES = (
+    Path(__file__).parent / "importers" / "fixtures" / "claude-code-requests" / "provider-bodies"
+)
+REQUEST_BODIES_SESSION = "7f3c2a10-5b4e-4c8d-9a61-0e2f4b6d8c11"
+
+
+def request_body_files(prefix: str = "provider-bodies/", skip: tuple[str, ...] = ()) -> dict:
+    """The request-body folder's files by archive path, to pack as a user would upload them."""
+    return {prefix + p.name: p.read_bytes() for p in sorted(REQUEST_BODIES.iterdir())
+            if p.name not in skip}

@@ -33,6 +33,7 @@ from . import (
     anthropic_messages,
     chatcli,
     claude_code,
+    claude_code_requests,
     codex,
     codex_legacy,
     openai_chat,
@@ -61,6 +62,7 @@ __all__ = [
 _REGISTRY: dict[str, ModuleType] = {
     module.NAME: module
     for module in (
+        claude_code_requests,  # archives only: it never claims a text file
         claude_code,
         codex,
         codex_legacy,
@@ -107,12 +109,21 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _detect(probe: Probe) -> str:
+    if probe.source.archive:
+        # Only an archive format can read an archive; anything else keeps its plain refusal.
+        if claude_code_requests.detect(probe) is True:
+            return claude_code_requests.NAME
+        raise TranscriptError(probe.source.archive_reason)
     reasons = []
     for name, module in _REGISTRY.items():
+        if getattr(module, "ARCHIVE", False):
+            continue  # reads archives only (above); named last below
         verdict = module.detect(probe)
         if verdict is True:
             return name
         reasons.append(f"{name} ({verdict})")
+    reasons += [f"{name} ({module.detect(probe)})" for name, module in _REGISTRY.items()
+                if getattr(module, "ARCHIVE", False)]
     raise TranscriptError("unknown transcript format; tried " + "; ".join(reasons))
 
 
@@ -137,6 +148,8 @@ def load(
     if format is None:
         format = _detect(Probe(opened))
     module = _REGISTRY[format]
+    if opened.archive and not getattr(module, "ARCHIVE", False):
+        raise TranscriptError(opened.archive_reason)
     try:
         with _collector_paused():
             sessions = module.parse(opened)

@@ -40,6 +40,10 @@ _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET = re.compile(rb"[\[\]{}]")
 _BLANK_PREFIXES = frozenset((b"", b" ", b"\t", b"\r", b"\n"))
 
+# Archives are refused with these reasons unless an archive format (`claude-code-requests`)
+# recognises what is inside; `Source.archive` tells the registry which one it is.
+ARCHIVE_MAGIC = {b"PK\x03\x04": "zip", b"\x1f\x8b": "gzip"}
+
 _MAGIC_REASONS = (
     (b"PK\x03\x04", "this is a ZIP archive (an Inspect .eval log?), not a transcript file"),
     (b"\x1f\x8b", "this file is gzip-compressed; decompress it and upload the result"),
@@ -144,6 +148,10 @@ class Source:
     def __init__(self, origin: str | os.PathLike[str] | IO[bytes], *, max_bytes: int):
         self.max_bytes = max_bytes
         self.warnings: list[str] = []
+        # "zip" or "gzip" for an archive, with the reason it is refused when no archive
+        # format takes it.
+        self.archive: str | None = None
+        self.archive_reason = ""
         self._path: str | None = None
         self._stream: IO[bytes] | None = None
         self._start = 0
@@ -218,6 +226,9 @@ class Source:
             return
         for magic, reason in _MAGIC_REASONS:
             if head.startswith(magic):
+                if magic in ARCHIVE_MAGIC:
+                    self.archive, self.archive_reason = ARCHIVE_MAGIC[magic], reason
+                    return
                 raise TranscriptError(reason)
         nul = head.find(b"\x00")
         if nul >= 0:

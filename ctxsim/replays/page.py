@@ -12,7 +12,7 @@ from typing import Any
 from ctxsim.pipeline.params import PARAMS, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
-from ctxsim.replays import analysis, services
+from ctxsim.replays import analysis, recorded, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import render_rows
 from ctxsim.replays.models import ReplayRun
@@ -321,6 +321,8 @@ class CallPack:
     counts: dict[str, int]
     reports: list[dict[str, Any]]
     rows: list[tuple[int, int | None, str]]
+    # The call's recorded request beside what is sent (claude-code-requests sessions).
+    recorded: dict[str, Any] | None = None
 
 
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
@@ -342,6 +344,7 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             reports=reports,
             rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
                              query=query),
+            recorded=recorded.compare(session.meta, detail.call, index),
         )
 
     return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)

@@ -27,6 +27,11 @@ class Team(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
     )
+    # SPEC §12: secrets in transcripts are replaced before anything is stored (owners may turn
+    # it off, e.g. for a team that studies redaction itself).
+    redact_secrets = models.BooleanField(
+        default=True, help_text="replace API keys, tokens and passwords on import"
+    )
 
     class Meta:
         ordering = ["name"]

@@ -7,8 +7,8 @@ hangs off the signals in `transcripts.signals`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -16,6 +16,7 @@ from django.conf import settings
 
 from ctxsim import importers
 from ctxsim.importers.errors import TranscriptError
+from ctxsim.importers.redact import merge_counts, redact_sessions, redact_text
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.signals import import_finished, sessions_imported
 from ctxsim.transcripts.store import save_sessions
@@ -26,6 +27,8 @@ class ImportOutcome:
     sessions: list[Session] = field(default_factory=list)
     format: str = ""
     warnings: list[str] = field(default_factory=list)
+    # Secrets replaced in this file, {kind: count} (SPEC §12); empty when none or redaction off.
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
 def import_transcript(
@@ -36,24 +39,43 @@ def import_transcript(
     format: str | None = None,
     source_name: str = "",
     before_save: Callable[[], None] | None = None,
+    redact: bool | None = None,
+    redactions: Mapping[str, int] | None = None,
 ) -> ImportOutcome:
     """Parse `source` and store every session it yields; raises TranscriptError on bad input.
 
     `before_save` is called between parsing and the write transaction (a background job uses
-    it to say it is saving).
+    it to say it is saving). Secrets are redacted from the parsed sessions before they are
+    saved when `redact` is true (default: the team's "redact secrets on import"); `redactions`
+    are counts already replaced in the raw file (a stored background upload), added to the
+    session's total.
     """
     parsed = importers.load(
         source, format=format or None, max_bytes=settings.CTXSIM_MAX_UPLOAD_BYTES
     )
     if not parsed.sessions:
         raise TranscriptError("the file holds no conversation to import")
+    if redact is None:
+        redact = getattr(team, "redact_secrets", True)
+    sessions, warnings = parsed.sessions, list(parsed.warnings)
+    found: dict[str, int] = {}
+    if redact:
+        sessions, counts = redact_sessions(sessions)
+        warnings = [redact_text(line)[0] for line in warnings]  # they quote the file
+        found = merge_counts(redactions, counts)
+        if found:
+            sessions = [replace(s, meta={**s.meta, "redactions": found}) for s in sessions]
     if before_save is not None:
         before_save()
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
-    rows = save_sessions(parsed.sessions, team=team, user=user, source_name=name)
+    if redact:
+        name = redact_text(name)[0]
+    rows = save_sessions(sessions, team=team, user=user, source_name=name)
     # The rows are committed; receivers (the reviews app's activity list) never fail the import.
     sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
-    return ImportOutcome(sessions=rows, format=parsed.format, warnings=list(parsed.warnings))
+    return ImportOutcome(
+        sessions=rows, format=parsed.format, warnings=warnings, redactions=found
+    )
 
 
 def finish_import(rows: Iterable[Session]) -> None:

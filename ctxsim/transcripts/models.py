@@ -144,6 +144,9 @@ class ImportJob(models.Model):
     # Bumped on every re-queue, so a stale task for an earlier attempt does not run it twice.
     attempts = models.PositiveIntegerField(default=0)
     task_id = models.CharField(max_length=64, blank=True)
+    # Secrets replaced in the stored upload before it was written ({kind: count}); the worker
+    # adds them to what it finds itself, so the sessions show the upload's total.
+    redactions = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
-from ctxsim.transcripts import search
+from ctxsim.transcripts import bundles, redaction, search
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
@@ -124,6 +124,7 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     error: str = ""
     job: ImportJob | None = None
+    redactions: dict[str, int] = field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -158,8 +159,17 @@ def size_error(size: int) -> str:
 def import_uploads(
     files: Sequence[UploadedFile], *, team: Team, user, format: str = ""
 ) -> list[FileResult]:
-    """Import each file: small ones now, large ones by the worker; one result per file."""
+    """Import each file: small ones now, large ones by the worker; one result per file.
+
+    Claude Code's request-body files uploaded together are imported as one archive."""
     results = []
+    if bundles.is_request_bundle(files):
+        packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES)
+        if packed is None:
+            total = sum(f.size or 0 for f in files)
+            return [FileResult(name="claude-code-requests.zip", size=total,
+                               error=size_error(total))]
+        files = [packed]
     for upload in files:
         name = upload.name or "upload"
         result = FileResult(name=name, size=upload.size or 0)
@@ -167,12 +177,21 @@ def import_uploads(
         if result.error:
             results.append(result)
             continue
-        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not _archive(upload):
             result.job = queue_import(upload, team=team, user=user, format=format)
         else:
             _import_now(upload, result, team=team, user=user, format=format)
         results.append(result)
     return results
+
+
+def _archive(upload: UploadedFile) -> bool:
+    # An archive cannot be redacted line by line before it is stored: it is imported now.
+    try:
+        upload.open("rb")
+        return redaction.is_archive(upload.file)
+    except OSError:
+        return False
 
 
 def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format: str) -> None:
@@ -191,19 +210,31 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
     result.sessions = list(outcome.sessions)
     result.format = outcome.format
     result.warnings = outcome.warnings
+    result.redactions = outcome.redactions
 
 
 # -- background imports ------------------------------------------------------------------------
 
 
 def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") -> ImportJob:
-    """Store the upload, create its job and enqueue the worker task."""
+    """Store the upload (its secrets replaced first when the team redacts), create its job and
+    enqueue the worker task."""
+    counts: dict[str, int] = {}
+    content = upload
+    if getattr(team, "redact_secrets", True):
+        upload.open("rb")
+        content, counts = redaction.redacted_copy(upload.file)
     # The stored name never contains the user's file name: it is untrusted and only displayed.
-    stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", upload)
+    try:
+        stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", content)
+    finally:
+        if content is not upload:
+            content.close()
     job = ImportJob.objects.create(
+        redactions=counts,
         team=team,
         user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=(upload.name or "upload")[:500],
+        file_name=redaction.displayed_name(upload.name or "upload", team)[:500],
         size=upload.size or 0,
         stored_name=stored,
         format=format,

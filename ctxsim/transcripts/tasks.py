@@ -133,6 +133,7 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
                 format=job.format or None,
                 source_name=job.file_name,
                 before_save=reporter_saving,
+                redactions=job.redactions,  # replaced before the upload was stored
             )
     except TranscriptError as error:
         return _finish(job, ImportJob.Status.FAILED, str(error))

@@ -94,6 +94,8 @@ def test_each_hand_made_fixture_is_detected_and_counted(name):
 def test_every_format_has_a_fixture_or_a_shared_sample():
     covered = {format_name for format_name, *_ in FIXTURE_COUNTS.values()}
     covered |= {"codex", "codex-legacy", "swe-agent", "openhands"}  # shared samples
+    # A folder packed into an archive on the fly: tests/importers/test_claude_code_requests.py
+    covered |= {"claude-code-requests"}
     assert covered == set(FORMATS)
 
 

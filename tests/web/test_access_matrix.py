@@ -10,6 +10,9 @@ a resolve) does not change what the next request sees. POSTs carry no form data:
 may write, the answer is the view's own "form incomplete" answer (200 with errors, 400) or its
 success redirect; what matters here is that it is not 403/404.
 
+The REST API (namespace `api`) authenticates by token, not by the login session: its own
+matrix, `test_api_access_matrix.py`, walks the same URL conf for every API route.
+
 The Django admin (namespace `admin`) is not in the matrix: its ~50 generated URLs are guarded
 as a whole by `admin.site.has_permission` (active staff only). `test_the_admin_is_for_staff_only`
 checks that none of the personas (none is staff) gets past its login while a staff user does.
@@ -21,9 +24,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 
 from ctxsim.analysis.models import Sweep
+from ctxsim.api.tokens import create_token
 from ctxsim.overview.models import CorpusSweep
 from ctxsim.replays.models import SpilledFile
 from ctxsim.reviews import services as reviews
@@ -31,12 +35,13 @@ from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.factories import PERSONAS, spilling_session
+from tests.factories import PERSONAS, spilling_session, url_patterns
 
 pytestmark = pytest.mark.django_db
 
 LOGIN = "login"  # an anonymous visitor is sent to the login page (302 to /login/?next=…)
-SKIPPED_NAMESPACES = {"admin"}  # see the module docstring and test_the_admin_is_for_staff_only
+# See the module docstring, test_the_admin_is_for_staff_only and test_api_access_matrix.py.
+SKIPPED_NAMESPACES = {"admin", "api"}
 
 
 def roles(owner, reviewer=None, viewer=None, outsider=404, anonymous=LOGIN) -> dict:
@@ -75,6 +80,10 @@ RULES: dict[str, dict[str, dict]] = {
     "team-member-remove": {"GET": POST_ONLY, "POST": manage(302)},
     "team-invite-create": {"GET": POST_ONLY, "POST": manage(302)},
     "team-invite-revoke": {"GET": POST_ONLY, "POST": manage(302)},
+    # API tokens and the redaction setting, on the same owners' page
+    "team-token-create": {"GET": POST_ONLY, "POST": manage(302)},  # no name: back with an error
+    "team-token-revoke": {"GET": POST_ONLY, "POST": manage(302)},
+    "team-redaction": {"GET": POST_ONLY, "POST": manage(302)},
     # Open to anyone holding the token: anonymous sees the sign-up form (an empty POST is
     # answered with its errors); a logged-in user joins (or already is a member) and is sent on.
     "invite-accept": {"GET": roles(200, outsider=200, anonymous=200),
@@ -125,16 +134,6 @@ RULES: dict[str, dict[str, dict]] = {
 QUERIES = {"session-message": "call=1&row=0"}
 
 
-def url_patterns(patterns=None, prefix: str = "", namespace: str | None = None):
-    """(namespace, name, route, parameter names) of every URL, includes walked recursively."""
-    for p in get_resolver().url_patterns if patterns is None else patterns:
-        if isinstance(p, URLResolver):
-            yield from url_patterns(p.url_patterns, prefix + str(p.pattern),
-                                    p.namespace or namespace)
-        elif isinstance(p, URLPattern):
-            yield namespace, p.name, prefix + str(p.pattern), list(p.pattern.converters)
-
-
 def app_patterns():
     return [p for p in url_patterns() if p[0] not in SKIPPED_NAMESPACES]
 
@@ -170,7 +169,9 @@ def world(personas):
     invite = create_invite(personas.team, owner, Role.VIEWER)
     sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
     corpus = CorpusSweep.objects.create(team=personas.team, axes=[], cache={}, status="done")
+    token, _ = create_token(personas.team, "hook", "ingest", user=owner)
     return {
+        "token_id": token.pk,
         "sweep_id": sweep.pk, "corpus_sweep_id": corpus.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,

@@ -1,0 +1,64 @@
+"""The few functions of the other apps the API calls, in one place.
+
+The API only sees these names, so when a service of the transcripts or replays app moves
+(job bodies went to `transcripts.tasks`, replay settings to `replays.state`), the change is
+here and nowhere else in the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ctxsim.replays import services as replays
+from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.transcripts import services as transcripts
+from ctxsim.transcripts.imports import ImportOutcome, finish_import, import_transcript
+from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.redaction import is_archive  # noqa: F401  (re-exported)
+
+SessionFilters = transcripts.SessionFilters
+list_sessions = transcripts.list_sessions
+queue_import = transcripts.queue_import
+delete_session = transcripts.delete_session
+fail_stuck_jobs = transcripts.fail_stuck_jobs
+
+TRACE_CHUNK = 64 * 1024
+
+
+def import_now(stream, *, team, user, format: str, name: str) -> ImportOutcome:
+    """Import a file during the request (raises TranscriptError), then announce it is done
+    (the replays app fills the list figures)."""
+    outcome = import_transcript(stream, team=team, user=user, format=format or None,
+                                source_name=name)
+    finish_import(outcome.sessions)
+    return outcome
+
+
+def replay_settings(query: Mapping[str, Any], team):
+    """(settings, errors) from the session page's query parameters."""
+    return settings_from_query(query, team)
+
+
+def default_totals(session: Session) -> dict[str, Any]:
+    """The default profile's session figures (peak and total tokens, calls, failures)."""
+    run = replays.summary_for(session, ReplaySettings())
+    return dict(run.totals)
+
+
+def trace_chunks(session: Session, settings, *, summary: bool) -> Iterator[str | bytes]:
+    """The SPEC §6 trace of the session in pieces, for a streamed response; nothing is
+    computed until the response is read.
+
+    When the replays app writes traces to a file (`trace_file`, so a long session's trace is
+    never held in memory whole), the pieces are read from it; else from `trace_json`.
+    """
+    make_file = getattr(replays, "trace_file", None)
+    if make_file is not None:
+        with make_file(session, settings, summary=summary) as handle:
+            while chunk := handle.read(TRACE_CHUNK):
+                yield chunk
+        return
+    body = replays.trace_json(session, settings, summary=summary)
+    for start in range(0, len(body), TRACE_CHUNK):
+        yield body[start : start + TRACE_CHUNK]

@@ -1,0 +1,319 @@
+"""The versioned REST API, `/api/v1/` (SPEC §12), built on django-ninja.
+
+Every route authenticates with `Authorization: Bearer <token>`: a missing, bad or revoked
+token is 401, a token without the route's scope 403, an object of another team 404 (the same
+answer as for a missing one). The schema is at `/api/v1/openapi.json`, the docs page at
+`/api/v1/docs` (Swagger UI from django-ninja's own static files: it works offline).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, StreamingHttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from ctxsim.api import adapters, ingest, tokens
+from ctxsim.api.models import ApiToken, ReceivedFile, Scope
+from ctxsim.api.schemas import (
+    Error,
+    IngestOut,
+    JobOut,
+    QueuedOut,
+    SessionDetail,
+    SessionPage,
+)
+from ctxsim.transcripts.models import ImportJob, Session
+
+MAX_ID = 2**63 - 1  # beyond this no row exists, and some databases refuse the number
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        return tokens.authenticate(token)
+
+
+api = NinjaAPI(
+    title="ctxsim API",
+    version="1",
+    description=(
+        "Upload agent transcripts and read sessions, traces and import jobs. Authenticate "
+        "with `Authorization: Bearer <token>`; team owners create tokens on the team page."
+    ),
+    auth=TokenAuth(),
+    urls_namespace="api",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError):
+    # One line, like every other bad-input answer of ctxsim (ninja's default is 422 + a list).
+    first = exc.errors[0] if exc.errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body"))
+    message = first.get("msg", "invalid request")
+    return api.create_response(request, {"detail": f"{where}: {message}" if where else message},
+                               status=400)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request: HttpRequest, exc: AuthenticationError):
+    response = api.create_response(
+        request, {"detail": "a valid API token is needed (Authorization: Bearer <token>)"},
+        status=401,
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="ctxsim"'
+    return response
+
+
+def _text(value: str, name: str, limit: int = 500) -> str:
+    """A query parameter as text the database accepts: PostgreSQL refuses NUL characters."""
+    if "\x00" in value:
+        raise HttpError(400, f"{name}: contains a NUL character")
+    return value.strip()[:limit]
+
+
+def _token(request: HttpRequest, *scopes: str) -> ApiToken:
+    """The request's token, refused with 403 unless it has one of `scopes`."""
+    token: ApiToken = request.auth  # type: ignore[attr-defined]
+    if not any(token.allows(scope) for scope in scopes):
+        raise HttpError(403, f"this token lacks the {' or '.join(scopes)} scope")
+    return token
+
+
+def _session(token: ApiToken, session_id: int) -> Session:
+    if not 0 < session_id <= MAX_ID:
+        raise HttpError(404, "no such session")
+    session = Session.objects.filter(team_id=token.team_id, pk=session_id).first()
+    if session is None:
+        raise HttpError(404, "no such session")
+    return session
+
+
+def session_out(request: HttpRequest, session: Session) -> dict:
+    return {
+        "id": session.pk,
+        "url": request.build_absolute_uri(reverse("session-detail", args=[session.pk])),
+        "title": session.title,
+        "format": session.format,
+        "messages": session.message_count,
+        "tool_calls": session.tool_call_count,
+        "tool_results": session.tool_result_count,
+        "warnings": list(session.warnings or []),
+        "parent": session.parent_id,
+        "sidechains": [s.pk for s in session.sidechains.all()],
+        "created_at": session.created_at,
+        "review_status": session.review_status,
+        "redactions": dict((session.meta or {}).get("redactions") or {}),
+    }
+
+
+def job_ref(request: HttpRequest, job: ImportJob) -> dict:
+    return {"id": job.pk, "url": request.build_absolute_uri(reverse("api:job", args=[job.pk]))}
+
+
+# -- ingest ------------------------------------------------------------------------------------
+
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "The transcript file (any supported format), as the raw body "
+                       "(`Content-Encoding: gzip` accepted) or as the multipart field `file`.",
+        "content": {
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                    "required": ["file"],
+                }
+            },
+        },
+    }
+}
+
+
+class IngestQuery(Schema):
+    format: str = ""
+    name: str = ""
+    session_key: str = ""
+
+
+@api.post(
+    "/transcripts",
+    url_name="transcripts",
+    response={200: IngestOut, 201: IngestOut, 202: QueuedOut, 400: Error, 401: Error,
+              403: Error, 413: Error},
+    openapi_extra=_BODY,
+    summary="Upload a transcript",
+)
+def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
+    """Import a transcript. Same bytes again: 200 with the sessions stored the first time.
+    Above the background-import size: 202 with the job to follow. A new file with the same
+    `session_key` replaces the earlier sessions unless they have comments or a status."""
+    token = _token(request, Scope.INGEST)
+    try:
+        received = ingest.receive(
+            request, token, format=_text(params.format, "format", 40),
+            name=_text(params.name, "name"),
+            session_key=_text(params.session_key, "session_key", 200),
+        )
+    except ingest.IngestError as error:
+        return Status(error.status, {"detail": error.message})
+    if received.status == 202:
+        return Status(202, {"job": job_ref(request, received.job)})
+    record = received.record
+    return Status(received.status, {
+        "sessions": [session_out(request, s) for s in received.sessions],
+        "format": received.format,
+        "warnings": received.warnings,
+        "redactions": received.redactions,
+        "outcome": record.outcome if record is not None else "",
+    })
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+class ListQuery(Schema):
+    format: str = ""
+    status: str = ""
+    q: str = ""
+    page: int = 1
+
+
+@api.get("/sessions", url_name="sessions", response={200: SessionPage, 401: Error, 403: Error},
+         summary="List sessions")
+def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
+    """The team's top-level sessions, newest first, filtered and searched as on the list page
+    (50 a page; sidechains are listed under their parent)."""
+    token = _token(request, Scope.READ)
+    ingest.settle_finished(token.team)
+    page = adapters.list_sessions(
+        token.team,
+        adapters.SessionFilters(format=_text(filters.format, "format", 40),
+                                status=_text(filters.status, "status", 20),
+                                query=_text(filters.q, "q", 200)),
+        max(1, min(filters.page, MAX_ID)),
+    )
+    base = request.build_absolute_uri(reverse("api:sessions"))
+
+    def link(number: int) -> str:
+        query = request.GET.copy()
+        query["page"] = str(number)
+        return f"{base}?{query.urlencode()}"
+
+    return {
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "next": link(page.next_page_number()) if page.has_next() else None,
+        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+        "results": [session_out(request, s) for s in page.object_list],
+    }
+
+
+@api.get("/sessions/{session_id}", url_name="session",
+         response={200: SessionDetail, 401: Error, 403: Error, 404: Error},
+         summary="One session")
+def get_session(request: HttpRequest, session_id: int):
+    """Counts, the default profile's peak and total tokens, recorded usage, calibration."""
+    token = _token(request, Scope.READ)
+    ingest.settle_finished(token.team)
+    session = _session(token, session_id)
+    totals = adapters.default_totals(session)
+    meta = session.meta or {}
+    keys = (
+        ReceivedFile.objects.filter(team_id=token.team_id, sessions=session)
+        .exclude(session_key="").values_list("session_key", flat=True).distinct()
+    )
+    return {
+        **session_out(request, session),
+        "source_name": session.source_name,
+        "model_calls": session.model_call_count,
+        "error_results": session.error_result_count,
+        "total_bytes": session.total_bytes,
+        "started_at": session.started_at,
+        "ended_at": session.ended_at,
+        "session_keys": list(keys),
+        "tokens": {
+            "peak_raw": totals.get("peak_raw"),
+            "peak_sent": totals.get("peak_sent"),
+            "total_raw": totals.get("total_raw"),
+            "total_sent": totals.get("total_sent"),
+            "calls": totals.get("calls"),
+            "failed_calls": totals.get("failed"),
+        },
+        "recorded_usage": meta.get("recorded_usage", meta.get("usage")),
+        "calibration": meta.get("calibration"),
+    }
+
+
+class TraceQuery(Schema):
+    profile: str = ""
+    summary: str = ""
+
+
+@api.get(
+    "/sessions/{session_id}/trace",
+    url_name="session-trace",
+    response={200: dict, 400: Error, 401: Error, 403: Error, 404: Error},
+    summary="The session's trace (SPEC §6)",
+)
+def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
+    """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`),
+    `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
+    token = _token(request, Scope.READ)
+    session = _session(token, session_id)
+    for name, value in request.GET.items():
+        _text(value, name)
+    settings, errors = adapters.replay_settings(request.GET, token.team)
+    if errors:
+        return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
+    summary = request.GET.get("summary") in ("1", "true", "on")
+    response = StreamingHttpResponse(
+        adapters.trace_chunks(session, settings, summary=summary),
+        content_type="application/json",
+    )
+    return response
+
+
+@api.get("/jobs/{job_id}", url_name="job",
+         response={200: JobOut, 401: Error, 403: Error, 404: Error},
+         summary="A background import")
+def get_job(request: HttpRequest, job_id: int):
+    """Progress of a queued import (202 answer); when done, its sessions. Either scope."""
+    token = _token(request, Scope.INGEST, Scope.READ)
+    if not 0 < job_id <= MAX_ID:
+        raise HttpError(404, "no such job")
+    adapters.fail_stuck_jobs()
+    job = ImportJob.objects.filter(team_id=token.team_id, pk=job_id).first()
+    if job is None:
+        raise HttpError(404, "no such job")
+    record = ReceivedFile.objects.filter(job=job).first()
+    if record is not None:
+        ingest.settle(record)
+    sessions = list(job.sessions()) if job.status == ImportJob.Status.DONE else []
+    return {
+        **job_ref(request, job),
+        "status": job.status,
+        "progress": job.progress,
+        "message": job.message,
+        "file_name": job.file_name,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "sessions": [session_out(request, s) for s in sessions],
+    }
+
+
+def urls():
+    """The API's URL patterns, open to the login middleware (the token is the login)."""
+    patterns, app_name, namespace = api.urls
+    for pattern in patterns:
+        if pattern.name in ("openapi-json", "openapi-view"):
+            pattern.callback = require_safe(pattern.callback)  # ninja answers any method
+        pattern.callback.login_required = False
+    return patterns, app_name, namespace

@@ -1,0 +1,79 @@
+"""The API's JSON shapes (pydantic, through django-ninja); they are the OpenAPI schema."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+
+
+class Error(Schema):
+    detail: str
+
+
+class SessionOut(Schema):
+    id: int
+    url: str
+    title: str
+    format: str
+    messages: int
+    tool_calls: int
+    tool_results: int
+    warnings: list[str]
+    parent: int | None = None
+    sidechains: list[int] = []
+    created_at: datetime
+    review_status: str
+    redactions: dict[str, int] = {}
+
+
+class SessionDetail(SessionOut):
+    source_name: str
+    model_calls: int
+    error_results: int
+    total_bytes: int
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    session_keys: list[str] = []
+    # The default profile's replay: peak and total tokens of raw history and of what was sent.
+    tokens: dict[str, int | None]
+    # What the transcript recorded about the model's own token use, when it has it.
+    recorded_usage: Any = None
+    calibration: Any = None
+
+
+class SessionPage(Schema):
+    count: int
+    page: int
+    pages: int
+    next: str | None = None
+    previous: str | None = None
+    results: list[SessionOut]
+
+
+class JobRef(Schema):
+    id: int
+    url: str
+
+
+class JobOut(JobRef):
+    status: str
+    progress: int
+    message: str
+    file_name: str
+    created_at: datetime
+    finished_at: datetime | None = None
+    sessions: list[SessionOut] = []
+
+
+class IngestOut(Schema):
+    sessions: list[SessionOut]
+    format: str = ""
+    warnings: list[str] = []
+    redactions: dict[str, int] = {}
+    outcome: str = ""
+
+
+class QueuedOut(Schema):
+    job: JobRef

@@ -1,0 +1,359 @@
+"""Claude Code request bodies (SPEC §12): the directory `OTEL_LOG_RAW_API_BODIES=file:<dir>`
+makes Claude Code write, uploaded as a `.zip` or `.tar.gz`.
+
+Layout (from the SPEC; no public sample exists yet, see the fixtures' README): `index.jsonl`,
+one line per Messages API request with `session_id`, `request_file`, `response_file`, …; each
+request file is the request exactly as sent (`model`, `system`, `tools`, `messages`, …); a
+response file is the answer's assistant message. Without an index, every `*.request.json` is
+read and its session taken from `metadata.user_id` (a JSON string with `session_id`, or the
+older `user_…_session_<uuid>` text).
+
+One session per `session_id`. Calls whose requests continue one another (same system prompt
+and first message) form a chain; the longest chain is the session, the others (subagents,
+title and summary calls) its sidechains. A chain's history is its last request's messages
+plus the last response, so the system prompt and tool definitions are the ones really sent.
+Each call's recorded request is kept in `meta["recorded_requests"]`: which file, how many
+messages it sent and whether they are exactly the history's prefix (a compacted request is
+not), so a replay can be compared call by call with what Claude Code sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import posixpath
+import re
+import tarfile
+import zipfile
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ctxsim.pipeline.messages import Session
+
+from . import anthropic_messages
+from .errors import TranscriptError, type_name
+from .source import MAX_DEPTH, Probe, Source, check_depth
+
+NAME = "claude-code-requests"
+LINE_BASED = False
+ARCHIVE = True
+
+MAX_MEMBERS = 100_000
+_LEGACY_SESSION = re.compile(r"session_([0-9a-fA-F-]{8,})")
+
+
+# -- reading the archive -----------------------------------------------------------------------
+
+
+class _Archive:
+    """The regular files of a zip or tar.gz, by path, read lazily and within a byte budget."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.budget = source.max_bytes
+        self._zip: zipfile.ZipFile | None = None
+        self._tar: tarfile.TarFile | None = None
+        self._stream_cm = source.open()
+        stream = self._stream_cm.__enter__()
+        try:
+            if source.archive == "zip":
+                self._zip = zipfile.ZipFile(stream)
+                names = [i.filename for i in self._zip.infolist() if not i.is_dir()]
+            else:
+                self._tar = tarfile.open(fileobj=stream, mode="r:gz")  # noqa: SIM115 (closed in close())
+                names = [m.name for m in self._tar.getmembers() if m.isfile()]
+        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as error:
+            self.close()
+            raise TranscriptError(f"the archive cannot be read ({error})") from None
+        if len(names) > MAX_MEMBERS:
+            self.close()
+            raise TranscriptError(f"the archive holds more than {MAX_MEMBERS} files")
+        self.names = [n for n in names if not _hidden(n)]
+
+    def read(self, name: str) -> bytes:
+        try:
+            if self._zip is not None:
+                info = self._zip.getinfo(name)
+                self._spend(info.file_size, name)
+                with self._zip.open(info) as stream:
+                    data = stream.read(self.budget + 1)
+            else:
+                assert self._tar is not None
+                member = self._tar.getmember(name)
+                self._spend(member.size, name)
+                handle = self._tar.extractfile(member)
+                data = handle.read(self.budget + 1) if handle is not None else b""
+        except (KeyError, zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as error:
+            raise TranscriptError(f"{name}: cannot be read from the archive ({error})") from None
+        self._spend(len(data), name, actual=True)
+        return data
+
+    def _spend(self, size: int, name: str, *, actual: bool = False) -> None:
+        # Declared sizes are checked first (cheap), then what really came out (a zip bomb
+        # may declare less than it holds).
+        if size > self.budget:
+            raise TranscriptError(
+                f"{name}: the archive's contents are larger than the upload limit"
+            )
+        if actual:
+            self.budget -= size
+
+    def close(self) -> None:
+        for handle in (self._zip, self._tar):
+            if handle is not None:
+                handle.close()
+        self._stream_cm.__exit__(None, None, None)
+
+
+def _hidden(name: str) -> bool:
+    parts = name.split("/")
+    return any(p.startswith(".") or p == "__MACOSX" for p in parts if p)
+
+
+def _json_member(archive: _Archive, name: str) -> Any:
+    raw = archive.read(name)
+    check_depth(raw)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise TranscriptError(f"{name}: not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise TranscriptError(
+            f"{name}: malformed JSON ({error.msg}, line {error.lineno} column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise TranscriptError(f"{name}: nested deeper than {MAX_DEPTH} levels") from None
+
+
+def _index_name(names: list[str]) -> str | None:
+    candidates = [n for n in names if posixpath.basename(n) == "index.jsonl"]
+    return min(candidates, key=lambda n: (n.count("/"), n)) if candidates else None
+
+
+def _request_names(names: list[str]) -> list[str]:
+    return sorted(n for n in names if n.endswith(".request.json"))
+
+
+# -- detection ---------------------------------------------------------------------------------
+
+
+def detect(probe: Probe) -> bool | str:
+    if not probe.source.archive:
+        return "not a .zip or .tar.gz of Claude Code's request bodies"
+    try:
+        archive = _Archive(probe.source)
+    except TranscriptError as error:
+        return str(error)
+    try:
+        if _index_name(archive.names) or _request_names(archive.names):
+            return True
+        return "the archive has no index.jsonl and no *.request.json file"
+    finally:
+        archive.close()
+
+
+# -- the calls ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    order: int
+    file: str
+    session_id: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    index_entry: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[Any]:
+        value = self.request.get("messages")
+        return value if isinstance(value, list) else []
+
+
+def _session_of(request: dict[str, Any]) -> str:
+    metadata = request.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if isinstance(user_id, str):
+        try:
+            decoded = json.loads(user_id)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("session_id"), str):
+            return decoded["session_id"]
+        match = _LEGACY_SESSION.search(user_id)
+        if match:
+            return match.group(1)
+    return ""
+
+
+def _member_for(names: list[str], base: str, reference: Any) -> str | None:
+    """The archive member an index line points at: relative to the index, or by file name
+    (the index may hold absolute paths of the machine that wrote it)."""
+    if not isinstance(reference, str) or not reference:
+        return None
+    wanted = posixpath.normpath(posixpath.join(base, reference.replace("\\", "/")))
+    if wanted in names:
+        return wanted
+    leaf = posixpath.basename(reference.replace("\\", "/"))
+    matches = [n for n in names if posixpath.basename(n) == leaf]
+    return min(matches, key=len) if matches else None
+
+
+def _read_calls(archive: _Archive) -> list[_Call]:
+    names = archive.names
+    index = _index_name(names)
+    calls: list[_Call] = []
+    if index is not None:
+        base = posixpath.dirname(index)
+        text = archive.read(index).decode("utf-8", "replace")
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as error:
+                raise TranscriptError(f"index.jsonl: malformed JSON ({error})",
+                                      line=line_no) from None
+            if not isinstance(entry, dict):
+                raise TranscriptError(
+                    f"index.jsonl: a line should be an object, not {type_name(entry)}",
+                    line=line_no)
+            request_name = _member_for(names, base, entry.get("request_file"))
+            if request_name is None:
+                raise TranscriptError(
+                    f"index.jsonl: the request file {entry.get('request_file')!r} is not in "
+                    "the archive", line=line_no)
+            calls.append(_call(archive, len(calls), request_name,
+                               _member_for(names, base, entry.get("response_file")), entry))
+    else:
+        for name in _request_names(names):
+            response = name[: -len(".request.json")] + ".response.json"
+            calls.append(_call(archive, len(calls), name,
+                               response if response in names else None, {}))
+        # No index to give the order: a later call of a chain sends a longer history.
+        calls.sort(key=lambda c: (len(c.messages), c.file))
+    return calls
+
+
+def _call(archive: _Archive, order: int, request_name: str, response_name: str | None,
+          entry: dict[str, Any]) -> _Call:
+    request = _json_member(archive, request_name)
+    if not isinstance(request, dict):
+        raise TranscriptError(f"{request_name}: a request should be an object, "
+                              f"not {type_name(request)}")
+    if not isinstance(request.get("messages"), list):
+        raise TranscriptError(f"{request_name}: the request has no `messages` list")
+    response = _json_member(archive, response_name) if response_name else None
+    if response is not None and not isinstance(response, dict):
+        raise TranscriptError(f"{response_name}: a response should be an object")
+    session_id = entry.get("session_id") if isinstance(entry.get("session_id"), str) else ""
+    return _Call(order, request_name, session_id or _session_of(request) or "unknown-session",
+                 request, response, entry)
+
+
+# -- chains and sessions -----------------------------------------------------------------------
+
+
+def _fingerprint(call: _Call) -> str:
+    first = call.messages[0] if call.messages else None
+    head = json.dumps([call.request.get("system"), _without_cache(first)], sort_keys=True,
+                      ensure_ascii=False, default=str)
+    return hashlib.sha256(head.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _without_cache(value: Any) -> Any:
+    """The value without `cache_control` markers, which move between calls."""
+    if isinstance(value, dict):
+        return {k: _without_cache(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache(v) for v in value]
+    return value
+
+
+class _Document:
+    """What `anthropic_messages.parse` reads: an object with `document()`."""
+
+    def __init__(self, document: dict[str, Any]):
+        self._document = document
+
+    def document(self) -> dict[str, Any]:
+        return self._document
+
+
+def _chain_session(chain: list[_Call], session_id: str, key: str, parent: str | None) -> Session:
+    last = chain[-1]
+    history = list(last.messages)
+    if last.response is not None and isinstance(last.response.get("content"), list):
+        history.append({"role": "assistant", "content": last.response["content"],
+                        **({"usage": last.response["usage"]}
+                           if isinstance(last.response.get("usage"), dict) else {})})
+    document: dict[str, Any] = {
+        key_: last.request[key_] for key_ in ("model", "system", "tools", "max_tokens")
+        if key_ in last.request
+    }
+    document["messages"] = history
+    try:
+        parsed = anthropic_messages.parse(_Document(document))[0]  # type: ignore[arg-type]
+    except TranscriptError as error:
+        raise TranscriptError(f"{last.file}: {error}") from None
+    final = [_without_cache(m) for m in history]
+    recorded = []
+    for call in chain:
+        sent = [_without_cache(m) for m in call.messages]
+        usage = call.response.get("usage") if isinstance(call.response, dict) else None
+        recorded.append({
+            "request_file": call.file,
+            "messages": len(sent),
+            "matches_history": sent == final[: len(sent)],
+            "model": call.request.get("model"),
+            "system_blocks": _count(call.request.get("system")),
+            "tools": _count(call.request.get("tools")),
+            **({"usage": usage} if isinstance(usage, dict) else {}),
+        })
+    meta = dict(parsed.meta)
+    meta.update(session_id=session_id, recorded_requests=recorded,
+                system_prompt_recorded=True)
+    if parent is not None:
+        meta["sidechain"] = True
+    return replace(parsed, format=NAME, key=key, parent_key=parent, meta=meta)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, list):
+        return len(value)
+    return 1 if value else 0
+
+
+def parse(source: Source) -> list[Session]:
+    archive = _Archive(source)
+    try:
+        calls = _read_calls(archive)
+    finally:
+        archive.close()
+    if not calls:
+        raise TranscriptError("the archive's index lists no request")
+    by_session: dict[str, list[_Call]] = {}
+    for call in calls:
+        by_session.setdefault(call.session_id, []).append(call)
+    sessions: list[Session] = []
+    for session_id, session_calls in by_session.items():
+        chains: dict[str, list[_Call]] = {}
+        for call in sorted(session_calls, key=lambda c: c.order):
+            chains.setdefault(_fingerprint(call), []).append(call)
+        ordered = sorted(chains.values(), key=lambda c: (-len(c), c[0].order))
+        main, others = ordered[0], sorted(ordered[1:], key=lambda c: c[0].order)
+        sessions.append(_chain_session(main, session_id, session_id, None))
+        for number, chain in enumerate(others, start=1):
+            sessions.append(_chain_session(chain, session_id, f"{session_id}:chain-{number}",
+                                           session_id))
+    return sessions
+
+
+def archive_bytes(files: dict[str, bytes]) -> bytes:
+    """A zip of the given files (name → bytes): for tests and for uploads of loose files."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
