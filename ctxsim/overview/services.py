@@ -86,6 +86,8 @@ def parse_choice(team, query: QueryDict, *, default_profiles: Sequence[str] = DE
         uploader=form.value("uploader"), since=form.date("since"), until=form.date("until"),
     )
     cache, errors = cache_choice(query)
+    # A bad filter value filters nothing (as on the list) and says so.
+    errors.update({name: " ".join(problems) for name, problems in form.errors.items()})
     refs = list(dict.fromkeys(r for r in query.getlist("profiles") if r)) or list(
         default_profiles)
     if len(refs) > max_profiles:
