@@ -91,6 +91,7 @@ class CorpusSweepPart(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     points = models.JSONField(default=list, blank=True, help_text="one entry per grid point")
     message = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -333,6 +333,17 @@ def cancel_corpus_sweep(sweep: CorpusSweep) -> bool:
 
 
 def corpus_progress(sweep: CorpusSweep) -> dict[str, int]:
+    """Parts per status; parts left running by a worker that went away (past the import
+    timeout) are queued again first, so the sweep does not wait for them forever."""
+    if sweep.is_active:
+        cutoff = timezone.now() - transcripts.import_timeout()
+        stuck = list(sweep.parts.filter(status=Status.RUNNING, started_at__lt=cutoff)
+                     .values_list("pk", flat=True))
+        if stuck:
+            with transaction.atomic():
+                sweep.parts.filter(pk__in=stuck, status=Status.RUNNING).update(
+                    status=Status.QUEUED, started_at=None)
+                enqueue_many(run_corpus_part, [(pk,) for pk in stuck])
     counts = dict.fromkeys(Status.values, 0)
     for status in sweep.parts.values_list("status", flat=True):
         counts[status] += 1

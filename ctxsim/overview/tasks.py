@@ -107,7 +107,7 @@ def run_corpus_part_job(part_id: int) -> dict:
     if part is None or part.sweep.status not in (Status.QUEUED, Status.RUNNING):
         return {"status": "skipped"}  # cancelled, or the sweep is gone
     if not CorpusSweepPart.objects.filter(pk=part.pk, status=Status.QUEUED).update(
-            status=Status.RUNNING):
+            status=Status.RUNNING, started_at=timezone.now()):
         return {"status": "skipped"}
     sweep = part.sweep
     CorpusSweep.objects.filter(pk=sweep.pk, status=Status.QUEUED).update(status=Status.RUNNING)

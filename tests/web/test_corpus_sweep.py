@@ -191,3 +191,24 @@ def test_filters_choose_the_sessions_and_viewers_cannot_start_one(personas):
     form = personas.client("viewer").get(reverse("corpus-sweeps") + "?q=beta&profiles=aivax")
     assert form.status_code == 200 and "read-only" in form.content.decode()
     assert CorpusSweepPart.objects.count() == 2
+
+
+def test_a_part_whose_worker_went_away_is_queued_again(personas, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    corpus(personas, 2)
+    create(personas)
+    sweep = CorpusSweep.objects.get()
+    first, second = sweep.parts.order_by("pk")
+    long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
+    CorpusSweepPart.objects.filter(pk=first.pk).update(status=Status.RUNNING,
+                                                       started_at=long_ago)
+    personas.client("viewer").get(reverse("corpus-sweep-detail", args=[sweep.pk]))
+    first.refresh_from_db()
+    assert first.status == Status.QUEUED and DBTaskResult.objects.count() == 3
+    run_corpus_part_job(first.pk)
+    run_corpus_part_job(second.pk)
+    sweep.refresh_from_db()
+    assert sweep.status == Status.DONE and all(p["sessions"] == 2 for p in sweep.points)
