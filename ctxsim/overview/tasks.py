@@ -36,8 +36,9 @@ BULK_BATCH = 500
 
 def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> int:
     """Queue `target` once per argument list. On the database backend the task rows are
-    inserted in batches (what its `enqueue` would write, row for row); on any other backend
-    each is queued through `enqueue`. Returns how many were queued."""
+    inserted in batches (what its `enqueue` would write, row for row, but without Django's
+    `task_enqueued` signal per task, which only logs); on any other backend each is queued
+    through `enqueue`. Returns how many were queued."""
     backend = target.get_backend()
     try:
         from django_tasks_db.backend import DatabaseBackend
