@@ -48,6 +48,7 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
     os.makedirs(f"{folder}/static")
     os.environ["DJANGO_SETTINGS_MODULE"] = "ctxsim.settings"
     os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")  # the test client speaks plain HTTP
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
     os.environ["ALLOWED_HOSTS"] = "testserver"
     import django

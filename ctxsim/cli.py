@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from ctxsim import importers
+from ctxsim.pipeline import jsontext
 from ctxsim.pipeline.messages import Session
 from ctxsim.pipeline.params import ParamError
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE
@@ -81,7 +82,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             raise UsageError(f"{args.config}: expected a JSON object of parameters")
     data: Any = None
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         data = None
     if looks_like_scenario(data):

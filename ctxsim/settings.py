@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -74,6 +75,7 @@ INSTALLED_APPS = [
     "ctxsim.overview",
     "ctxsim.reviews",
     "ctxsim.api",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -83,11 +85,17 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Refuses oversized bodies by their declared length before the CSRF check parses them.
+    "ctxsim.request_limits.RequestSizeLimitMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
+    # A user past their concurrent-replay limit gets a 429 (ctxsim/replays/limits.py).
+    "ctxsim.replays.limits.ReplayBusyMiddleware",
 ]
 
 ROOT_URLCONF = "ctxsim.urls"
@@ -127,6 +135,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     )
     DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    # Transactions take the write lock when they begin, so concurrent writers queue for the
+    # busy timeout above. A deferred one that read first and then writes cannot wait (SQLite
+    # refuses the upgrade at once): 20 writers saw a quarter of their writes fail with
+    # "database is locked" (issue 20 item 10).
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
     # Tests on SQLite use a file, not the in-memory default: the browser tier runs the live
     # server, the task worker and the test in separate threads, and an in-memory database
     # refuses a concurrent write ("table is locked") where a file waits for its turn. One file
@@ -171,6 +184,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, ctxsim/teams/throttle.py): failures are counted per username
+# and per client address; either reaching the limit locks logins for the cool-off time.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("CTXSIM_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "ctxsim.teams.throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "ctxsim.teams.throttle.client_ip"
+# Proxies in front of the app that append the client's address to X-Forwarded-For (0: none,
+# REMOTE_ADDR is the client). Behind one without this, every login counts as one address.
+CTXSIM_TRUSTED_PROXIES = _int("CTXSIM_TRUSTED_PROXIES", 0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -181,6 +209,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# Development with DEBUG off (`make run`): whitenoise serves the files from their source
+# folders, so no collectstatic is needed; production serves the collected STATIC_ROOT.
+WHITENOISE_USE_FINDERS = _bool("WHITENOISE_USE_FINDERS", DEBUG)
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))
@@ -255,12 +287,21 @@ if _s3_bucket_var is not None:
 # Transcripts: size limit of one uploaded file, and the size above which an upload is imported
 # by the background worker instead of during the request.
 CTXSIM_MAX_UPLOAD_BYTES = _int("CTXSIM_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
+# One upload request (every file and the form): by default one file at the limit plus 1 MB.
+CTXSIM_MAX_REQUEST_BYTES = _int("CTXSIM_MAX_REQUEST_BYTES", CTXSIM_MAX_UPLOAD_BYTES + 1024 * 1024,
+                                minimum=1)
 CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024 * 1024)
 # A background import still "running" after this long without a heartbeat is marked failed
 # (its worker died); the upload page then offers to re-queue it.
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
+# The same for a sweep: running without a heartbeat this long, it is marked failed.
+CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
 # Loaded sessions each web process keeps in memory for the session page (MB of contents).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
+# Call replays (session calls × compared profiles) the insights page may run in one request.
+CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
+# New replays one user may run at the same time in one web process (more get a 429).
+CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).
@@ -289,6 +330,28 @@ SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SESSION_COOKIE_SECURE = _bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = _bool("CSRF_COOKIE_SECURE", True)
+    # HTTPS only, as the cookies above: plain-HTTP requests are redirected and browsers told
+    # to stay on HTTPS (HSTS). Off by default where the cookies are not Secure (plain HTTP, as
+    # bin/serve-prod on loopback).
+    SECURE_SSL_REDIRECT = _bool("SECURE_SSL_REDIRECT", SESSION_COOKIE_SECURE)
+    SECURE_HSTS_SECONDS = _int("SECURE_HSTS_SECONDS",
+                               365 * 24 * 3600 if SECURE_SSL_REDIRECT else 0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", False)
+    # Behind a TLS-terminating proxy, the header (and value) it sets on HTTPS requests, e.g.
+    # `X-Forwarded-Proto=https`; without it every proxied request looks like plain HTTP and the
+    # redirect above would loop. Only set it when the proxy always sets or strips that header.
+    _proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="").strip()
+    if _proxy_header:
+        _name, _sep, _value = _proxy_header.partition("=")
+        if not _sep or not _name.strip() or not _value.strip():
+            raise ImproperlyConfigured(
+                f"SECURE_PROXY_SSL_HEADER={_proxy_header!r} must be HEADER=VALUE "
+                "(e.g. X-Forwarded-Proto=https)"
+            )
+        SECURE_PROXY_SSL_HEADER = (
+            "HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip()
+        )
 
 LOGGING = {
     "version": 1,

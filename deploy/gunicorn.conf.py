@@ -12,6 +12,9 @@ pages, instead of all of them loading the same things under their first requests
 
 import multiprocessing
 import os
+import re
+
+from gunicorn.glogging import Logger
 
 
 def _number(name: str, default: int, minimum: int = 1) -> int:
@@ -43,6 +46,25 @@ keepalive = 5
 max_requests = _number("GUNICORN_MAX_REQUESTS", 2000, minimum=0)
 max_requests_jitter = max_requests // 10
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or "-"
+
+# An invite link is a credential: whoever reads it can join the team. The access log shows
+# the request line, path and referer (same-origin pages send their full URL), so the token is
+# cut from every field before it is written.
+_INVITE_TOKEN = re.compile(r"(/invites/)[^/?#\s\"]+")
+
+
+class RedactingLogger(Logger):
+    """gunicorn's logger with invite tokens replaced by `[token]` in access-log fields."""
+
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        for key, value in atoms.items():
+            if isinstance(value, str) and "/invites/" in value:
+                atoms[key] = _INVITE_TOKEN.sub(r"\1[token]", value)
+        return atoms
+
+
+logger_class = RedactingLogger
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
 proc_name = "ctxsim"

@@ -177,3 +177,8 @@ def request_body_files(prefix: str = "provider-bodies/", skip: tuple[str, ...] =
     """The request-body folder's files by archive path, to pack as a user would upload them."""
     return {prefix + p.name: p.read_bytes() for p in sorted(REQUEST_BODIES.iterdir())
             if p.name not in skip}
+
+
+def body_of(response) -> bytes:
+    """A response's bytes, whether it was streamed (the trace download) or not."""
+    return b"".join(response.streaming_content) if response.streaming else response.content

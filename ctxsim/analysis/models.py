@@ -33,6 +33,9 @@ class Sweep(models.Model):
     task_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Beaten by the worker through every point; a running sweep silent for longer than
+    # CTXSIM_SWEEP_TIMEOUT_SECONDS lost its worker (issue 20 item 12).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -35,11 +35,15 @@ from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
+from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 
 DEFAULT_PROFILES = ("none", "chatcli", "aivax")
 # Sweeps whose work (combinations x model calls) is above this run in the task worker.
 INLINE_SWEEP_WORK = 1200
+
+# Call replays (calls × profiles) one insights page may run in a request.
+DEFAULT_INSIGHTS_MAX_CALLS = 40_000
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -76,10 +80,13 @@ def profile_refs(query: QueryDict) -> tuple[list[str], bool]:
     return list(dict.fromkeys(refs)), "profile" in query
 
 
-def insight_columns(session, query: QueryDict, rule: CacheRule,
-                    canonical=None) -> tuple[list[Column], dict[str, str]]:
-    """Replay the session under each chosen profile and simulate the cache over each."""
-    canonical = canonical or replays.canonical_session(session)
+def insight_columns(session, query: QueryDict, rule: CacheRule, canonical=None, *,
+                    user: Any = None) -> tuple[list[Column], dict[str, str]]:
+    """Replay the session under each chosen profile and simulate the cache over each.
+
+    At most CTXSIM_INSIGHTS_MAX_CALLS calls are replayed in one request (calls × profiles):
+    past that nothing is, and the errors say why (issue 20 item 5). With `user` the replays
+    take one of their replay slots (`replays.limits`)."""
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
     wanted: list[tuple[str, ReplaySettings]] = []
@@ -94,10 +101,21 @@ def insight_columns(session, query: QueryDict, rule: CacheRule,
             errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
             continue
         wanted.append((settings.profile.name, settings))
+    limit = getattr(django_settings, "CTXSIM_INSIGHTS_MAX_CALLS", DEFAULT_INSIGHTS_MAX_CALLS)
+    work = len(wanted) * max(session.model_call_count, 1)
+    if work > limit:
+        errors["profiles"] = (
+            f"this session is too long to compare {len(wanted)} profile(s) here: "
+            f"{session.model_call_count} calls × {len(wanted)} = {work} call replays, over "
+            f"the {limit} one page may run; choose fewer profiles, or run a sweep (it runs in "
+            "the background)")
+        return [], errors
+    canonical = canonical or replays.canonical_session(session)
     columns = []
-    for label, settings in wanted:
-        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-        columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
+    with replay_slot(user):
+        for label, settings in wanted:
+            rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
+            columns.append(Column(settings.profile_ref, label, settings, analyse(rep, rule)))
     return columns, errors
 
 

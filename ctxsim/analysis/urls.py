@@ -8,4 +8,6 @@ urlpatterns = [
     path("sessions/<int:session_id>/sweeps/new/", views.sweep_create, name="sweep-create"),
     path("sessions/<int:session_id>/sweeps/<int:sweep_id>/", views.sweep_detail,
          name="sweep-detail"),
+    path("sessions/<int:session_id>/sweeps/<int:sweep_id>/cancel/", views.sweep_cancel,
+         name="sweep-cancel"),
 ]

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from ctxsim.analysis import services
+from ctxsim.analysis import services, tasks
 from ctxsim.analysis.models import Sweep
 from ctxsim.htmx import render_page_or_partial
 from ctxsim.insights.prices import PRICES_TAKEN
@@ -30,7 +30,8 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
     """Hit rate, cost, breaks, break-even and information lost, one column per profile."""
     session, _ = _session(request, session_id)
     cache, errors = services.cache_choice(request.GET)
-    columns, problems = services.insight_columns(session, request.GET, cache.rule())
+    columns, problems = services.insight_columns(session, request.GET, cache.rule(),
+                                                 user=request.user)
     refs, _ = services.profile_refs(request.GET)
     recorded = services.recorded_view(session, columns, cache.rule())
     context = {
@@ -89,8 +90,20 @@ def sweep_detail(request: HttpRequest, session_id: int, sweep_id: int) -> HttpRe
     sweep, membership = get_scoped(Sweep.objects.select_related("session__team"), request.user,
                                    team_field="session__team", pk=sweep_id,
                                    session_id=session_id)
+    if tasks.fail_stuck_sweeps(among=[sweep]):  # its worker went away: say so, stop polling
+        sweep.refresh_from_db()
     points = services.sweep_points(sweep.session, sweep) if sweep.status == "done" else []
     context = {"session": sweep.session, "sweep": sweep, "points": points,
                "chart": services.chart_data(points), "membership": membership}
     return render_page_or_partial(request, "analysis/sweep.html",
                                   {"sweep-status": "sweep-status"}, context)
+
+
+@require_POST
+def sweep_cancel(request: HttpRequest, session_id: int, sweep_id: int) -> HttpResponse:
+    """Stop a queued or running sweep (whoever may start one); the worker stops at its next
+    point and the page says who cancelled it."""
+    sweep, _ = get_scoped(Sweep.objects.select_related("session__team"), request.user, "write",
+                          team_field="session__team", pk=sweep_id, session_id=session_id)
+    tasks.cancel_sweep(sweep, request.user)
+    return redirect("sweep-detail", session_id, sweep.pk)

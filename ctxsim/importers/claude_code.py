@@ -25,6 +25,7 @@ from ctxsim.pipeline.messages import Message, Session
 from ctxsim.pipeline.usage import anthropic_recorded
 
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
+from .claude_code_compaction import add_recorded_compactions, boundary_marker, marker_meta
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .source import Probe, Source
@@ -112,7 +113,7 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
             continue
         node = _Node(line, uuid, record)
         if kind == "system":
-            node.marker = _boundary(record)
+            node.marker = boundary_marker(record)
         if kind in ("user", "assistant"):
             _fill_message(node, kind, record, line)
             for key in ("sessionId", "cwd", "version", "gitBranch"):
@@ -121,57 +122,6 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
         nodes[uuid] = node
         order.append(node)
     return nodes, order, info
-
-
-def _boundary(record: dict[str, Any]) -> dict[str, Any] | None:
-    """The fields of a compaction record that SPEC-agents §2.5.0.5 keeps, by subtype."""
-    subtype = record.get("subtype")
-    if subtype == "compact_boundary":
-        meta = record.get("compactMetadata")
-        meta = meta if isinstance(meta, dict) else {}
-        segment = meta.get("preservedSegment")
-        return {"subtype": subtype, "trigger": meta.get("trigger"),
-                "pre_tokens": meta.get("preTokens"), "uuid": record.get("uuid"),
-                "logical_parent_uuid": record.get("logicalParentUuid"),
-                "segment": segment if isinstance(segment, dict) else None}
-    if subtype == "microcompact_boundary":
-        meta = record.get("microcompactMetadata")
-        meta = meta if isinstance(meta, dict) else {}
-        return {"subtype": subtype, "trigger": meta.get("trigger"),
-                "pre_tokens": meta.get("preTokens"), "tokens_saved": meta.get("tokensSaved"),
-                "compacted_tool_ids": list(meta.get("compactedToolIds") or []),
-                "cleared_attachment_uuids": list(meta.get("clearedAttachmentUUIDs") or [])}
-    return None
-
-
-def _segment_uuids(segment: dict[str, Any] | None, nodes: dict[str, _Node]) -> list[str]:
-    """The uuids on the chain from `headUuid` to `tailUuid` (ctxsim's reading of a partial
-    compaction's `preservedSegment`); empty when absent or when the chain does not meet."""
-    if not segment:
-        return []
-    head, tail = segment.get("headUuid"), segment.get("tailUuid")
-    path: list[str] = []
-    node = nodes.get(tail) if isinstance(tail, str) else None
-    while node is not None and node.uuid not in path:
-        path.append(node.uuid)
-        if node.uuid == head:
-            return path[::-1]
-        node = nodes.get(node.parent) if node.parent else None
-    return []
-
-
-def _marker_meta(marker: dict[str, Any], summary: bool,
-                 nodes: dict[str, _Node]) -> dict[str, Any]:
-    """`meta` keys for the message that follows a boundary record."""
-    if marker["subtype"] == "microcompact_boundary":
-        return {"microcompaction": {k: marker[k] for k in (
-            "trigger", "pre_tokens", "tokens_saved", "compacted_tool_ids",
-            "cleared_attachment_uuids")}}
-    return {"compaction": {
-        "source": "claude-code", "kind": "summary" if summary else "boundary_only",
-        "trigger": marker["trigger"], "pre_tokens": marker["pre_tokens"],
-        "boundary_uuid": marker["uuid"], "logical_parent_uuid": marker["logical_parent_uuid"],
-        "preserved_uuids": _segment_uuids(marker["segment"], nodes)}}
 
 
 def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> None:
@@ -291,7 +241,7 @@ def _messages(selected: list[_Node], sidechain: bool,
             summary = node.role == "user" and bool(
                 node.meta_flags and node.meta_flags.get("compact_summary"))
             for marker in held:
-                markers.update(_marker_meta(marker, summary, nodes or {}))
+                markers.update(marker_meta(marker, summary, nodes or {}))
             held = []
         if node.timestamp:
             stats["started"] = stats["started"] or node.timestamp
@@ -359,13 +309,15 @@ def _messages(selected: list[_Node], sidechain: bool,
 
 
 def _root(node: _Node, nodes: dict[str, _Node], roots: dict[str, str]) -> str:
-    path = []
+    # A dict, not a list: a chain written leaf first walks its whole length here, and a list
+    # scan per step made that quadratic (issue 20 item 8). Insertion order is kept.
+    path: dict[str, None] = {}
     current = node
     while True:
         known = roots.get(current.uuid)
         if known is not None:
             break
-        path.append(current.uuid)
+        path[current.uuid] = None
         parent = _parent(current, nodes)
         if parent is None or parent.uuid in path:
             known = current.uuid
@@ -413,7 +365,7 @@ def parse(source: Source) -> list[Session]:
                 "edits) were left out",
             )
         main_meta = _session_meta(session_id, base_meta, stats, info)
-        _add_recorded(main_meta, messages)
+        add_recorded_compactions(main_meta, messages)
         sessions.append(Session(
             format=NAME, title=title, messages=messages, key=main_key,
             meta=main_meta,
@@ -429,7 +381,7 @@ def parse(source: Source) -> list[Session]:
         messages, stats = _messages(selected, sidechain=True, nodes=nodes)
         agent_id = next((node.agent_id for node in tree if node.agent_id), None)
         meta = _session_meta(session_id, base_meta, stats, info)
-        _add_recorded(meta, messages)
+        add_recorded_compactions(meta, messages)
         meta["sidechain"] = True
         if agent_id:
             meta["agent_id"] = agent_id
@@ -466,16 +418,6 @@ def _session_meta(session_id: str, base: dict, stats: dict, info: dict) -> dict[
     if info["duplicate_lines"]:
         meta["duplicate_lines"] = info["duplicate_lines"]
     return meta
-
-
-def _add_recorded(meta: dict[str, Any], messages: tuple[Message, ...]) -> None:
-    """Session `meta.recorded_compactions` (SPEC-agents §2.5.0.5), in file order."""
-    from ctxsim.pipeline.agents_common import recorded_compactions
-
-    recorded = [{k: v for k, v in e.items() if k != "call_index"}
-                for e in recorded_compactions(messages)]
-    if recorded:
-        meta["recorded_compactions"] = recorded
 
 
 def _task_prompts(messages: tuple[Message, ...]) -> dict[str, str]:

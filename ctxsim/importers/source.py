@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from ctxsim.pipeline import jsontext
+
 from .errors import TranscriptError
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
@@ -122,7 +124,7 @@ def _parse_line(line_no: int, raw: bytes) -> Any:
         raise AssertionError("unreachable") from None
     check_depth(raw, line=line_no)
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except json.JSONDecodeError as error:
         stripped = text.rstrip()
         cut_off = stripped.lstrip()[:1] in ("{", "[") and (
@@ -305,7 +307,7 @@ class Source:
         check_depth(raw)
         del raw
         try:
-            return json.loads(text)
+            return jsontext.loads(text)
         except json.JSONDecodeError as error:
             raise TranscriptError(
                 f"malformed JSON ({error.msg})", line=error.lineno, column=error.colno

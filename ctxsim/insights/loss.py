@@ -205,7 +205,7 @@ class LossTracker:
         known = self._generic.get(ident)
         if known is None:
             known = False
-            if "/" not in ident and "." not in ident and not ident.isdigit():
+            if "/" not in ident and "." not in ident and not (ident.isascii() and ident.isdigit()):
                 count = 0
                 for m in self._results:
                     if needle in m.content:

@@ -59,10 +59,11 @@ def axis(name: str, start: int, stop: int, step: int) -> Axis:
         raise SweepError({name: "the step must be a positive whole number"})
     if stop < start:
         raise SweepError({name: "the range ends before it starts"})
-    values = tuple(range(start, stop + 1, step))
-    if len(values) > MAX_VALUES:
-        raise SweepError({name: f"{len(values)} values; at most {MAX_VALUES} per parameter"})
-    return Axis(name, values)
+    # Counted before anything is built: a hostile stop must cost nothing (issue 20 item 3).
+    count = (stop - start) // step + 1
+    if count > MAX_VALUES:
+        raise SweepError({name: f"{count} values; at most {MAX_VALUES} per parameter"})
+    return Axis(name, tuple(range(start, stop + 1, step)))
 
 
 def grid(axes: Sequence[Axis]) -> list[dict[str, int]]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import jsontext
 from .params import CHATCLI_ENV, ENV_BY_NAME, PARAMS, ParamError, validate_params
 from .profiles import CHATCLI_STAGES, RunConfig
 from .registry import STAGES, exported_params, family_params
@@ -150,7 +151,7 @@ def export_aivax(values: Mapping[str, Any]) -> Export:
 def _load_object(data: str | Mapping[str, Any], what: str) -> Mapping[str, Any]:
     if isinstance(data, str):
         try:
-            data = json.loads(data)
+            data = jsontext.loads(data)
         except json.JSONDecodeError as exc:
             raise ParamError({what: f"invalid JSON at line {exc.lineno} column {exc.colno}: "
                                     f"{exc.msg}"}) from None
@@ -200,8 +201,8 @@ def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
     (`{"context_management": …, "betas": …}`, SPEC-agents §2.5.9) → the parameters of every
     edit it holds."""
     obj = _load_object(data, "context_management")
-    if "context_management" in obj or _has_agent_edits(obj):
-        return import_anthropic_request(obj)
+    if "context_management" in obj or export_agents.has_agent_edits(obj):
+        return export_agents.import_anthropic_request(obj)
     errors = {k: "unknown key" for k in obj if k != "edits"}
     edits = obj.get("edits")
     if not isinstance(edits, list) or len(edits) != 1 or not isinstance(edits[0], Mapping):
@@ -224,321 +225,10 @@ def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-# --- Anthropic request fragment: compaction, thinking, tool uses (SPEC-agents §2.5.9) --------
 
-COMPACT_EDIT = "compact_20260112"
-THINKING_EDIT = "clear_thinking_20251015"
-EDIT_ORDER = (("anthropic_compact", COMPACT_EDIT), ("clear_thinking", THINKING_EDIT),
-              ("clear_tool_uses", ANTHROPIC_EDIT))
-BETAS = {COMPACT_EDIT: "compact-2026-01-12", THINKING_EDIT: "context-management-2025-06-27",
-         ANTHROPIC_EDIT: "context-management-2025-06-27"}
-AGENT_STAGE_LEFT_OUT = {
-    "anthropic_compact": ("anthropic_compact_mode", "summary_placeholder_tokens"),
-    "clear_thinking": (),
-    "clear_tool_uses": ("placeholder",),
-}
-
-
-def _tool_uses_edit(values: Mapping[str, Any]) -> dict[str, Any]:
-    return json.loads(export_anthropic(values).content)["edits"][0]
-
-
-def export_anthropic_request(values: Mapping[str, Any], stages: tuple) -> Export:
-    """`{"context_management": {"edits": [...]}, "betas": [...]}`: one edit per Anthropic
-    gateway stage, always compact → clear_thinking → clear_tool_uses."""
-    present = [s for s, _ in stages if STAGES[s].family == "anthropic"]
-    edits: list[dict[str, Any]] = []
-    left: list[str] = []
-    notes: list[str] = []
-    for stage, _ in EDIT_ORDER:
-        if stage not in present:
-            continue
-        if stage == "anthropic_compact":
-            edit = {"type": COMPACT_EDIT, "trigger": dict(values["compact_trigger"]),
-                    "pause_after_compaction": bool(values["compact_pause_after_compaction"])}
-            if values.get("compact_instructions") is not None:
-                edit["instructions"] = values["compact_instructions"]
-            notes.append("compact_20260112: append the whole response content (not only its "
-                         "text) to the messages, so the compaction block is sent back")
-        elif stage == "clear_thinking":
-            keep = values["thinking_keep"]
-            edit = {"type": THINKING_EDIT, "keep": keep if keep == "all" else dict(keep)}
-        else:
-            edit = _tool_uses_edit(values)
-        edits.append(edit)
-        for name in AGENT_STAGE_LEFT_OUT[stage]:
-            value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
-            if value != default:
-                left.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
-    if present != [s for s, _ in EDIT_ORDER if s in present]:
-        notes.append("edits exported in the order the API needs (compact_20260112, "
-                     "clear_thinking_20251015, clear_tool_uses_20250919); the simulation ran "
-                     "them in the profile's order")
-    betas = list(dict.fromkeys(BETAS[e["type"]] for e in edits))
-    text = json.dumps({"context_management": {"edits": edits}, "betas": betas}, indent=2) + "\n"
-    return Export("anthropic", "context_management.json", text, left, notes)
-
-
-def _has_agent_edits(obj: Mapping[str, Any]) -> bool:
-    edits = obj.get("edits")
-    return isinstance(edits, list) and any(
-        isinstance(e, Mapping) and e.get("type") in (COMPACT_EDIT, THINKING_EDIT) for e in edits)
-
-
-def import_anthropic_request(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The request fragment (or a bare `context_management` with several edits) → the
-    parameters of each edit; `betas` is checked to be a list of strings, then not needed."""
-    errors: dict[str, str] = {}
-    cm = obj.get("context_management", obj)
-    if "context_management" in obj:
-        errors.update({k: "unknown key" for k in obj if k not in ("context_management", "betas")})
-        betas = obj.get("betas", [])
-        if not isinstance(betas, list) or not all(isinstance(b, str) for b in betas):
-            errors["betas"] = "expected a list of strings"
-    if not isinstance(cm, Mapping):
-        raise ParamError({"context_management": "expected an object"})
-    errors.update({f"context_management.{k}": "unknown key" for k in cm if k != "edits"})
-    edits = cm.get("edits")
-    if not isinstance(edits, list) or not edits:
-        errors["context_management.edits"] = "expected a non-empty list of edits"
-        raise ParamError(errors)
-    raw: dict[str, Any] = {}
-    seen: set[Any] = set()
-    for n, edit in enumerate(edits):
-        where = f"edits[{n}]"
-        if not isinstance(edit, Mapping):
-            errors[where] = "expected an object"
-            continue
-        kind = edit.get("type")
-        if kind in seen:
-            errors[f"{where}.type"] = f"{kind} is listed twice"
-            continue
-        seen.add(kind)
-        if kind == COMPACT_EDIT:
-            keys = {"trigger": "compact_trigger", "instructions": "compact_instructions",
-                    "pause_after_compaction": "compact_pause_after_compaction"}
-        elif kind == THINKING_EDIT:
-            keys = {"keep": "thinking_keep"}
-        elif kind == ANTHROPIC_EDIT:
-            keys = {k: k for k in EDIT_KEYS}
-        else:
-            errors[f"{where}.type"] = (f"expected one of {COMPACT_EDIT}, {THINKING_EDIT}, "
-                                       f"{ANTHROPIC_EDIT}")
-            continue
-        errors.update({f"{where}.{k}": "unknown key" for k in edit
-                       if k not in keys and k != "type"})
-        part = {keys[k]: v for k, v in edit.items() if k in keys}
-        try:
-            cleaned = validate_params(part)
-        except ParamError as exc:
-            errors.update({f"{where}.{k}": v for k, v in exc.errors.items()})
-            continue
-        for name in keys.values():
-            cleaned.setdefault(name, PARAMS[name].default)
-        raw.update(cleaned)
-    if errors:
-        raise ParamError(errors)
-    return raw
-
-
-def anthropic_stages(values: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """The gateway stages an imported Anthropic fragment configures, in the export's order."""
-    has = {"anthropic_compact": "compact_trigger" in values,
-           "clear_thinking": "thinking_keep" in values, "clear_tool_uses": "trigger" in values}
-    return tuple((s, "gateway") for s, _ in EDIT_ORDER if has[s])
-
-
-# --- Claude Code settings.json (SPEC-agents §2.5.9) -------------------------------------------
-
-CLAUDE_LEFT_OUT = {
-    "claude_code_tool_output": ("cc_bash_mode", "cc_mcp_mode", "cc_bash_tools",
-                                "cc_bash_persist_trim", "cc_mcp_truncation_notice",
-                                "cc_mcp_precheck_factor", "cc_preview_cut",
-                                "cc_persist_threshold_chars", "cc_persist_overrides",
-                                "cc_tool_results_dir", "cc_read_cap"),
-    "claude_code_microcompact": ("cc_microcompact_trigger", "cc_microcompact_gap_minutes",
-                                 "cc_microcompact_keep_recent", "cc_microcompact_count_trigger",
-                                 "cc_microcompact_tools", "cc_microcompact_placeholder"),
-    "claude_code_autocompact": ("cc_autocompact_buffer_tokens", "cc_summary_reserve_tokens",
-                                "cc_context_window", "cc_max_output_tokens", "cc_model",
-                                "cc_autocompact_mode", "cc_token_source", "cc_summary_template",
-                                "summary_placeholder_tokens"),
-}
-
-
-def export_claude_code(values: Mapping[str, Any], stages: tuple) -> Export:
-    """`{"env": {...}}` for `.claude/settings.json`: the non-empty `claude_env` entries, keys
-    sorted. Everything else is ctxsim's or a version choice, and listed as left out (the
-    microcompact parameters always: Claude Code has no setting for them)."""
-    env = {k: v for k, v in sorted((values.get("claude_env") or {}).items()) if v != ""}
-    left: list[str] = []
-    for stage, _ in stages:
-        for name in CLAUDE_LEFT_OUT.get(stage, ()):
-            value = _plain(values.get(name))
-            if stage == "claude_code_microcompact" or value != _plain(PARAMS[name].default):
-                left.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
-    notes = []
-    if "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE" in env:
-        notes.append("Several users report CLAUDE_AUTOCOMPACT_PCT_OVERRIDE in the settings.json "
-                     "env block being ignored by the app's own threshold, and working only when "
-                     "exported in the shell (anthropics/claude-code#36381, #63186, #64773); one "
-                     "report (jundot/omlx#2400) claims a fraction such as \"0.8\" works, which "
-                     "ctxsim, following the documented percentage (1-100), reads as 0.8 %.")
-    text = json.dumps({"env": env}, indent=2, ensure_ascii=False) + "\n"
-    return Export("claude-code", "settings.json", text, left, notes)
-
-
-def import_claude_code(data: str | Mapping[str, Any]) -> dict[str, Any]:
-    """A settings.json (or its `env` fragment) → `{"claude_env": {...}}`; the file's other
-    keys are Claude Code settings ctxsim does not simulate and are ignored."""
-    obj = _load_object(data, "settings.json")
-    env = obj.get("env", {})
-    if not isinstance(env, Mapping):
-        raise ParamError({"env": "expected an object of strings"})
-    return validate_params({"claude_env": dict(env)})
-
-
-def claude_code_ignored_keys(data: str | Mapping[str, Any]) -> list[str]:
-    """The note an import shows: the top-level keys of settings.json other than `env`."""
-    obj = _load_object(data, "settings.json")
-    return [f"{k} (not a setting ctxsim simulates; ignored)" for k in obj if k != "env"]
-
-
-# --- Codex CLI (SPEC-agents §2.5.4, §2.5.5, §2.5.9) -------------------------------------------
-
-CODEX_KEYS = ("model", "model_context_window", "model_auto_compact_token_limit",
-              "tool_output_token_limit")
-# Codex config keys ctxsim knows of but does not simulate: an import notes and drops them.
-CODEX_NOT_SIMULATED = ("model_auto_compact_token_limit_scope",)
-
-
-def _toml_value(value: Any) -> str:
-    """A TOML integer or basic string (JSON's string escapes are valid TOML escapes)."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def export_codex(values: Mapping[str, Any]) -> Export:
-    """`~/.codex/config.toml` lines for the keys present in `codex_config`, in the order
-    model, window, compaction limit, tool-output limit (top-level keys precede tables)."""
-    config = values.get("codex_config") or {}
-    lines = [f"{key} = {_toml_value(config[key])}" for key in CODEX_KEYS if key in config]
-    left = _left_out("codex", values)
-    notes = []
-    if values.get("codex_truncation_policy") is not None:
-        lines.insert(0, "# codex_truncation_policy is a model-catalog field: Codex exposes only "
-                        "tool_output_token_limit")
-        notes.append("Codex has no setting for the truncation policy's mode; only "
-                     "tool_output_token_limit (the limit) can be configured.")
-    text = "".join(line + "\n" for line in lines)
-    return Export("codex", "config.toml", text, left, notes)
-
-
-def _load_toml(text: str, what: str) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ParamError({what: f"invalid TOML: {exc}"}) from None
-
-
-def import_codex(text: str) -> dict[str, Any]:
-    """A config.toml → `{"codex_config": {...}}` with the four keys ctxsim simulates; bad
-    values (a string or float where Codex wants an integer) fail per field."""
-    doc = _load_toml(text, "config.toml")
-    config = {k: doc[k] for k in CODEX_KEYS if k in doc}
-    try:
-        return validate_params({"codex_config": config})
-    except ParamError as exc:
-        raise ParamError({f"config.toml {k}": v for k, v in exc.errors.items()}) from None
-
-
-def codex_ignored_keys(text: str) -> list[str]:
-    """The notes an import shows: keys and tables of config.toml ctxsim does not read."""
-    doc = _load_toml(text, "config.toml")
-    notes = []
-    for key, value in doc.items():
-        if key in CODEX_KEYS:
-            continue
-        if key == "profiles" and isinstance(value, Mapping):
-            notes.append(f"[profiles.{', '.join(value)}] (profile tables are not merged; "
-                         "ignored)")
-        elif key in CODEX_NOT_SIMULATED:
-            notes.append(f"{key} (not simulated by ctxsim; ignored)")
-        else:
-            notes.append(f"{key} (not a setting ctxsim simulates; ignored)")
-    return notes
-
-
-# --- OpenHands (SPEC-agents §2.5.6, §2.5.9) ----------------------------------------------------
-
-PIPELINE_HINT = ("A condenser pipeline cannot be written as a [condenser] table (OpenHands' TOML "
-                 "loader has no nested tables); the OpenHands server builds its default pipeline "
-                 "from enable_default_condenser = true and condenser_max_size.")
-
-
-def export_openhands(values: Mapping[str, Any]) -> Export:
-    """OpenHands `config.toml`: the `[condenser]` table (type first, then every field) and
-    `[llm] max_message_chars`; a pipeline is left out with a hint."""
-    condenser = dict(values.get("openhands_condenser_config") or {"type": "noop"})
-    lines: list[str] = []
-    left = _left_out("openhands", values)
-    notes = []
-    if condenser.get("type") == "pipeline":
-        left.insert(0, "openhands_condenser_config = "
-                       + json.dumps(condenser, ensure_ascii=False))
-        notes.append(PIPELINE_HINT)
-    else:
-        lines.append("[condenser]")
-        lines += [f"{key} = {_toml_value(value)}" for key, value in condenser.items()]
-        lines.append("")
-        if condenser.get("type") in ("llm", "structured", "llm_attention") and \
-                "llm_config" not in condenser:
-            notes.append("OpenHands needs llm_config (the name of an [llm.<name>] section) "
-                         "for this condenser; add it before use.")
-    lines += ["[llm]", f"max_message_chars = {values.get('openhands_max_message_chars', 30000)}"]
-    return Export("openhands", "config.toml", "".join(line + "\n" for line in lines), left,
-                  notes)
-
-
-def import_openhands(text: str) -> dict[str, Any]:
-    """An OpenHands config.toml → `openhands_condenser_config` (from `[condenser]`) and
-    `openhands_max_message_chars` (from `[llm]`), each only when present."""
-    doc = _load_toml(text, "config.toml")
-    raw: dict[str, Any] = {}
-    condenser = doc.get("condenser")
-    if condenser is not None:
-        if not isinstance(condenser, Mapping):
-            raise ParamError({"[condenser]": "expected a table"})
-        raw["openhands_condenser_config"] = dict(condenser)
-    llm = doc.get("llm")
-    if isinstance(llm, Mapping) and "max_message_chars" in llm:
-        raw["openhands_max_message_chars"] = llm["max_message_chars"]
-    try:
-        return validate_params(raw)
-    except ParamError as exc:
-        names = {"openhands_condenser_config": "[condenser]",
-                 "openhands_max_message_chars": "[llm] max_message_chars"}
-        raise ParamError({names.get(k, k): v for k, v in exc.errors.items()}) from None
-
-
-def openhands_ignored_keys(text: str) -> list[str]:
-    """The notes an import shows: what of the file ctxsim does not read."""
-    doc = _load_toml(text, "config.toml")
-    notes = [f"[{k}] (not a setting ctxsim simulates; ignored)" if isinstance(v, Mapping)
-             else f"{k} (not a setting ctxsim simulates; ignored)"
-             for k, v in doc.items() if k not in ("condenser", "llm")]
-    llm = doc.get("llm")
-    if isinstance(llm, Mapping):
-        notes += [f"[llm] {k} (ignored)" for k in llm if k != "max_message_chars"]
-    condenser = doc.get("condenser")
-    if isinstance(condenser, Mapping) and condenser.get("type") == "pipeline":
-        notes.append("OpenHands' TOML loader does not build a pipeline (it falls back to noop); "
-                     "ctxsim simulates it as written.")
-    return notes
-
+# The agent tools' formats (SPEC-agents §2.5.9) build on the definitions above, so they are
+# imported here and looked up when called (which works whichever module loads first).
+from . import export_agents  # noqa: E402
 
 # --- whole profiles --------------------------------------------------------------------------
 
@@ -556,7 +246,7 @@ def _export_anthropic_any(config: RunConfig) -> Export:
     """The bare `context_management` of SPEC §4 for clear_tool_uses alone; the request
     fragment with `betas` (SPEC-agents §2.5.9) once a compaction or thinking edit is in."""
     if any(s in ("anthropic_compact", "clear_thinking") for s, _ in config.stages):
-        return export_anthropic_request(config.values, config.stages)
+        return export_agents.export_anthropic_request(config.values, config.stages)
     return export_anthropic(config.values)
 
 
@@ -573,8 +263,11 @@ FORMATS: dict[str, Format] = {
     "chatcli": Format(lambda c: export_chatcli(c.values, c.stages), import_chatcli),
     "aivax": Format(lambda c: export_aivax(c.values), import_aivax),
     "anthropic": Format(lambda c: _export_anthropic_any(c), import_anthropic),
-    "claude-code": Format(lambda c: export_claude_code(c.values, c.stages), import_claude_code),
-    "codex": Format(lambda c: export_codex(c.values), import_codex),
-    "openhands": Format(lambda c: export_openhands(c.values), import_openhands),
+    "claude-code": Format(lambda c: export_agents.export_claude_code(c.values, c.stages),
+                          lambda text: export_agents.import_claude_code(text)),
+    "codex": Format(lambda c: export_agents.export_codex(c.values),
+                    lambda text: export_agents.import_codex(text)),
+    "openhands": Format(lambda c: export_agents.export_openhands(c.values),
+                        lambda text: export_agents.import_openhands(text)),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}

@@ -207,7 +207,7 @@ def resolve(
     })
     warnings = tuple(notes) + tuple(s.warning for s in env.values() if s.warning)
     if values.get("claude_env"):
-        from .agents_common import claude_env_effective
+        from .agent_settings import claude_env_effective
 
         warnings += claude_env_effective(values["claude_env"]).warnings
     return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)

@@ -11,7 +11,8 @@ Adding a stage:
    report means: `activity(report) -> int`, `describe(report) -> str`,
    `quiet_note(facts: ReplayFacts) -> str | None`, and when the stage has them
    `limit_line(values) -> (label, tokens | None)` and `instructions(values) -> str`.
-2. Declare its parameters in `params.py` (`PARAMS`, in the order the form shows them).
+2. Declare its parameters in `params.py` (`PARAMS`, in the order the form shows them; an agent
+   stage's in `params_agents.py`, which adds them to the same table).
 3. Add one `StageDef` below, in the order the stages table lists them. Its `family` names the
    tool it models (`FAMILIES`; a new tool also gets a `Family` here and an entry in
    `export.FORMATS`); `exported` lists the parameters that tool's own configuration carries.

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import jsontext
 from .messages import ROLES, Message, Session, ToolCall
 
 TOP_KEYS = {"description", "profile", "stages", "config", "tools", "response_schema", "messages"}
@@ -220,7 +221,7 @@ def parse_scenario_data(data: Any) -> Scenario:
 
 def load_json_text(text: str | bytes, where: str = "") -> Any:
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(where, f"invalid JSON at line {exc.lineno} column {exc.colno}: "
                                    f"{exc.msg}") from None

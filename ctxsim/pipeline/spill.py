@@ -2,16 +2,19 @@
 
 A sink receives (directory text, file name, bytes). Linux's limits are enforced the same way in
 every sink, so a preview reads the same whether the bytes land in memory, on disk or in Django
-storage: a name over 255 bytes fails to write, and a directory path through an existing
-non-directory (like `/dev/null/...`) fails to be created.
+storage: a name over 255 bytes fails to write, and a directory path through a non-directory
+every Linux machine has (like `/dev/null/...`) fails to be created. Only the CLI's directory
+sink also looks at this machine's disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 NAME_MAX = 255
 
@@ -32,10 +35,27 @@ def clean_join(directory: str, name: str) -> str:
     return cleaned
 
 
-def _dir_impossible(directory: str) -> bool:
-    """True when Linux's `mkdir -p` would fail: an empty path, a NUL byte, or an existing
-    prefix that is not a directory."""
+# Non-directories on every Linux machine. A sink that must not look at the server's disk (the
+# web app's: a viewer chooses `spill_dir`) decides from the text and this list alone, so its
+# answer says nothing about which paths exist there (issue 20 item 19).
+NEVER_DIRECTORIES = frozenset({
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+})
+
+
+def dir_impossible_by_text(directory: str) -> bool:
+    """True when `mkdir -p` fails on any Linux machine: an empty path, a NUL byte, or a path
+    through one of NEVER_DIRECTORIES. Reads no filesystem."""
     if not directory or "\x00" in directory:
+        return True
+    parts = PurePosixPath(clean_join(directory, ""))
+    return any(str(p) in NEVER_DIRECTORIES for p in [parts, *parts.parents])
+
+
+def _dir_impossible(directory: str) -> bool:
+    """True when Linux's `mkdir -p` would fail here: the text rule, or an existing prefix on
+    this machine that is not a directory. Only for sinks that write this machine's disk."""
+    if dir_impossible_by_text(directory):
         return True
     parts = Path(clean_join(directory, ""))
     return any(p.exists() and not p.is_dir() for p in [*parts.parents][::-1] + [parts])
@@ -45,8 +65,8 @@ class SpillSink:
     """Base sink: checks Linux's rules, then stores. Subclasses implement `_store`/`_mkdir`."""
 
     def ensure_dir(self, directory: str) -> None:
-        """Create the directory (with parents) or raise SpillError."""
-        if _dir_impossible(directory):
+        """Create the directory (with parents) or raise SpillError; decided from the text."""
+        if dir_impossible_by_text(directory):
             raise SpillError(f"cannot create directory {directory!r}")
         self._mkdir(directory)
 
@@ -101,11 +121,20 @@ class DirectorySpillSink(SpillSink):
             raise SpillError(str(exc)) from exc
 
     def _store(self, directory: str, name: str, data: bytes) -> None:
-        path = self._target(directory) / name
+        # A fresh private file (O_EXCL, no symlink followed), then renamed over the name: a
+        # symlink or hard link planted at the name is replaced, never written through, and a
+        # reader sees the whole file or none (issue 20 item 20).
+        folder = self._target(directory)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            fd, temporary = tempfile.mkstemp(prefix=".spill-", dir=folder)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(temporary, folder / name)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
         except OSError as exc:
             raise SpillError(str(exc)) from exc
 

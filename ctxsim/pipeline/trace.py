@@ -8,8 +8,11 @@ not valid UTF-8 is rendered Go's way (one U+FFFD per invalid byte) with the exac
 from __future__ import annotations
 
 import base64
+import json
+import shutil
+import tempfile
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
 from .calibration import Calibration, calibrate
@@ -110,21 +113,30 @@ def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
     from the replay's messages, once. Invariant: calls are rendered as they are produced, so
     only the JSON (not every call's message tuples) is kept.
     """
+    calls: list[dict[str, Any]] = []
+    trace = _render(rep, summary, calls.append, calibration=calibration, provider=provider)
+    trace["calls"] = calls
+    return trace
+
+
+def _render(rep: Replay, summary: bool, on_call: Any, *, calibration: Any = AUTO,
+            provider: str | None = None) -> dict[str, Any]:
+    """The trace with each call's JSON handed to `on_call` as it is made, in order; its
+    "calls" entry is left for the caller (`build_trace` keeps a list, `write_trace` a file)."""
     if calibration is AUTO:
         calibration = replay_calibration(rep, provider)
-    calls = []
     compactions: list[dict[str, Any]] = []
     peak = total = 0
     for call in rep.calls():
         billed = call_recorded(rep.messages, call.response_input_index)
-        calls.append(call_json(call, summary, recorded=billed, calibration=calibration))
+        on_call(call_json(call, summary, recorded=billed, calibration=calibration))
         compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
-    trace = {
+    trace: dict[str, Any] = {
         "effective_config": rep.config.effective_config(),
         "dispatch": rep.dispatch,
-        "calls": calls,
+        "calls": None,
         "final_history": history_json(rep.final_history),
         "spilled_files": [spill_json(s) for s in rep.spilled_files],
         "calibration": calibration.as_json() if calibration else None,
@@ -143,3 +155,31 @@ def call_compactions(call: CallResult) -> list[dict[str, Any]]:
     return [{"stage": e["stage"], "call_index": e.get("call_index", call.call_index),
              **{k: v for k, v in e.items() if k not in ("stage", "call_index")}}
             for run in call.stages for e in run.report.get(COMPACTION_EVENTS, ())]
+
+
+def write_trace(rep: Replay, out: BinaryIO, summary: bool = False, *,
+                calibration: Any = AUTO, provider: str | None = None) -> None:
+    """Write `json.dumps(build_trace(rep, summary, ...), ensure_ascii=False)`, UTF-8, to `out`.
+
+    Invariant: the bytes are exactly those of `build_trace`'s JSON (both render through
+    `_render`), but at most one call's JSON is in memory at a time: the calls are spooled to
+    a temporary file as they are made, since keys before "calls" are known only at the end.
+    """
+    def dumps(value: Any) -> bytes:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+    with tempfile.TemporaryFile() as calls:
+        def spool(call: dict[str, Any]) -> None:
+            calls.write((b", " if calls.tell() else b"") + dumps(call))
+
+        trace = _render(rep, summary, spool, calibration=calibration, provider=provider)
+        for n, (key, value) in enumerate(trace.items()):
+            out.write((b", " if n else b"{") + dumps(key) + b": ")
+            if key == "calls":
+                out.write(b"[")
+                calls.seek(0)
+                shutil.copyfileobj(calls, out)
+                out.write(b"]")
+            else:
+                out.write(dumps(value))
+        out.write(b"}")

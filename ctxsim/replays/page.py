@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxsim.pipeline.params import PARAMS, resolve_env
+from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
 from ctxsim.replays import analysis, recorded, services
@@ -250,8 +250,9 @@ def phase_names() -> tuple[str, ...]:
 def selected_call(run: ReplayRun, requested: str | None) -> int:
     """The call to show: the requested one when valid, else the one that sent the most."""
     count = len(run.calls)
-    if requested is not None and requested.isdigit() and int(requested) < count:
-        return int(requested)
+    index = ascii_index(requested)
+    if index is not None and index < count:
+        return index
     if not count:
         return 0
     return max(range(count), key=lambda i: (run.calls[i]["sent"], i))

@@ -96,7 +96,7 @@ def import_profile(session, user, tool: str, text: str, name: str,
     stages = base.stages
     if tool == "anthropic" and ("compact_trigger" in values or "thinking_keep" in values):
         # A request fragment with the SPEC-agents edits: exactly the stages it configures.
-        from ctxsim.pipeline.export import anthropic_stages
+        from ctxsim.pipeline.export_agents import anthropic_stages
 
         base, stages = PROFILES["anthropic-context-management"], anthropic_stages(values)
     saved = SavedProfile.objects.create(

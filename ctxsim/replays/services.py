@@ -10,7 +10,9 @@ is the SPEC §6 trace; `compare_sides` the two replays of a comparison. Settings
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
@@ -26,6 +28,7 @@ from ctxsim.pipeline.usage import call_recorded, session_totals
 from ctxsim.replays import analysis
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.db import insert_rows
+from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun, SpilledFile
 from ctxsim.replays.spills import StorageSpillSink
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -82,11 +85,14 @@ def warm_up(sessions: int | None = None) -> int:
     return loaded
 
 
-def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None) -> ReplayRun:
+def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None, *,
+                user: Any = None) -> ReplayRun:
     """The stored replay summary for these settings; replays and stores it on a miss.
 
     On a miss the replay passes every call anyway, so it keeps the call a page is about to
-    show (`keep`, or the one that sent the most, the page's default) for `call_detail`.
+    show (`keep`, or the one that sent the most, the page's default) for `call_detail`. With
+    `user`, a miss takes one of their replay slots (`limits.replay_slot`: ReplayBusy when
+    they already replay as much as they may).
     """
     key = ReplayKey.of(session, settings.key)
     cached = _stored_run(session, key)
@@ -96,7 +102,10 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
         cached = _stored_run(session, key)
         if cached is not None:
             return cached
-        run = _replay_and_store(session, settings, key, keep)
+        # The slot only around the work: a second request for the same settings waits above
+        # for the first one's result instead of being refused.
+        with replay_slot(user):
+            run = _replay_and_store(session, settings, key, keep)
         REPLAYS.runs.put(key, run)
         return run
 
@@ -212,17 +221,43 @@ def compute_default_stats(session: Session) -> None:
     )
 
 
+def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = False):
+    """The SPEC §6 trace of a stored session (as `trace_json`) in a temporary file, rewound:
+    a long session's full trace is hundreds of MB, and grows with the square of its calls, so
+    it is never held in memory whole (issue 20 item 2). The caller closes the file."""
+    from ctxsim.pipeline.trace import write_trace
+
+    rep, calibration = _trace_replay(session, settings)
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the response, which closes it)
+    try:
+        write_trace(rep, out, summary=summary, calibration=calibration)
+        out.write(b"\n")
+        out.seek(0)
+    except BaseException:
+        out.close()
+        raise
+    return out
+
+
 def trace_json(session: Session, settings: ReplaySettings, *, summary: bool = False) -> str:
     """The SPEC §6 trace of a stored session, exactly what `simulate` prints for its file."""
-    from ctxsim.pipeline.trace import AUTO, build_trace
+    from ctxsim.pipeline.trace import build_trace
+
+    rep, calibration = _trace_replay(session, settings)
+    trace = build_trace(rep, summary=summary, calibration=calibration)
+    return json.dumps(trace, ensure_ascii=False) + "\n"
+
+
+def _trace_replay(session: Session, settings: ReplaySettings):
+    """The replay a trace renders, and its calibration: the summary's when this replay has
+    one stored, so both agree exactly."""
+    from ctxsim.pipeline.trace import AUTO
 
     rc = settings.run_config()
     rep = replay(canonical_session(session, settings.counter), rc, sink=MemorySpillSink())
-    # The summary's calibration when this replay has one stored, so both agree exactly.
     run = _stored_run(session, ReplayKey.of(session, settings.key))
     calibration = Calibration.from_json(run.totals.get("calibration")) if run else AUTO
-    trace = build_trace(rep, summary=summary, calibration=calibration)
-    return json.dumps(trace, ensure_ascii=False) + "\n"
+    return rep, calibration
 
 
 @dataclass
@@ -232,7 +267,7 @@ class Side:
     run: ReplayRun
 
 
-def compare_sides(session: Session, a: str | None, b: str | None):
+def compare_sides(session: Session, a: str | None, b: str | None, *, user: Any = None):
     """The two replays of a comparison (defaults: chatcli against none)."""
     errors: dict[str, str] = {}
     sides = []
@@ -240,5 +275,6 @@ def compare_sides(session: Session, a: str | None, b: str | None):
         settings, problems = settings_from_query({"profile": ref or default}, session.team)
         if problems:
             errors[key] = problems.get("profile", "bad profile")
-        sides.append(Side(settings.profile_ref, settings, summary_for(session, settings)))
+        sides.append(Side(settings.profile_ref, settings,
+                          summary_for(session, settings, user=user)))
     return sides, errors

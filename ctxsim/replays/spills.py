@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import tempfile
 from typing import Any
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.http import Http404
 
 from ctxsim.pipeline.messages import decode_for_display
+from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.spill import SpillSink
 from ctxsim.replays.models import SpilledFile, storage_name_for
 
@@ -35,9 +40,53 @@ class StorageSpillSink(SpillSink):
         target = storage_name_for(self.sha256(data))
         if target in self._stored:
             return
-        if not default_storage.exists(target):
-            default_storage.save(target, ContentFile(data))
+        # A file of the right size, not just the name: a full disk or a killed process once
+        # left a 0-byte file that every later replay trusted (issue 20 item 13).
+        if _stored_size(target) != len(data):
+            _write_whole(target, data)
         self._stored.add(target)
+
+
+def _stored_size(name: str) -> int | None:
+    try:
+        return default_storage.size(name)
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def _write_whole(name: str, data: bytes) -> None:
+    """Store `data` under exactly `name`, complete or not at all."""
+    try:
+        local = default_storage.path(name)
+    except NotImplementedError:
+        local = None
+    if local is None:
+        # Remote storage (S3) writes an object whole or not at all; the name must be freed
+        # first, as save() would otherwise pick another one.
+        if default_storage.exists(name):
+            default_storage.delete(name)
+        default_storage.save(name, ContentFile(data))
+        return
+    # Local disk: a temporary file in the same folder, renamed over the name once complete,
+    # removed when anything fails (ENOSPC half-way leaves nothing behind).
+    folder = os.path.dirname(local)
+    os.makedirs(folder, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".partial-", dir=folder)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.close(fd)
+        fd = -1
+        mode = getattr(settings, "FILE_UPLOAD_PERMISSIONS", None)
+        os.chmod(temporary, mode if mode is not None else 0o644)
+        os.replace(temporary, local)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def spill_bytes(spill: SpilledFile) -> bytes:
@@ -59,10 +108,11 @@ def spill_lines(data: bytes, start: str | None, end: str | None) -> dict[str, An
     def bound(text: str | None, default: int, name: str) -> int:
         if text in (None, ""):
             return default
-        if not text.strip().isdigit() or int(text) < 1:
+        number = ascii_index(text.strip())
+        if number is None or number < 1:
             problems.append(f"{name} must be a line number from 1 to {total}")
             return default
-        return min(int(text), total)
+        return min(number, total)
 
     first = bound(start, 1, "start")
     last = bound(end, total, "end")

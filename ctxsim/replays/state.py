@@ -16,7 +16,14 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
-from ctxsim.pipeline.params import PARAMS, ParamError, ParamSpec, env_field, env_var_of
+from ctxsim.pipeline.params import (
+    PARAMS,
+    ParamError,
+    ParamSpec,
+    ascii_index,
+    env_field,
+    env_var_of,
+)
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES, Profile, RunConfig, resolve
 from ctxsim.pipeline.registry import PHASES, STAGES, params_of
 from ctxsim.pipeline.runkey import run_key
@@ -283,7 +290,8 @@ def _profile_from_query(ref: str, team, errors: Errors):
 
     if ref.startswith("saved:"):
         pk = ref[6:]
-        saved = SavedProfile.objects.filter(team=team, pk=pk).first() if pk.isdigit() else None
+        number = ascii_index(pk)
+        saved = SavedProfile.objects.filter(team=team, pk=number).first() if number else None
         if saved is not None:
             return ref, saved_profile_as_profile(saved), saved
         errors["profile"] = "no such saved profile in this team"

@@ -12,6 +12,10 @@ urlpatterns = [
     path(
         "sessions/<int:session_id>/profiles/import/", views.profile_import, name="profile-import"
     ),
+    path(
+        "sessions/<int:session_id>/profiles/<int:profile_id>/delete/", views.profile_delete,
+        name="profile-delete",
+    ),
     path("sessions/<int:session_id>/spills/<int:spill_id>/", views.spill_view, name="spill-view"),
     path(
         "sessions/<int:session_id>/spills/<int:spill_id>/download/",

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+)
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -17,10 +23,11 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
 from ctxsim.htmx import partial_for, render_page_or_partial
+from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, page, profiles, services, spills
 from ctxsim.replays.message_list import diff_html, join_rows
-from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -63,7 +70,7 @@ def _run_and_call(request: HttpRequest, session, settings):
     """The replay summary for these settings and the call the query asks for (on a miss the
     replay keeps that call, which the request shows next)."""
     requested = request.GET.get("call", "")
-    run = services.summary_for(session, settings, int(requested) if requested.isdigit() else None)
+    run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
     return run, page.selected_call(run, requested)
 
 
@@ -152,10 +159,10 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
                                            default_profile_for(session.format))
     run, call = _run_and_call(request, session, settings)
     detail = services.call_detail(session, settings, run, call)
-    position = request.GET.get("row", "")
-    if not position.isdigit() or int(position) >= len(detail.view.rows):
+    position = ascii_index(request.GET.get("row"))
+    if position is None or position >= len(detail.view.rows):
         raise Http404("No such message in this call.")
-    row = detail.view.rows[int(position)]
+    row = detail.view.rows[position]
     if request.GET.get("diff") == "1" and row.raw is not None and row.status != "removed":
         # The change of a message rewritten before this call (its row shows the sent text).
         diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
@@ -173,12 +180,21 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
-    summary = request.GET.get("summary") in ("1", "true", "on")
-    body = services.trace_json(session, settings, summary=summary)
-    response = HttpResponse(body, content_type="application/json")
-    name = f"ctxsim-session-{session.pk}-{settings.profile.name}.json"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    # The summary (no history arrays) unless the full trace is asked for: the full one of a
+    # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
+    summary = request.GET.get("summary") not in ("0", "false", "off")
+    body = services.trace_file(session, settings, summary=summary)
+    response = FileResponse(body, content_type="application/json")
+    _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
+
+
+def _attachment(response: HttpResponse, name: str) -> None:
+    """Mark `response` as a download named `name`, reduced to ASCII letters, digits and
+    `._-`: names come from users (a saved profile's name with a quote added a second
+    filename, a newline gave a 500; issue 20 item 18)."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in name)
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
 
 
 def _spill(request: HttpRequest, session_id: int, spill_id: int):
@@ -203,8 +219,7 @@ def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResp
 def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
     spill, _ = _spill(request, session_id, spill_id)
     response = HttpResponse(spills.spill_bytes(spill), content_type="text/plain; charset=utf-8")
-    safe_name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in spill.name)
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    _attachment(response, spill.name)
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
@@ -213,7 +228,8 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"))
+    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"),
+                                           user=request.user)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     columns = [page.compare_column(session, side, call) for side in sides]
     context = {
@@ -242,7 +258,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     for export in exports:
         if export.tool == wanted:
             response = HttpResponse(export.content, content_type="text/plain; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+            _attachment(response, export.filename)
             return response
     return render(request, "replays/export.html", {
         "session": session, "settings": settings, "errors": errors, "exports": exports,
@@ -275,6 +291,17 @@ def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
     return _to_page(request, session, urlencode({"profile": saved.ref}))
+
+
+@require_POST
+def profile_delete(request: HttpRequest, session_id: int, profile_id: int) -> HttpResponse:
+    """Delete a team profile (who may save one may delete it): the way out of one that no
+    longer suits, or that broke the page (issue 20 item 14)."""
+    session, _ = _session(request, session_id, "write")
+    saved, _ = get_scoped(SavedProfile.objects.filter(team=session.team), request.user,
+                          "write", pk=profile_id)
+    saved.delete()
+    return _to_page(request, session, urlencode({"profile": default_profile_for(session.format)}))
 
 
 def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxsim.htmx import render_page_or_partial
+from ctxsim.pipeline.params import ascii_index
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Comment
 from ctxsim.teams.access import get_scoped
@@ -36,9 +37,10 @@ def _index(raw: str | None) -> int | None:
     """A call or message index from a form; empty means "none", garbage means refused."""
     if raw in (None, ""):
         return None
-    if not raw.isdigit():
+    index = ascii_index(raw)
+    if index is None:
         raise services.ReviewError("Not a valid position.")
-    return int(raw)
+    return index
 
 
 def session_url(session_id: int, call_index: int | None, fragment: str = "") -> str:

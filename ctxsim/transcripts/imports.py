@@ -41,14 +41,16 @@ def import_transcript(
     before_save: Callable[[], None] | None = None,
     redact: bool | None = None,
     redactions: Mapping[str, int] | None = None,
+    in_transaction: Callable[[list[Session]], None] | None = None,
 ) -> ImportOutcome:
     """Parse `source` and store every session it yields; raises TranscriptError on bad input.
 
     `before_save` is called between parsing and the write transaction (a background job uses
-    it to say it is saving). Secrets are redacted from the parsed sessions before they are
-    saved when `redact` is true (default: the team's "redact secrets on import"); `redactions`
-    are counts already replaced in the raw file (a stored background upload), added to the
-    session's total.
+    it to say it is saving); `in_transaction` with the new rows inside it, before the commit
+    (a background job links them to itself there; raising rolls the import back). Secrets are
+    redacted from the parsed sessions before they are saved when `redact` is true (default: the
+    team's "redact secrets on import"); `redactions` are counts already replaced in the raw file
+    (a stored background upload), added to the session's total.
     """
     parsed = importers.load(
         source, format=format or None, max_bytes=settings.CTXSIM_MAX_UPLOAD_BYTES
@@ -70,7 +72,8 @@ def import_transcript(
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
     if redact:
         name = redact_text(name)[0]
-    rows = save_sessions(sessions, team=team, user=user, source_name=name)
+    rows = save_sessions(sessions, team=team, user=user, source_name=name,
+                         in_transaction=in_transaction)
     # The rows are committed; receivers (the reviews app's activity list) never fail the import.
     sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
     return ImportOutcome(

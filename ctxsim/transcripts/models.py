@@ -95,12 +95,14 @@ class Message(models.Model):
     index = models.PositiveIntegerField()
     role = models.CharField(max_length=12)
     content = models.ForeignKey(Content, on_delete=models.PROTECT, related_name="+")
-    name = models.CharField(max_length=200, blank=True)
+    # Text, not CharField: the transcript decides their length and the replay reads them, so a
+    # cut id no longer matches its call (issue 20 item 17).
+    name = models.TextField(blank=True)
     # [{"id", "type", "name", "arguments"}], arguments as the JSON string the model produced.
     tool_calls = models.JSONField(default=list, blank=True)
-    tool_call_id = models.CharField(max_length=300, blank=True)
+    tool_call_id = models.TextField(blank=True)
     is_error = models.BooleanField(default=False)
-    error_code = models.CharField(max_length=100, blank=True)
+    error_code = models.TextField(blank=True)
     agent_feedback = models.BooleanField(default=False)
     meta = models.JSONField(default=dict, blank=True)
 

@@ -14,10 +14,11 @@ of them.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -25,7 +26,6 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
-from django.utils import timezone
 
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
@@ -33,7 +33,12 @@ from ctxsim.transcripts import bundles, redaction, search
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
-from ctxsim.transcripts.tasks import run_import, run_import_job
+from ctxsim.transcripts.tasks import (
+    fail_stuck_jobs,
+    import_timeout,
+    run_import,
+    run_import_job,
+)
 
 __all__ = [
     "FileResult", "SessionFilters", "delete_session", "enqueue", "fail_stuck_jobs",
@@ -44,7 +49,6 @@ __all__ = [
 
 
 SESSIONS_PER_PAGE = 50
-DEFAULT_IMPORT_TIMEOUT_SECONDS = 600
 
 
 # -- the sessions list -------------------------------------------------------------------------
@@ -178,7 +182,10 @@ def import_uploads(
             results.append(result)
             continue
         if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not _archive(upload):
-            result.job = queue_import(upload, team=team, user=user, format=format)
+            try:
+                result.job = queue_import(upload, team=team, user=user, format=format)
+            except OSError as error:
+                result.error = f"the upload could not be stored ({error.strerror or error})"
         else:
             _import_now(upload, result, team=team, user=user, format=format)
         results.append(result)
@@ -225,20 +232,28 @@ def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") ->
         upload.open("rb")
         content, counts = redaction.redacted_copy(upload.file)
     # The stored name never contains the user's file name: it is untrusted and only displayed.
+    name = f"uploads/{uuid.uuid4().hex}.upload"
     try:
-        stored = default_storage.save(f"uploads/{uuid.uuid4().hex}.upload", content)
-    finally:
-        if content is not upload:
-            content.close()
-    job = ImportJob.objects.create(
-        redactions=counts,
-        team=team,
-        user=user if getattr(user, "is_authenticated", False) else None,
-        file_name=redaction.displayed_name(upload.name or "upload", team)[:500],
-        size=upload.size or 0,
-        stored_name=stored,
-        format=format,
-    )
+        try:
+            stored = default_storage.save(name, content)
+        finally:
+            if content is not upload:
+                content.close()
+        job = ImportJob.objects.create(
+            redactions=counts,
+            team=team,
+            user=user if getattr(user, "is_authenticated", False) else None,
+            file_name=redaction.displayed_name(upload.name or "upload", team)[:500],
+            size=upload.size or 0,
+            stored_name=stored,
+            format=format,
+        )
+    except BaseException:
+        # A full disk leaves part of the file under its name, and a file without its job row
+        # is never cleaned up: remove it either way (issue 20 item 13).
+        with contextlib.suppress(Exception):
+            default_storage.delete(name)
+        raise
     enqueue(job)
     return job
 
@@ -267,53 +282,6 @@ def requeue(job: ImportJob) -> str:
     job.save()
     enqueue(job)
     return ""
-
-
-def import_timeout() -> timedelta:
-    seconds = getattr(settings, "CTXSIM_IMPORT_TIMEOUT_SECONDS", DEFAULT_IMPORT_TIMEOUT_SECONDS)
-    return timedelta(seconds=seconds)
-
-
-def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
-    """Mark jobs "running" without a heartbeat for longer than the timeout as failed.
-
-    A worker killed mid-import rolls its transaction back (no rows), but the job row would say
-    "running" forever. Without `among` every team's jobs are checked (`check_stuck_imports`,
-    run periodically). Pages pass the jobs they are about to show, already read: their check
-    costs no query, and a write happens only when one of those jobs really is stuck (a write
-    on SQLite would wait for an import's write transaction).
-    """
-    now = now or timezone.now()
-    timeout = import_timeout()
-    cutoff = now - timeout
-    if among is None:
-        stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-        )
-        ids = list(stuck.values_list("pk", flat=True))
-    else:
-        ids = [job.pk for job in among if _stuck(job, cutoff)]
-    if not ids:
-        return 0
-    minutes = int(timeout.total_seconds() // 60)
-    span = f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
-    return ImportJob.objects.filter(pk__in=ids, status=ImportJob.Status.RUNNING).update(
-        status=ImportJob.Status.FAILED,
-        message=(
-            f"the import stopped without finishing (no progress for over {span}; was the "
-            "worker stopped?); nothing was stored, re-queue it to try again"
-        ),
-        finished_at=now,
-    )
-
-
-def _stuck(job: ImportJob, cutoff) -> bool:
-    """The in-memory form of `fail_stuck_jobs`'s query."""
-    if job.status != ImportJob.Status.RUNNING:
-        return False
-    if job.heartbeat_at is not None:
-        return job.heartbeat_at < cutoff
-    return job.started_at is not None and job.started_at < cutoff
 
 
 def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[ImportJob]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,10 @@ from ctxsim.transcripts.search import index_sessions
 BATCH = 1000
 
 
+# `\u0000` in serialized JSON is a NUL only after an even number of backslashes.
+_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
 def json_safe(value: Any) -> Any:
     """A JSON value PostgreSQL's jsonb accepts: no NUL characters, no lone surrogates.
 
@@ -33,13 +38,25 @@ def json_safe(value: Any) -> Any:
     text = json.dumps(value, ensure_ascii=False)
     try:
         text.encode("utf-8")
-        clean = "\\u0000" not in text
+        clean = _ESCAPED_NUL.search(text) is None
     except UnicodeEncodeError:
         clean = False
     if clean:
         return value
-    text = text.replace("\\u0000", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return json.loads(text)
+    # Cleaned value by value: replacing inside the serialized text also hit the six characters
+    # `\u0000` of an escaped backslash, leaving invalid JSON (issue 20 item 16).
+    return _walk_safe(value)
+
+
+def _walk_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text_safe(value)
+    if isinstance(value, dict):
+        return {_walk_safe(k) if isinstance(k, str) else k: _walk_safe(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk_safe(v) for v in value]
+    return value
 
 
 def _text_safe(value: str) -> str:
@@ -101,9 +118,11 @@ def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime |
 
 
 def save_sessions(
-    sessions: Sequence[pm.Session], *, team, user=None, source_name: str = ""
+    sessions: Sequence[pm.Session], *, team, user=None, source_name: str = "",
+    in_transaction: Callable[[list[Session]], None] | None = None,
 ) -> list[Session]:
-    """Write the sessions of one file (sidechains linked to their parents); all or nothing."""
+    """Write the sessions of one file (sidechains linked to their parents); all or nothing.
+    `in_transaction(rows)` runs inside the same transaction, last (raising rolls it back)."""
     keys = {s.key for s in sessions}
     with transaction.atomic():
         content_ids = store_contents(m.content for s in sessions for m in s.messages)
@@ -124,6 +143,8 @@ def save_sessions(
             pending = [s for s in pending if id(s) not in rows]
         saved = [rows[id(s)] for s in sessions]
         index_sessions(saved)
+        if in_transaction is not None:
+            in_transaction(saved)
         return saved
 
 
@@ -160,16 +181,16 @@ def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
             index=index,
             role=m.role,
             content_id=content_ids[hashlib.sha256(m.content).hexdigest()],
-            name=_text_safe(m.name)[:200],
+            name=_text_safe(m.name),
             tool_calls=json_safe(
                 [
                     {"id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
                     for c in m.tool_calls
                 ]
             ),
-            tool_call_id=_text_safe(m.tool_call_id)[:300],
+            tool_call_id=_text_safe(m.tool_call_id),
             is_error=m.is_error,
-            error_code=_text_safe(m.error_code)[:100],
+            error_code=_text_safe(m.error_code),
             agent_feedback=m.agent_feedback,
             meta=json_safe(dict(m.meta)) if m.meta else {},
         )

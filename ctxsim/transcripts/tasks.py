@@ -4,19 +4,29 @@
 `services` queues jobs and imports this module; nothing here imports `services`. A job's
 progress and heartbeat are written outside the import's transaction, so the page can watch it,
 and a worker that dies leaves a "running" job whose heartbeat stops (`fail_stuck_jobs`).
+
+What a job says is true (issue 20 item 11): its sessions are linked to it inside the import's
+own transaction, which commits only while the job is still this attempt's running job; a
+thread beats the heartbeat through every phase (a long parse reports no progress); final
+status writes apply only to the running attempt; and each job the worker starts first settles
+jobs a dead worker left "running".
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import IO
 
+from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db.models import Q
 from django.tasks import task
 from django.utils import timezone
 
+from ctxsim.heartbeat import Heartbeat
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import ImportJob
@@ -25,6 +35,12 @@ logger = logging.getLogger(__name__)
 
 # Share of the progress bar given to reading the file; saving and replay stats take the rest.
 READ_SHARE = 90
+DEFAULT_IMPORT_TIMEOUT_SECONDS = 600
+
+
+class JobGivenUp(Exception):
+    """The job stopped being this attempt's running job while it imported (marked stuck, or
+    re-queued): the import's transaction is rolled back, the job row keeps its word."""
 
 
 @task(queue_name="imports")
@@ -37,7 +53,9 @@ class ProgressStream:
     """A binary stream that reports how far into the file the importer has read.
 
     It forwards what the importers' `Source` uses (read, readline, iteration, seek, tell) and
-    reports the furthest offset reached, since the importer rewinds after probing the head.
+    reports how much of the file has been read contiguously from its start: the importer
+    rewinds after probing the head, and an offset reached by seeking (the size probe seeks
+    to the end) is not progress (it once showed 90 % after a second; issue 20 item 11).
     """
 
     def __init__(self, raw: IO[bytes], size: int, report: Callable[[int], None]):
@@ -48,8 +66,10 @@ class ProgressStream:
         self._furthest = 0
 
     def _advance(self, data: bytes) -> bytes:
+        start = self._offset
         self._offset += len(data)
-        if self._offset > self._furthest:
+        # Only a read that starts inside what was already read extends it.
+        if data and start <= self._furthest < self._offset:
             self._furthest = self._offset
             self._report(min(100, self._furthest * 100 // self._size))
         return data
@@ -113,6 +133,7 @@ class JobReporter:
 
 def run_import_job(job_id: int, attempt: int | None = None) -> dict:
     """The worker's side of a background import: claim the job, import, record the outcome."""
+    fail_stuck_jobs()  # a worker that died left its jobs "running": settle them first
     now = timezone.now()
     claim = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED)
     if attempt is not None:
@@ -122,6 +143,23 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
     job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
     reporter = JobReporter(job)
     reporter.update(0, "reading the file", force=True)
+    beat = _ours(job).update
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), JobReporter.HEARTBEAT_EVERY,
+                   f"import-{job.pk}-heartbeat"):
+        return _import(job, reporter)
+
+
+def _import(job: ImportJob, reporter: JobReporter) -> dict:
+    job_id = job.pk
+
+    def link_sessions(rows) -> None:
+        # Inside the import's transaction: the sessions and the job's word about them commit
+        # together, and only while the job is still ours.
+        linked = _ours(job).update(session_ids=[row.pk for row in rows],
+                                   heartbeat_at=timezone.now())
+        if not linked:
+            raise JobGivenUp
+
     try:
         with default_storage.open(job.stored_name, "rb") as handle:
             stream = ProgressStream(handle, job.size, reporter.reading)
@@ -134,7 +172,11 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
                 source_name=job.file_name,
                 before_save=reporter_saving,
                 redactions=job.redactions,  # replaced before the upload was stored
+                in_transaction=link_sessions,
             )
+    except JobGivenUp:
+        logger.warning("background import %s was given up while it ran; nothing stored", job_id)
+        return {"job": job_id, "status": "given up"}
     except TranscriptError as error:
         return _finish(job, ImportJob.Status.FAILED, str(error))
     except OSError as error:
@@ -167,8 +209,71 @@ class _SavingHint:
         self.reporter.update(READ_SHARE, "saving the sessions", force=True)
 
 
+def _ours(job: ImportJob):
+    """The job's row while it is still this attempt's running job."""
+    return ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING,
+                                    attempts=job.attempts)
+
+
+def import_timeout() -> timedelta:
+    seconds = getattr(settings, "CTXSIM_IMPORT_TIMEOUT_SECONDS", DEFAULT_IMPORT_TIMEOUT_SECONDS)
+    return timedelta(seconds=seconds)
+
+
+def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
+    """Settle jobs "running" without a heartbeat for longer than the timeout (their worker
+    died): done when their sessions were stored (linked inside the import's transaction),
+    failed otherwise. Returns how many were settled.
+
+    Without `among` every team's jobs are checked (`check_stuck_imports`, and each job the
+    worker starts). Pages pass the jobs they are about to show, already read: their check
+    costs no query, and a write happens only when one of those jobs really is stuck (a write
+    on SQLite would wait for an import's write transaction).
+    """
+    now = now or timezone.now()
+    timeout = import_timeout()
+    cutoff = now - timeout
+    if among is None:
+        stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        )
+        ids = list(stuck.values_list("pk", flat=True))
+    else:
+        ids = [job.pk for job in among if _stuck(job, cutoff)]
+    if not ids:
+        return 0
+    minutes = int(timeout.total_seconds() // 60)
+    span = f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
+    running = ImportJob.objects.filter(pk__in=ids, status=ImportJob.Status.RUNNING)
+    stored = running.exclude(session_ids=[]).update(
+        status=ImportJob.Status.DONE, progress=100, finished_at=now,
+        message=(f"the sessions were stored, then the worker stopped (no progress for over "
+                 f"{span}); their list figures are computed when they are opened"),
+    )
+    failed = running.filter(session_ids=[]).update(
+        status=ImportJob.Status.FAILED,
+        message=(
+            f"the import stopped without finishing (no progress for over {span}; was the "
+            "worker stopped?); nothing was stored, re-queue it to try again"
+        ),
+        finished_at=now,
+    )
+    return stored + failed
+
+
+def _stuck(job: ImportJob, cutoff) -> bool:
+    """The in-memory form of `fail_stuck_jobs`'s query."""
+    if job.status != ImportJob.Status.RUNNING:
+        return False
+    if job.heartbeat_at is not None:
+        return job.heartbeat_at < cutoff
+    return job.started_at is not None and job.started_at < cutoff
+
+
 def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dict:
-    ImportJob.objects.filter(pk=job.pk).update(
+    # Only the running attempt writes its end: a job given up (or re-queued) meanwhile keeps
+    # what the page already told the user.
+    _ours(job).update(
         status=status,
         progress=100 if status == ImportJob.Status.DONE else job.progress,
         message=message,

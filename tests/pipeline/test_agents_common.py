@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ctxsim.pipeline import agent_settings as aset
 from ctxsim.pipeline import agents_common as ac
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.stages import StageContext
@@ -131,29 +132,29 @@ def test_the_fold_folds_every_prefix_and_the_memo_skips_unchanged_ones() -> None
 def test_claude_env_parse_rules_and_warnings() -> None:
     cases = {"abc": 30000, "200000": 150000, "12k": 12, "0": 30000, " 40000": 40000, "": 30000}
     for typed, want in cases.items():
-        assert ac.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": typed}).bash_max_output == want
-    assert ac.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": "abc"}).warnings == (
+        assert aset.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": typed}).bash_max_output == want
+    assert aset.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": "abc"}).warnings == (
         'BASH_MAX_OUTPUT_LENGTH: "abc" is not a positive integer; using 30000',)
-    assert ac.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": "200000"}).warnings == (
+    assert aset.claude_env_effective({"BASH_MAX_OUTPUT_LENGTH": "200000"}).warnings == (
         "BASH_MAX_OUTPUT_LENGTH: 200000 is above the ceiling of 150000; using 150000",)
-    env = ac.claude_env_effective({"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "0.8",
+    env = aset.claude_env_effective({"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "0.8",
                                    "DISABLE_AUTO_COMPACT": "yes",
                                    "MAX_MCP_OUTPUT_TOKENS": "10"})
     assert (env.pct_override, env.disable_auto_compact, env.mcp_max_tokens) == (0.8, True, 10)
-    assert ac.claude_env_effective({"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "0"}).pct_override is None
+    assert aset.claude_env_effective({"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "0"}).pct_override is None
 
 
 def test_tool_shaped_maps_reject_unknown_keys_and_wrong_types() -> None:
     with pytest.raises(ValueError, match="unknown key"):
-        ac.clean_claude_env({"NOPE": "1"})
+        aset.clean_claude_env({"NOPE": "1"})
     with pytest.raises(ValueError, match="expected a string"):
-        ac.clean_claude_env({"BASH_MAX_OUTPUT_LENGTH": 10})
-    assert ac.clean_codex_config({"model": "gpt-5", "tool_output_token_limit": 0}) == {
+        aset.clean_claude_env({"BASH_MAX_OUTPUT_LENGTH": 10})
+    assert aset.clean_codex_config({"model": "gpt-5", "tool_output_token_limit": 0}) == {
         "model": "gpt-5", "tool_output_token_limit": 0}
     for bad in ({"model_context_window": 0}, {"model_context_window": 1.5},
                 {"tool_output_token_limit": "6"}, {"x": 1}):
         with pytest.raises(ValueError):
-            ac.clean_codex_config(bad)
+            aset.clean_codex_config(bad)
 
 
 def test_thinking_costs_tokens_only_when_counted() -> None:

@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxsim.pipeline.agents_common import CLAUDE_ENV_KEYS
-from ctxsim.pipeline.export import (
+from ctxsim.pipeline.agent_settings import CLAUDE_ENV_KEYS
+from ctxsim.pipeline.export import export_profile, import_anthropic
+from ctxsim.pipeline.export_agents import (
     anthropic_stages,
     claude_code_ignored_keys,
-    export_profile,
-    import_anthropic,
     import_claude_code,
 )
 from ctxsim.pipeline.params import ParamError

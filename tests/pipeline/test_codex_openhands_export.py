@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from ctxsim.pipeline.export import (
-    IMPORTERS,
+from ctxsim.pipeline.export import IMPORTERS, export_profile
+from ctxsim.pipeline.export_agents import (
     codex_ignored_keys,
-    export_profile,
     import_codex,
     import_openhands,
     openhands_ignored_keys,

@@ -29,7 +29,7 @@ from django.urls import reverse
 from ctxsim.analysis.models import Sweep
 from ctxsim.api.tokens import create_token
 from ctxsim.overview.models import CorpusSweep
-from ctxsim.replays.models import SpilledFile
+from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
@@ -105,6 +105,7 @@ RULES: dict[str, dict[str, dict]] = {
     "profile-export": {"GET": READ, "POST": GET_ONLY},
     "profile-save": {"GET": POST_ONLY, "POST": write(200)},
     "profile-import": {"GET": POST_ONLY, "POST": write(200)},
+    "profile-delete": {"GET": POST_ONLY, "POST": write(302)},
     "spill-view": {"GET": READ, "POST": GET_ONLY},
     "spill-download": {"GET": READ, "POST": GET_ONLY},
     # review
@@ -119,6 +120,7 @@ RULES: dict[str, dict[str, dict]] = {
     "session-sweeps": {"GET": READ, "POST": GET_ONLY},
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
     "sweep-detail": {"GET": READ, "POST": GET_ONLY},
+    "sweep-cancel": {"GET": POST_ONLY, "POST": write(302)},
     # team overview and corpus sweeps work in the user's current team (an outsider's is beta);
     # a stored corpus sweep is alpha's. An empty sweep form is answered 400 with its errors,
     # an empty "apply" too; cancelling a finished sweep says so and redirects.
@@ -170,8 +172,11 @@ def world(personas):
     sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
     corpus = CorpusSweep.objects.create(team=personas.team, axes=[], cache={}, status="done")
     token, _ = create_token(personas.team, "hook", "ingest", user=owner)
+    saved = SavedProfile.objects.create(team=personas.team, name="team profile", base="chatcli",
+                                        stages=[], params={}, created_by=owner)
     return {
         "token_id": token.pk,
+        "profile_id": saved.pk,
         "sweep_id": sweep.pk, "corpus_sweep_id": corpus.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,

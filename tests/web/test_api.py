@@ -17,7 +17,7 @@ from ctxsim.api.tokens import hash_token
 from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.reviews.models import Comment
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
-from tests.factories import bearer
+from tests.factories import bearer, body_of
 from tests.shared import SHARED_DIR, requires_shared
 
 pytestmark = pytest.mark.django_db
@@ -272,7 +272,7 @@ def test_the_trace_is_streamed_and_matches_the_pages_download(personas, api_toke
     streamed = b"".join(response.streaming_content)
     page = personas.client("viewer").get(
         reverse("session-trace", args=[created["id"]]) + "?profile=chatcli&summary=1")
-    assert json.loads(streamed) == json.loads(page.content)
+    assert json.loads(streamed) == json.loads(body_of(page))
     bad = Client().get(f"/api/v1/sessions/{created['id']}/trace?profile=nope",
                        **bearer(api_tokens.read))
     assert bad.status_code == 400 and "profile" in bad.json()["detail"]

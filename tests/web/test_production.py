@@ -104,7 +104,9 @@ print(json.dumps({
     "missing": get("/static/css/no-such-file.css"),
 }))
 """
-    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY)
+    # Plain HTTP, as `serve-prod` on loopback: no redirect to HTTPS.
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY,
+                        SECURE_SSL_REDIRECT="false")
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     css = seen["css"]
@@ -240,3 +242,124 @@ def test_serve_prod_runs_migrations_collectstatic_and_both_processes():
     )]
     assert order == sorted(order)
     assert "export DEBUG=false" in script
+
+
+def _deploy_check(tmp_path, **env) -> str:
+    code = SETUP + """
+from django.core.management import call_command
+call_command("check", "--deploy", "--fail-level", "CRITICAL")
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY, **env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+def test_https_settings_come_from_the_environment_and_pass_the_deploy_check(tmp_path):
+    """issue 20 item 22: `check --deploy` said W004 (no HSTS) and W008 (no SSL redirect) with
+    no way to set them; behind a TLS proxy they are now on by default and configurable."""
+    out = _deploy_check(tmp_path, SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto=https")
+    assert "security.W004" not in out and "security.W008" not in out
+    code = SETUP + """
+import json
+print(json.dumps({"redirect": settings.SECURE_SSL_REDIRECT,
+                  "hsts": settings.SECURE_HSTS_SECONDS,
+                  "proxy": settings.SECURE_PROXY_SSL_HEADER}))
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY,
+                        SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto=https",
+                        SECURE_HSTS_SECONDS="600")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"redirect": True, "hsts": 600,
+                    "proxy": ["HTTP_X_FORWARDED_PROTO", "https"]}
+
+
+def test_plain_http_on_loopback_turns_the_redirect_and_hsts_off(tmp_path):
+    """issue 20 item 22: `serve-prod` on 127.0.0.1 has no TLS; it sets the redirect off, and
+    so does turning the Secure cookies off."""
+    code = SETUP + """
+print(settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS)
+"""
+    for plain in ({"SECURE_SSL_REDIRECT": "false"}, {"SESSION_COOKIE_SECURE": "false"}):
+        result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY, **plain)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["False", "0"]
+    script = (ROOT / "bin" / "serve-prod").read_text()
+    assert 'SECURE_SSL_REDIRECT="${SECURE_SSL_REDIRECT:-false}"' in script
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto"}, "SECURE_PROXY_SSL_HEADER"),
+    ({"SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS"),
+    ({"SECURE_SSL_REDIRECT": "maybe"}, "SECURE_SSL_REDIRECT"),
+])
+def test_bad_https_settings_stop_start_up_naming_the_variable(tmp_path, env, named):
+    """issue 20 item 22."""
+    result = run_python(SETUP, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY, **env)
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
+def test_the_gunicorn_access_log_never_shows_an_invite_token(tmp_path):
+    """issue 20 item 22: invite links were written whole to the access log (request line and
+    referer), so anyone reading the log could join the team."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    cfg = Config()
+    log_file = tmp_path / "access.log"
+    cfg.set("accesslog", str(log_file))
+    cfg.set("logger_class", conf["logger_class"])
+    logger = cfg.logger_class(cfg)
+    token = "Zq3sEcReTtOkEn0123456789abcdef"
+    environ = {"REQUEST_METHOD": "POST", "RAW_URI": f"/invites/{token}/?next=/",
+               "PATH_INFO": f"/invites/{token}/", "QUERY_STRING": "next=/",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "10.0.0.1",
+               "HTTP_REFERER": f"https://ctxsim.example/invites/{token}/"}
+    request = SimpleNamespace(headers=[("REFERER", environ["HTTP_REFERER"])])
+    response = SimpleNamespace(status="302 Found", sent=0, headers=[])
+    logger.access(response, request, environ, timedelta(milliseconds=3))
+    for handler in logger.access_log.handlers:
+        handler.flush()
+    line = log_file.read_text()
+    assert "/invites/" in line and "POST" in line and "302" in line
+    assert token not in line
+
+
+def test_make_run_serves_with_debug_off_unless_asked(tmp_path):
+    """issue 20 item 23: `make run` ran with DEBUG on and showed tracebacks (with the
+    environment) to every team member. bin/run-dev now turns it off by default, keeps its
+    own secret key out of .env, and lets whitenoise serve static files from the finders."""
+    script = (ROOT / "bin" / "run-dev").read_text()
+    assert subprocess.run(["bash", "-n", str(ROOT / "bin" / "run-dev")]).returncode == 0
+    assert 'export DEBUG="${DEBUG:-false}"' in script
+    assert "WHITENOISE_USE_FINDERS" in script and ".env" not in script.replace("# ", "")
+    code = """
+import json
+from wsgiref.util import setup_testing_defaults
+from django.conf import settings
+from ctxsim.wsgi import application
+
+def get(path):
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": "GET", "HTTP_HOST": "127.0.0.1"}
+    setup_testing_defaults(environ)
+    seen = {}
+    def start_response(status, headers, exc_info=None):
+        seen["status"] = status
+    b"".join(application(environ, start_response))
+    return seen["status"]
+
+print(json.dumps({"debug": settings.DEBUG, "css": get("/static/css/ctxsim.css"),
+                  "missing": get("/no-such-page/")}))
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY,
+                        SESSION_COOKIE_SECURE="false", CSRF_COOKIE_SECURE="false",
+                        WHITENOISE_USE_FINDERS="true")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["debug"] is False
+    assert seen["css"].startswith("200")  # no collectstatic needed in development
+    assert not seen["missing"].startswith("500")

@@ -149,7 +149,7 @@ def test_the_spill_viewer_shows_the_exact_content_and_line_ranges(personas, stor
 
 def test_the_trace_download_is_the_simulate_trace(personas, stored):
     response = personas.client("viewer").get(reverse("session-trace", args=[stored.pk]))
-    trace = json.loads(response.content)
+    trace = json.loads(b"".join(response.streaming_content))
     assert response["Content-Disposition"].startswith("attachment;")
     assert len(trace["calls"]) == 2
     assert trace["calls"][1]["budget"]["spilled_files"] == ["budget_call_1_1.txt"]

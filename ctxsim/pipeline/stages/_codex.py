@@ -1,5 +1,6 @@
 """What both Codex CLI stages know about Codex (SPEC-agents §2.5.4–§2.5.5): its model table,
-its middle truncation and its compaction texts. Measured in UTF-8 bytes, as Codex (Rust) does.
+its middle truncation, its compaction texts, which messages a compaction keeps, and its own
+token estimate. Measured in UTF-8 bytes, as Codex (Rust) does.
 """
 
 from __future__ import annotations
@@ -159,3 +160,51 @@ def replacement_messages(items: Sequence[Any]) -> list[Message]:
             is_error=item.get("is_error") is True, meta=meta,
         ))
     return out
+
+
+# --- compaction (SPEC-agents §2.5.5): which messages are summaries, context or requests --
+
+SUMMARY_START = (SUMMARY_PREFIX + "\n").encode()
+
+
+def _text(m: Message) -> str:
+    return m.content.decode("utf-8", "replace")
+
+
+def is_summary(m: Message) -> bool:
+    return m.role == "user" and (m.content.startswith(SUMMARY_START) or is_compaction_message(m))
+
+
+def is_contextual(m: Message, prefixes: Sequence[str]) -> bool:
+    if m.role != "user":
+        return False
+    head = _text(m).lstrip().lower()
+    return any(head.startswith(p.lower()) for p in prefixes)
+
+
+def is_real_user_message(m: Message, prefixes: Sequence[str]) -> bool:
+    return (m.role == "user" and not is_contextual(m, prefixes) and not is_summary(m)
+            and m.meta.get("kind") != "codex_compaction_item")
+
+
+def recorded_marker(m: Message) -> Mapping[str, Any] | None:
+    marker = m.meta.get("compaction")
+    if isinstance(marker, Mapping) and marker.get("source") == "codex":
+        return marker
+    if m.meta.get("compacted") and m.role == "user":  # imported before markers existed
+        return {"source": "codex", "kind": "summary", "message_present": bool(m.content),
+                "replacement_history": None}
+    return None
+
+
+def estimate_tokens(m: Message) -> int:
+    """Codex's estimate of an item it has no usage for: ⌈bytes/4⌉ of its text parts."""
+    size = len(m.content) + len(m.tool_call_id.encode())
+    size += sum(len(c.name.encode()) + len(c.arguments.encode()) for c in m.tool_calls)
+    return approx_tokens(size)
+
+
+def has_usage(m: Message) -> bool:
+    usage = m.meta.get("usage") if m.role == "assistant" else None
+    total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+    return isinstance(total, int) and not isinstance(total, bool)

@@ -17,12 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent_settings import ClaudeEnv, claude_env_effective
 from ..agents_common import (
     COMPACTION_EVENTS,
-    ClaudeEnv,
     assistant_positions,
     cc_rough,
-    claude_env_effective,
     compaction_event,
     fold,
     full_prompt,

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..agent_settings import claude_env_effective
 from ..agents_common import (
     JS_SPACE,
     cc_rough,
-    claude_env_effective,
     fmt_size,
     text_of,
     u16len,

@@ -30,15 +30,19 @@ from ._codex import (
     NO_SUMMARY,
     SUMMARY_PREFIX,
     call_of,
+    estimate_tokens,
+    has_usage,
     is_compaction_message,
+    is_contextual,
+    is_real_user_message,
     model_row,
+    recorded_marker,
     replacement_messages,
     truncate_tokens,
 )
 from .codex_tool_output import session_meta
 
 NAME = "codex_autocompact"
-SUMMARY_START = (SUMMARY_PREFIX + "\n").encode()
 
 
 @dataclass(frozen=True)
@@ -65,36 +69,6 @@ def limits(ctx: StageContext) -> tuple[int | None, int | None]:
     if ctx.params.get("codex_limit_semantics", "min") == "override" or limit90 is None:
         return window, configured
     return window, min(configured, limit90)
-
-
-def _text(m: Message) -> str:
-    return m.content.decode("utf-8", "replace")
-
-
-def _is_summary(m: Message) -> bool:
-    return m.role == "user" and (m.content.startswith(SUMMARY_START) or is_compaction_message(m))
-
-
-def _is_contextual(m: Message, prefixes: Sequence[str]) -> bool:
-    if m.role != "user":
-        return False
-    head = _text(m).lstrip().lower()
-    return any(head.startswith(p.lower()) for p in prefixes)
-
-
-def _is_real_user(m: Message, prefixes: Sequence[str]) -> bool:
-    return (m.role == "user" and not _is_contextual(m, prefixes) and not _is_summary(m)
-            and m.meta.get("kind") != "codex_compaction_item")
-
-
-def _recorded_marker(m: Message) -> Mapping[str, Any] | None:
-    marker = m.meta.get("compaction")
-    if isinstance(marker, Mapping) and marker.get("source") == "codex":
-        return marker
-    if m.meta.get("compacted") and m.role == "user":  # imported before markers existed
-        return {"source": "codex", "kind": "summary", "message_present": bool(m.content),
-                "replacement_history": None}
-    return None
 
 
 class _Run:
@@ -178,13 +152,13 @@ class _Run:
                                       if i not in self.hidden_set])
         if not s.replacement and start <= self.lead:
             own = self.estimates[n] - self.estimates[start]
-            return own - sum(_estimate(self.h[i]) for i in hidden)
+            return own - sum(estimate_tokens(self.h[i]) for i in hidden)
         view, _ = self.view(n, s)
         return self.usage_tokens(view)
 
     def usage_tokens(self, view: Sequence[Message]) -> int:
         """Last recorded API total after the anchor + Codex's estimate of what followed."""
-        estimate = _estimate
+        estimate = estimate_tokens
         first_own = next((k for k, m in enumerate(view) if m.role != "system"), len(view))
         for k in range(len(view) - 1, first_own - 1, -1):
             m = view[k]
@@ -211,9 +185,9 @@ class _Run:
         context: list[Message] = []
         real: list[Message] = []
         for m in head:
-            if _is_real_user(m, self.prefixes):
+            if is_real_user_message(m, self.prefixes):
                 real.append(m)
-            elif not real and _is_contextual(m, self.prefixes):
+            elif not real and is_contextual(m, self.prefixes):
                 context.append(m)
         selected: list[Message] = []
         remaining = self.budget
@@ -327,19 +301,6 @@ class _Run:
         return s, tuple(after), report
 
 
-def _estimate(m: Message) -> int:
-    """Codex's estimate of an item it has no usage for: ⌈bytes/4⌉ of its text parts."""
-    size = len(m.content) + len(m.tool_call_id.encode())
-    size += sum(len(c.name.encode()) + len(c.arguments.encode()) for c in m.tool_calls)
-    return approx_tokens(size)
-
-
-def _has_usage(m: Message) -> bool:
-    usage = m.meta.get("usage") if m.role == "assistant" else None
-    total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
-    return isinstance(total, int) and not isinstance(total, bool)
-
-
 @dataclass
 class _Facts:
     """Per-position facts of the input, kept in the memo and extended from the first position
@@ -367,12 +328,12 @@ class _Facts:
             m = history[i]
             facts.prefix.append(facts.prefix[-1] + cost(m))
             facts.estimates.append(facts.estimates[-1]
-                                   + (_estimate(m) if m.role != "system" else 0))
+                                   + (estimate_tokens(m) if m.role != "system" else 0))
             if m.role == "assistant":
                 facts.positions.append(i)
-                if _has_usage(m):
+                if has_usage(m):
                     facts.usage_at.append(i)
-            marker = _recorded_marker(m)
+            marker = recorded_marker(m)
             if marker is not None:
                 facts.markers.append((i, marker))
             if is_compaction_message(m):

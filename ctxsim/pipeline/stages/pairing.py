@@ -67,7 +67,8 @@ def _resume_point(history: Sequence[Message], ctx: StageContext | None) -> int:
 
 def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) -> bool:
     """ChatCLI's validation prepass: False iff every call block is complete and adjacent.
-    With a `ctx` memo, it resumes from the last block of the previous history that passed."""
+    With a `ctx` memo, it resumes from the last block or plain message of the previous history
+    that passed."""
     i, n = _resume_point(history, ctx), len(history)
     block = i
     while i < n:
@@ -75,6 +76,10 @@ def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) ->
         if m.role == "tool":
             return True
         if not m.has_calls:
+            # A full scan reaches every plain message at this point too, so it is as good a
+            # place to resume as a block start: without it a chat-only history never moves
+            # the resume point and every call rescans from 0 (issue 20 item 7).
+            block = i
             i += 1
             continue
         block = i

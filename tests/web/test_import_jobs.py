@@ -1,0 +1,145 @@
+"""Issue 20 item 11: a background import job never lies about what it stored."""
+
+from __future__ import annotations
+
+import io
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.files.storage import default_storage
+from django.utils import timezone
+
+from ctxsim import importers
+from ctxsim.transcripts import services, tasks
+from ctxsim.transcripts.models import ImportJob, Session
+from tests.factories import claude_code_bytes, upload
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.CTXSIM_BACKGROUND_IMPORT_BYTES = 1000
+
+
+def queued_job(personas, django_capture_on_commit_callbacks) -> ImportJob:
+    with django_capture_on_commit_callbacks(execute=False):
+        services.queue_import(upload("big.jsonl", claude_code_bytes(8)), team=personas.team,
+                              user=personas.users["owner"])
+    return ImportJob.objects.get()
+
+
+def later(seconds: int):
+    return timezone.now() + timedelta(seconds=seconds)
+
+
+@pytest.mark.django_db
+def test_a_worker_killed_after_the_commit_leaves_a_job_that_says_its_sessions_exist(
+        personas, monkeypatch, django_capture_on_commit_callbacks):
+    """issue 20 item 11: killed after the import committed, the job said "nothing was stored,
+    re-queue it", and re-queueing duplicated the sessions. The sessions are now linked to
+    the job inside the import's transaction."""
+    job = queued_job(personas, django_capture_on_commit_callbacks)
+
+    def killed(rows):
+        raise KeyboardInterrupt  # SIGINT right after the import's transaction committed
+
+    monkeypatch.setattr(tasks, "finish_import", killed)
+    with pytest.raises(KeyboardInterrupt):
+        tasks.run_import_job(job.pk, 0)
+    (session,) = Session.objects.all()
+    job.refresh_from_db()
+    assert job.session_ids == [session.pk]
+    assert services.fail_stuck_jobs(later(3600)) == 1
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE, job.message
+    assert "nothing was stored" not in job.message
+    assert services.requeue(job) != ""  # nothing to re-queue: it is done
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_import_whose_job_was_given_up_meanwhile_stores_nothing(
+        personas, monkeypatch, django_capture_on_commit_callbacks):
+    """issue 20 item 11: a slow parse was marked failed, then flipped to done when it ended
+    (and with a re-queue, imported twice). The import commits only while its job is still
+    the running attempt; otherwise it rolls back and the job keeps saying what happened."""
+    job = queued_job(personas, django_capture_on_commit_callbacks)
+    real_load = importers.load
+
+    def slow_load(*args, **kwargs):
+        parsed = real_load(*args, **kwargs)
+        # Meanwhile the page decided the job was stuck.
+        services.fail_stuck_jobs(later(3600))
+        return parsed
+
+    monkeypatch.setattr(importers, "load", slow_load)
+    tasks.run_import_job(job.pk, 0)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED
+    assert not Session.objects.exists()
+    assert default_storage.exists(job.stored_name)  # kept, so the re-queue can run it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_goes_on_while_a_long_parse_reports_nothing(
+        personas, monkeypatch, django_capture_on_commit_callbacks):
+    """issue 20 item 11: no heartbeat while parsing (or computing stats), so a slow parse
+    was marked failed. A heartbeat runs beside the whole job; this parse waits until it has
+    seen the heartbeat move (it gives up after 60 s, which fails the test)."""
+    monkeypatch.setattr(tasks.JobReporter, "HEARTBEAT_EVERY", 0.05)
+    job = queued_job(personas, django_capture_on_commit_callbacks)
+    real_load = importers.load
+    moved = threading.Event()
+
+    def parse_without_reporting(*args, **kwargs):
+        first = ImportJob.objects.get(pk=job.pk).heartbeat_at
+        for _ in range(600):
+            if ImportJob.objects.get(pk=job.pk).heartbeat_at != first:
+                moved.set()
+                break
+            threading.Event().wait(0.1)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(importers, "load", parse_without_reporting)
+    tasks.run_import_job(job.pk, 0)
+    assert moved.is_set()
+    assert ImportJob.objects.get(pk=job.pk).status == ImportJob.Status.DONE
+
+
+@pytest.mark.django_db
+def test_the_worker_recovers_jobs_a_dead_worker_left_running(
+        personas, django_capture_on_commit_callbacks):
+    """issue 20 item 11: after a worker restart, jobs stayed "running" forever unless someone
+    opened the upload page. Each job the worker starts first settles the stuck ones."""
+    stale = queued_job(personas, django_capture_on_commit_callbacks)
+    old = timezone.now() - timedelta(hours=2)
+    ImportJob.objects.filter(pk=stale.pk).update(status=ImportJob.Status.RUNNING,
+                                                 started_at=old, heartbeat_at=old)
+    with django_capture_on_commit_callbacks(execute=False):
+        services.queue_import(upload("next.jsonl", claude_code_bytes(3)), team=personas.team,
+                              user=None)
+    fresh = ImportJob.objects.exclude(pk=stale.pk).get()
+    tasks.run_import_job(fresh.pk, 0)
+    stale.refresh_from_db()
+    assert stale.status == ImportJob.Status.FAILED
+
+
+def test_progress_counts_only_what_is_read_from_the_start_on():
+    """issue 20 item 11: the bar showed 90 % after a second: an offset reached by seeking
+    (the size probe seeks to the end) counted as read. Only bytes read contiguously from the
+    start move it now."""
+    seen = []
+    data = claude_code_bytes(20)
+    stream = tasks.ProgressStream(io.BytesIO(data), len(data), seen.append)
+    stream.seek(0, io.SEEK_END)
+    assert stream.read(10) == b""  # a read at the end after the size probe
+    stream.seek(len(data) - 100)
+    stream.read(100)  # the tail, read out of order
+    assert max(seen, default=0) == 0
+    stream.seek(0)
+    stream.read(len(data) // 2)
+    assert seen[-1] in (49, 50)
+    stream.seek(0)
+    assert b"".join(stream) == data
+    assert seen == sorted(seen) and seen[-1] == 100

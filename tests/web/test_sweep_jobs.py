@@ -1,0 +1,143 @@
+"""Issue 20 item 12: sweeps never sit "running" forever, can be cancelled, and never hold the
+worker that imports run on."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from ctxsim.analysis import tasks as sweep_tasks
+from ctxsim.analysis.models import Sweep
+from ctxsim.insights import sweep as sweeps
+
+ROOT = Path(__file__).resolve().parents[2]
+AXES = [{"name": "toolContextCount", "values": [1, 2, 3]}]
+CACHE = {"model": "gpt-5", "lifetime": "", "price": None}
+
+
+def make_sweep(session, **fields) -> Sweep:
+    return Sweep.objects.create(session=session, query="profile=aivax", axes=AXES, cache=CACHE,
+                                total=3, **fields)
+
+
+def polled(client, sweep) -> str:
+    url = reverse("sweep-detail", args=[sweep.session_id, sweep.pk])
+    return client.get(url, headers={"HX-Request": "true",
+                                    "HX-Target": "div#sweep-status"}).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_sweep_whose_worker_died_says_so_and_polling_stops(personas, long_session):
+    """issue 20 item 12: a killed worker left a sweep "running 18 of 400" forever, polled
+    every second."""
+    old = timezone.now() - timedelta(hours=1)
+    sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, done=1)
+    Sweep.objects.filter(pk=sweep.pk).update(heartbeat_at=old)
+    body = polled(personas.client("viewer"), sweep)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.FAILED
+    assert "after 1 of 3" in sweep.message and "worker" in sweep.message
+    assert "every 1s" not in body and "after 1 of 3" in body
+
+
+@pytest.mark.django_db
+def test_a_running_sweep_with_a_fresh_heartbeat_is_left_alone(personas, long_session):
+    """issue 20 item 12: only a silent sweep is given up."""
+    sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, heartbeat_at=timezone.now())
+    assert "every 1s" in polled(personas.client("viewer"), sweep)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_the_worker_settles_sweeps_a_dead_worker_left_running(personas, long_session):
+    """issue 20 item 12: each sweep the worker starts first settles the stuck ones."""
+    old = timezone.now() - timedelta(hours=1)
+    stale = make_sweep(long_session, status=Sweep.Status.RUNNING)
+    Sweep.objects.filter(pk=stale.pk).update(heartbeat_at=old)
+    fresh = make_sweep(long_session)
+    sweep_tasks.run_sweep_job(fresh.pk)
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert stale.status == Sweep.Status.FAILED
+    assert fresh.status == Sweep.Status.DONE
+
+
+@pytest.mark.django_db
+def test_a_reviewer_cancels_a_sweep_and_the_worker_stops_at_the_next_point(
+        personas, long_session, monkeypatch):
+    """issue 20 item 12: no way to stop a 400-point sweep that held the worker 33 minutes."""
+    sweep = make_sweep(long_session)
+    url = reverse("sweep-cancel", args=[long_session.pk, sweep.pk])
+    assert personas.client("viewer").post(url).status_code == 403
+    assert personas.client("outsider").post(url).status_code == 404
+    real = sweeps.run_sweep
+    seen = []
+
+    def cancelled_half_way(source, axes, rule, progress):
+        def watching(done, total):
+            seen.append(done)
+            if done == 1:
+                assert personas.client("reviewer").post(url).status_code == 302
+            progress(done, total)
+
+        return real(source, axes, rule, watching)
+
+    monkeypatch.setattr(sweeps, "run_sweep", cancelled_half_way)
+    result = sweep_tasks.run_sweep_job(sweep.pk)
+    sweep.refresh_from_db()
+    assert result["status"] == "cancelled"
+    assert sweep.status == Sweep.Status.FAILED and "cancelled by reviewer" in sweep.message
+    assert seen == [1]  # the worker stops at the report that follows the cancel
+    assert "every 1s" not in polled(personas.client("viewer"), sweep)
+
+
+@pytest.mark.django_db
+def test_an_active_sweep_shows_writers_a_cancel_button(personas, long_session):
+    """issue 20 item 12."""
+    sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, heartbeat_at=timezone.now())
+    url = reverse("sweep-cancel", args=[long_session.pk, sweep.pk])
+    assert url in polled(personas.client("reviewer"), sweep)
+    assert url not in polled(personas.client("viewer"), sweep)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_beats_its_heartbeat_while_one_point_replays(personas, long_session,
+                                                              monkeypatch):
+    """issue 20 item 12: progress is written per point only; a long point looked dead. The
+    patched point waits until it has seen the heartbeat move (up to 60 s, else the test
+    fails)."""
+    monkeypatch.setattr(sweep_tasks, "HEARTBEAT_EVERY", 0.05)
+    sweep = make_sweep(long_session)
+    real = sweeps.run_sweep
+    moved = threading.Event()
+
+    def long_point(source, axes, rule, progress):
+        first = Sweep.objects.get(pk=sweep.pk).heartbeat_at
+        for _ in range(600):
+            if Sweep.objects.get(pk=sweep.pk).heartbeat_at != first:
+                moved.set()
+                break
+            threading.Event().wait(0.1)
+        return real(source, axes, rule, progress)
+
+    monkeypatch.setattr(sweeps, "run_sweep", long_point)
+    sweep_tasks.run_sweep_job(sweep.pk)
+    assert moved.is_set()
+    assert Sweep.objects.get(pk=sweep.pk).status == Sweep.Status.DONE
+
+
+@pytest.mark.parametrize("script", ["serve-prod", "run-dev"])
+def test_sweeps_have_their_own_worker_so_imports_never_wait_behind_one(script):
+    """issue 20 item 12: one 400-point sweep held the only worker while other teams' imports
+    waited. Each server script runs one worker for sweeps and one for everything else."""
+    text = (ROOT / "bin" / script).read_text()
+    assert subprocess.run(["bash", "-n", str(ROOT / "bin" / script)]).returncode == 0
+    assert "db_worker --queue-name sweeps" in text
+    assert "db_worker --queue-name '*' --exclude-queues sweeps" in text
