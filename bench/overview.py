@@ -49,6 +49,7 @@ def _environment(folder: str) -> dict[str, str]:
         "STATIC_ROOT": f"{folder}/static", "DJANGO_SETTINGS_MODULE": "ctxsim.settings",
         "DEBUG": "false", "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 50,
         "ALLOWED_HOSTS": "testserver", "LOG_LEVEL": "ERROR",
+        "SECURE_SSL_REDIRECT": "false",  # the test client speaks plain HTTP
     }
 
 
@@ -104,9 +105,10 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
         DerivedTokenCount.objects.all().delete()
         REPLAYS.clear()
         start = time.perf_counter()
-        client.get(url)
-        if DBTaskResult.objects.count() != sessions:
-            raise RuntimeError("the overview did not queue one task per session")
+        opened = client.get(url)
+        if opened.status_code != 200 or DBTaskResult.objects.count() != sessions:
+            raise RuntimeError(f"the overview answered {opened.status_code} and queued "
+                               f"{DBTaskResult.objects.count()} of {sessions} tasks")
         procs = [subprocess.Popen(
             [sys.executable, "manage.py", "db_worker", "--batch", "--queue-name", "replays",
              "--no-startup-delay", "--no-reload", "--worker-id", f"bench-{workers}-{n}"],
