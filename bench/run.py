@@ -73,7 +73,7 @@ def overview(sessions: int) -> list[bool]:
     else:
         print(f"overview-workers: ratio={ratio:.2f} (target <= {WORKER_TARGET:g}) INFO: not met "
               f"on this machine ({measured['cores']} cores, load average "
-              f"{measured['load']:.1f} while measuring, about {max(free, 0):.1f} cores free); "
+              f"{measured['load']:.1f} before measuring: about {max(free, 0):.1f} cores free); "
               "not counted as a failure", flush=True)
     stored = line("overview-stored", measured["second_open"] / measured["two"], 0.1)
     info(f"{measured['sessions']} sessions, {measured['calls']} model calls, profile chatcli: "
