@@ -63,8 +63,9 @@ def overview(sessions: int) -> list[bool]:
     against the first. One repetition of each worker count (each is a whole overview, about
     a minute on 2 cores); the second open is a median of 3.
 
-    Two workers can only beat one when two cores are free for them: on a machine whose other
-    load leaves less, the worker ratio is printed as INFO, not as a failure."""
+    Two workers can only beat one when two cores are free for them: when the worker ratio is
+    not met it is printed as INFO with the machine's load, not as a failure (the machines this
+    was written on have 2 cores shared with other work)."""
     measured = child("bench.overview", str(sessions), "1")
     ratio = measured["two"] / measured["one"]
     free = measured["cores"] - measured["load"]
