@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ctxsim.replays import services as replays
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import settings_from_query
 from ctxsim.transcripts import services as transcripts
 from ctxsim.transcripts.imports import ImportOutcome, finish_import, import_transcript
 from ctxsim.transcripts.models import Session
@@ -35,14 +35,15 @@ def import_now(stream, *, team, user, format: str, name: str) -> ImportOutcome:
     return outcome
 
 
-def replay_settings(query: Mapping[str, Any], team):
-    """(settings, errors) from the session page's query parameters."""
-    return settings_from_query(query, team)
+def replay_settings(query: Mapping[str, Any], session: Session):
+    """(settings, errors) from the session page's query parameters; without `profile`, the
+    session's own agent's (as the page)."""
+    return settings_from_query(query, session.team, replays.default_settings(session).profile_ref)
 
 
 def default_totals(session: Session) -> dict[str, Any]:
     """The default profile's session figures (peak and total tokens, calls, failures)."""
-    run = replays.summary_for(session, ReplaySettings())
+    run = replays.summary_for(session, replays.default_settings(session))
     return dict(run.totals)
 
 

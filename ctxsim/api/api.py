@@ -267,13 +267,14 @@ class TraceQuery(Schema):
     summary="The session's trace (SPEC §6)",
 )
 def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
-    """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`),
+    """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`;
+    default: the session's own agent's, `claude-code`, `codex`, `openhands`, else `chatcli`),
     `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
     token = _token(request, Scope.READ)
     session = _session(token, session_id)
     for name, value in request.GET.items():
         _text(value, name)
-    settings, errors = adapters.replay_settings(request.GET, token.team)
+    settings, errors = adapters.replay_settings(request.GET, session)
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
     summary = request.GET.get("summary") in ("1", "true", "on")

@@ -187,6 +187,14 @@ class FoldResult:
     # What step m − 1 reported, when this fold ran it (None when the memo skipped it).
     previous_info: Any = None
 
+    def report(self) -> dict[str, Any]:
+        """The step's report, with the previous call's compaction first when it was learnt
+        only now (from a marker on that call's response)."""
+        report = self.info
+        if self.previous_info is not None:
+            report[COMPACTION_EVENTS] = [self.previous_info, *report.get(COMPACTION_EVENTS, ())]
+        return report
+
 
 # step(state, history, end, j) -> (new_state, view, info): step j sees the prefix
 # history[:end]; for j < m, history[end] is the assistant message call j answered with.

@@ -271,3 +271,10 @@ FORMATS: dict[str, Format] = {
                         lambda text: export_agents.import_openhands(text)),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}
+# What an import by paste reads past and drops, as notes for the user (formats whose files
+# hold more than ctxsim simulates).
+IMPORT_NOTES: dict[str, Callable[[str], list[str]]] = {
+    "claude-code": lambda text: export_agents.claude_code_ignored_keys(text),
+    "codex": lambda text: export_agents.codex_ignored_keys(text),
+    "openhands": lambda text: export_agents.openhands_ignored_keys(text),
+}

@@ -44,6 +44,28 @@ def _tool_uses_edit(values: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(export_anthropic(values).content)["edits"][0]
 
 
+def _compact_edit(values: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    edit = {"type": COMPACT_EDIT, "trigger": dict(values["compact_trigger"]),
+            "pause_after_compaction": bool(values["compact_pause_after_compaction"])}
+    if values.get("compact_instructions") is not None:
+        edit["instructions"] = values["compact_instructions"]
+    return edit, ("compact_20260112: append the whole response content (not only its text) to "
+                  "the messages, so the compaction block is sent back")
+
+
+def _thinking_edit(values: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    keep = values["thinking_keep"]
+    return {"type": THINKING_EDIT, "keep": keep if keep == "all" else dict(keep)}, ""
+
+
+# Each Anthropic gateway stage's edit: (edit, a note for the user or "").
+EDIT_BUILDERS = {
+    "anthropic_compact": _compact_edit,
+    "clear_thinking": _thinking_edit,
+    "clear_tool_uses": lambda values: (_tool_uses_edit(values), ""),
+}
+
+
 def export_anthropic_request(values: Mapping[str, Any], stages: tuple) -> Export:
     """`{"context_management": {"edits": [...]}, "betas": [...]}`: one edit per Anthropic
     gateway stage, always compact → clear_thinking → clear_tool_uses."""
@@ -54,19 +76,10 @@ def export_anthropic_request(values: Mapping[str, Any], stages: tuple) -> Export
     for stage, _ in EDIT_ORDER:
         if stage not in present:
             continue
-        if stage == "anthropic_compact":
-            edit = {"type": COMPACT_EDIT, "trigger": dict(values["compact_trigger"]),
-                    "pause_after_compaction": bool(values["compact_pause_after_compaction"])}
-            if values.get("compact_instructions") is not None:
-                edit["instructions"] = values["compact_instructions"]
-            notes.append("compact_20260112: append the whole response content (not only its "
-                         "text) to the messages, so the compaction block is sent back")
-        elif stage == "clear_thinking":
-            keep = values["thinking_keep"]
-            edit = {"type": THINKING_EDIT, "keep": keep if keep == "all" else dict(keep)}
-        else:
-            edit = _tool_uses_edit(values)
+        edit, note = EDIT_BUILDERS[stage](values)
         edits.append(edit)
+        if note:
+            notes.append(note)
         for name in AGENT_STAGE_LEFT_OUT[stage]:
             value, default = _plain(values.get(name)), _plain(PARAMS[name].default)
             if value != default:
@@ -167,6 +180,10 @@ CLAUDE_LEFT_OUT = {
 }
 
 
+# Stages Claude Code has no setting for at all: their parameters are always listed as left out.
+CLAUDE_NO_SETTING = frozenset({"claude_code_microcompact"})
+
+
 def export_claude_code(values: Mapping[str, Any], stages: tuple) -> Export:
     """`{"env": {...}}` for `.claude/settings.json`: the non-empty `claude_env` entries, keys
     sorted. Everything else is ctxsim's or a version choice, and listed as left out (the
@@ -176,7 +193,7 @@ def export_claude_code(values: Mapping[str, Any], stages: tuple) -> Export:
     for stage, _ in stages:
         for name in CLAUDE_LEFT_OUT.get(stage, ()):
             value = _plain(values.get(name))
-            if stage == "claude_code_microcompact" or value != _plain(PARAMS[name].default):
+            if stage in CLAUDE_NO_SETTING or value != _plain(PARAMS[name].default):
                 left.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
     notes = []
     if "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE" in env:

@@ -238,13 +238,22 @@ class ParamSpec:
     validate: Validator = field(repr=False)
     unit: str = ""
     # How the value is shaped, which decides how a form edits it and a URL carries it:
-    # int | optional-int | string | choice | list | map | env | object ({"type", "value"};
+    # int | optional-int | string | optional-string (empty = None) | choice | list | map
+    # | env | object ({"type", "value"};
     # `choices` are its types; a None default means "none" is one) | bool_or_list (true,
     # false or a list of names); for SPEC-agents also bool, number and limits
     # (tool name → integer or null).
     kind: str = "int"
     choices: tuple[str, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
+    # [X] (SPEC-agents §2.5.0.1): the default is ctxsim's own choice, which this vendor's
+    # documentation, issues and transcripts do not settle; the UI says so (`default_note`).
+    undocumented_by: str = ""
+
+    @property
+    def default_note(self) -> str:
+        return (f"ctxsim's default; not documented by {self.undocumented_by}"
+                if self.undocumented_by else "")
 
     def clean(self, value: Any) -> Any:
         return self.validate(value)
@@ -288,8 +297,8 @@ PARAMS: dict[str, ParamSpec] = {
         ParamSpec("spill_dir", "Spill directory", "/tmp/chatcli-tool-results", "Directory "
                   "named in budget previews; spill files go there.", _string, kind="string"),
         ParamSpec("anchor_text", "Anchor text", None, "Optional system message appended to "
-                  "every outgoing copy (ChatCLI's per-turn reminder).", _opt_string,
-                  kind="string"),
+                  "every outgoing copy (ChatCLI's per-turn reminder); empty = none.",
+                  _opt_string, kind="optional-string"),
         ParamSpec("toolContextCount", "Tool context count", 0, "The N most recent tool "
                   "messages keep their content; older ones get the placeholder. 0 = off.",
                   _int_ge0, unit="messages"),

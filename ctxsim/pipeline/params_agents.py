@@ -15,7 +15,9 @@ from .params import PARAMS, ParamSpec, Validator, _choice, _opt_string, _string,
 
 # --- SPEC-agents §2.5: Claude Code, Anthropic server edits, and the shared maps -------------
 
-X_NOTE = " ctxsim's default; not documented by Anthropic."
+# Who does not document the defaults ctxsim chose for them ([X], SPEC-agents §2.5.0.1).
+ANTHROPIC = "Anthropic"
+ANY_TOOL = "any tool"  # no tool documents it (the placeholder summary's size, §2.5.0.6)
 
 
 def _int_range(lo: int, hi: int) -> Validator:
@@ -123,65 +125,71 @@ PARAMS.update({
                   "model, tool_output_token_limit, model_context_window, "
                   "model_auto_compact_token_limit.", _codex_config, kind="map"),
         ParamSpec("summary_placeholder_tokens", "Placeholder summary size", 2000, "Size of the "
-                  "summary ctxsim inserts when a compaction has no recorded summary. ctxsim's "
-                  "default; no tool documents a typical summary size.", _int_range(0, 200000),
-                  unit="tokens"),
+                  "summary ctxsim inserts when a compaction has no recorded summary.",
+                  _int_range(0, 200000),
+                  unit="tokens", undocumented_by=ANY_TOOL),
         # claude_code_tool_output (§2.5.1)
         ParamSpec("cc_bash_mode", "Bash over the cap", "persist", "persist: saved to a file, "
                   "the model gets a preview (current versions); middle: head and tail kept "
                   "(2025 versions).", _choice("persist", "middle"), kind="choice",
                   choices=("persist", "middle")),
         ParamSpec("cc_bash_tools", "Shell tools", ("Bash", "PowerShell"), "Tools "
-                  "BASH_MAX_OUTPUT_LENGTH applies to." + X_NOTE, _names, kind="list"),
+                  "BASH_MAX_OUTPUT_LENGTH applies to.", _names, kind="list",
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_bash_persist_trim", "Trim persisted Bash output", True, "Leading blank "
-                  "lines and trailing white space stay out of the preview." + X_NOTE,
-                  _boolean, kind="bool", choices=("true", "false")),
+                  "lines and trailing white space stay out of the preview.",
+                  _boolean, kind="bool", choices=("true", "false"), undocumented_by=ANTHROPIC),
         ParamSpec("cc_mcp_mode", "MCP over the cap", "truncate", "truncate (current versions) "
                   "or error (2025 versions).", _choice("truncate", "error"), kind="choice",
                   choices=("truncate", "error")),
         ParamSpec("cc_mcp_truncation_notice", "MCP truncation notice",
                   "\n\n[ctxsim: MCP output truncated at {max} tokens]", "Text appended to a "
-                  "truncated MCP result; {max} is the limit. ctxsim's text; not documented by "
-                  "Anthropic.", _string, kind="string"),
+                  "truncated MCP result; {max} is the limit (ctxsim's text).", _string,
+                  kind="string", undocumented_by=ANTHROPIC),
         ParamSpec("cc_mcp_precheck_factor", "MCP rough pre-check", 0, "0: count every MCP "
                   "result; f > 0: leave alone a result whose rough estimate is at most f × the "
-                  "limit." + X_NOTE, _number(0, 1), kind="number"),
+                  "limit.", _number(0, 1), kind="number", undocumented_by=ANTHROPIC),
         ParamSpec("cc_persist_threshold_chars", "Persist threshold", 50000, "Results longer "
                   "than this (UTF-16 units) are saved to a file and previewed.",
                   _int_range(1, 10_000_000), unit="chars"),
         ParamSpec("cc_persist_overrides", "Per-tool persist thresholds", {"Read": None},
-                  "Tool name → threshold, or null to never persist (Read by default)." + X_NOTE,
-                  _persist_overrides, kind="limits"),
+                  "Tool name → threshold, or null to never persist (Read by default).",
+                  _persist_overrides, kind="limits", undocumented_by=ANTHROPIC),
         ParamSpec("cc_tool_results_dir", "Tool results folder", CC_TOOL_RESULTS_DIR, "Where "
                   "persisted results are saved; {project} and {session_id} are substituted.",
                   _string, kind="string"),
         ParamSpec("cc_preview_cut", "Preview cut", "newline", "newline: the 2000-unit preview "
-                  "ends at its last line break past unit 1000; exact: always at 2000." + X_NOTE,
-                  _choice("newline", "exact"), kind="choice", choices=("newline", "exact")),
+                  "ends at its last line break past unit 1000; exact: always at 2000.",
+                  _choice("newline", "exact"), kind="choice", choices=("newline", "exact"),
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_read_cap", "Read token cap", False, "Apply "
                   "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS to recorded Read results (off: they "
-                  "are already capped).", _boolean, kind="bool", choices=("true", "false")),
+                  "are already capped).", _boolean, kind="bool", choices=("true", "false"),
+                  undocumented_by=ANTHROPIC),
         # claude_code_microcompact (§2.5.2)
         ParamSpec("cc_microcompact_trigger", "Microcompact trigger", "time", "time: after an "
                   "idle gap; count: over a number of results; recorded: the transcript's "
-                  "markers; off." + X_NOTE, _choice("time", "count", "recorded", "off"),
-                  kind="choice", choices=("time", "count", "recorded", "off")),
+                  "markers; off.", _choice("time", "count", "recorded", "off"),
+                  kind="choice", choices=("time", "count", "recorded", "off"),
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_microcompact_gap_minutes", "Idle gap", 60, "Minutes since the last "
-                  "assistant message that make old results be cleared." + X_NOTE,
-                  _number(0, 10080, low_open=True), unit="minutes", kind="number"),
+                  "assistant message that make old results be cleared.",
+                  _number(0, 10080, low_open=True), unit="minutes", kind="number",
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_microcompact_keep_recent", "Keep recent results", 5, "The most recent "
                   "results kept (at least 1).", _int_range(0, 10000), unit="results"),
         ParamSpec("cc_microcompact_count_trigger", "Count trigger", 12, "count trigger: fires "
-                  "when more results than this are uncleared." + X_NOTE,
-                  _int_range(1, 100000), unit="results"),
+                  "when more results than this are uncleared.",
+                  _int_range(1, 100000), unit="results", undocumented_by=ANTHROPIC),
         ParamSpec("cc_microcompact_tools", "Cleared tools", CC_MICROCOMPACT_TOOLS, "Tools whose "
-                  "old results are cleared." + X_NOTE, _string_list, kind="list"),
+                  "old results are cleared.", _string_list, kind="list",
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_microcompact_placeholder", "Cleared placeholder",
                   "[Old tool result content cleared]", "Text of a cleared result.", _string,
                   kind="string"),
         # claude_code_autocompact (§2.5.3)
         ParamSpec("cc_model", "Model", None, "Model id for the window table; empty: the "
-                  "session's model.", _opt_string, kind="string"),
+                  "session's model.", _opt_string, kind="optional-string"),
         ParamSpec("cc_context_window", "Context window", None, "Empty: from the model table.",
                   _opt_int_range(1, 10_000_000), unit="tokens", kind="optional-int"),
         ParamSpec("cc_max_output_tokens", "Max output", None, "Empty: from the model table.",
@@ -190,16 +198,16 @@ PARAMS.update({
                   "effective window where auto-compaction fires (users' reading of the CLI).",
                   _int_range(0, 1_000_000), unit="tokens"),
         ParamSpec("cc_summary_reserve_tokens", "Summary reserve", 20000, "Part of the window "
-                  "kept free for the summary, at most the model's output limit." + X_NOTE,
-                  _int_range(0, 1_000_000), unit="tokens"),
+                  "kept free for the summary, at most the model's output limit.",
+                  _int_range(0, 1_000_000), unit="tokens", undocumented_by=ANTHROPIC),
         ParamSpec("cc_autocompact_mode", "Auto-compact mode", "predict", "predict: fire at the "
-                  "threshold; recorded: replay the transcript's compactions." + X_NOTE,
+                  "threshold; recorded: replay the transcript's compactions.",
                   _choice("predict", "recorded"), kind="choice",
-                  choices=("predict", "recorded")),
+                  choices=("predict", "recorded"), undocumented_by=ANTHROPIC),
         ParamSpec("cc_token_source", "Token source", "counter", "counter: the profile's counter "
                   "on the full prompt; usage: the last recorded usage plus a rough estimate of "
-                  "what followed." + X_NOTE, _choice("counter", "usage"), kind="choice",
-                  choices=("counter", "usage")),
+                  "what followed.", _choice("counter", "usage"), kind="choice",
+                  choices=("counter", "usage"), undocumented_by=ANTHROPIC),
         ParamSpec("cc_summary_template", "Summary wording", "v2", "v2: 2026 transcripts; v1: "
                   "2025 transcripts.", _choice("v2", "v1"), kind="choice", choices=("v2", "v1")),
         # clear_thinking (§2.5.7)
@@ -215,7 +223,7 @@ PARAMS.update({
                   unit="tokens"),
         ParamSpec("compact_instructions", "Summary instructions", None, "Replaces the default "
                   "summarization prompt (exported only: no model runs).", _opt_string,
-                  kind="string"),
+                  kind="optional-string"),
         ParamSpec("compact_pause_after_compaction", "Pause after compaction", False, "Return "
                   "the compaction block to the client (exported only).", _boolean,
                   kind="bool", choices=("true", "false")),

@@ -17,6 +17,17 @@ class Profile:
     description: str
     stages: tuple[tuple[str, str], ...]
     params: Mapping[str, Any] = field(default_factory=dict)
+    # Parameters whose value here is ctxsim's choice ([X], SPEC-agents §2.5.9) → the vendor
+    # that does not document it; the UI notes it as for `ParamSpec.undocumented_by`.
+    undocumented: Mapping[str, str] = field(default_factory=dict)
+
+    def default_note(self, name: str) -> str:
+        """"ctxsim's default; not documented by …" for a parameter whose value under this
+        profile is an [X] choice: the profile's own, else the parameter's default when the
+        profile leaves it alone."""
+        if name in self.undocumented:
+            return f"ctxsim's default; not documented by {self.undocumented[name]}"
+        return "" if name in self.params else PARAMS[name].default_note
 
 
 CHATCLI_STAGES = (
@@ -54,11 +65,12 @@ AGENT_PROFILES = (
             {"cc_microcompact_trigger": "recorded", "cc_autocompact_mode": "recorded"}),
     Profile("claude-code-thinking", "Claude Code, then the API's clear_thinking with keep "
             "\"all\" (ctxsim's assumption): thinking tokens become visible.",
-            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"),), {"thinking_keep": "all"}),
+            CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"),), {"thinking_keep": "all"},
+            {"thinking_keep": "Anthropic"}),
     Profile("claude-code-context-editing", "Claude Code, then API-side clearing of thinking "
             "and tool results (a what-if; ctxsim's values).",
             CLAUDE_CODE_STAGES + (("clear_thinking", "gateway"), ("clear_tool_uses", "gateway")),
-            CLAUDE_CODE_CONTEXT_EDITING),
+            CLAUDE_CODE_CONTEXT_EDITING, dict.fromkeys(CLAUDE_CODE_CONTEXT_EDITING, "Anthropic")),
     Profile("anthropic-compact", "Anthropic server-side compaction, compact_20260112 "
             "(SPEC-agents §2.5.8).", (("anthropic_compact", "gateway"),), {}),
     Profile("anthropic-context-management", "Anthropic compaction, clear_thinking and "

@@ -89,6 +89,8 @@ class StageDef:
       own system instructions), counted in the raw and sent totals of every call.
     - `exported`: the parameters the export of its `family`'s tool carries; the family's other
       parameters are listed as left out.
+    - `measures_billed(values) -> bool`: the stage's token counts (its reports' `tokens_before`)
+      are the provider's recorded tokens, not ctxsim's estimate, so pages do not calibrate them.
     """
 
     name: str
@@ -104,6 +106,7 @@ class StageDef:
     limit_line: Callable[[Values], tuple[str, int | None]] | None = None
     instructions: Callable[[Values], str] | None = None
     exported: tuple[str, ...] = ()
+    measures_billed: Callable[[Values], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,7 @@ STAGES: dict[str, StageDef] = {
             describe=claude_code_autocompact.describe,
             quiet_note=claude_code_autocompact.quiet_note,
             limit_line=claude_code_autocompact.limit_line, exported=("claude_env",),
+            measures_billed=claude_code_autocompact.measures_billed,
         ),
         StageDef(
             "clear_thinking", "Clear thinking", ("gateway",), ("thinking_keep",),
@@ -248,6 +252,7 @@ STAGES: dict[str, StageDef] = {
             "a summary.", "codex", activity=codex_autocompact.activity,
             describe=codex_autocompact.describe, quiet_note=codex_autocompact.quiet_note,
             limit_line=codex_autocompact.limit_line, exported=("codex_config",),
+            measures_billed=codex_autocompact.measures_billed,
         ),
         StageDef(
             "openhands_condenser", "OpenHands condenser", ("outgoing",),

@@ -114,7 +114,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 3
+CALL_PACK_VERSION = 4
 CALL_PACK_SECONDS = 24 * 3600
 
 
@@ -139,6 +139,8 @@ class ReplayCache:
         self.kept: LRU[tuple[Any, Any]] = LRU(64)
         self._locks: dict[ReplayKey, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        # New replays each user is running now (ctxsim/replays/limits.py), by user id.
+        self._running: dict[int, int] = {}
 
     def clear(self) -> None:
         """Forget everything this process keeps, as if it had just started (the call views
@@ -180,6 +182,25 @@ class ReplayCache:
             # A late waiter may still hold this lock object; at worst two replays run.
             if not lock.locked():
                 self._locks.pop(key, None)
+
+    @contextmanager
+    def user_slot(self, user_id: int, limit: int) -> Iterator[bool]:
+        """Count one more replay of this user's for the block; yields False (and counts
+        nothing) when the user already runs `limit` of them."""
+        with self._locks_guard:
+            if self._running.get(user_id, 0) >= limit:
+                taken = False
+            else:
+                self._running[user_id] = self._running.get(user_id, 0) + 1
+                taken = True
+        try:
+            yield taken
+        finally:
+            if taken:
+                with self._locks_guard:
+                    self._running[user_id] -= 1
+                    if not self._running[user_id]:
+                        del self._running[user_id]
 
     def call_pack[P](self, key: ReplayKey, query: str, build: Callable[[], P]) -> P:
         """The call view of `key`'s call under `query`, from Django's cache when any process

@@ -9,7 +9,6 @@ as ever, and other users are not affected).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,10 +16,9 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-RETRY_AFTER_SECONDS = 5
+from ctxsim.replays.cache import REPLAYS
 
-_active: dict[int, int] = {}
-_lock = threading.Lock()
+RETRY_AFTER_SECONDS = 5
 
 
 class ReplayBusy(Exception):
@@ -35,17 +33,10 @@ def replay_slot(user: Any) -> Iterator[None]:
     if uid is None:
         yield
         return
-    with _lock:
-        if _active.get(uid, 0) >= settings.CTXSIM_REPLAYS_PER_USER:
+    with REPLAYS.user_slot(uid, settings.CTXSIM_REPLAYS_PER_USER) as taken:
+        if not taken:
             raise ReplayBusy
-        _active[uid] = _active.get(uid, 0) + 1
-    try:
         yield
-    finally:
-        with _lock:
-            _active[uid] -= 1
-            if not _active[uid]:
-                del _active[uid]
 
 
 class ReplayBusyMiddleware:

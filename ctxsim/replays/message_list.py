@@ -16,6 +16,9 @@ from typing import Any
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
+from ctxsim.replays import rendering
+from ctxsim.replays.templatetags.numbers import grouped
+
 _SPECIAL = re.compile(r"[&<>\"']")
 
 
@@ -37,21 +40,92 @@ def diff_html(d: Mapping[str, Any], element_id: str = "") -> str:
     id_attr = f' id="{element_id}"' if element_id else ""
     parts = [f'<div class="diff"{id_attr}>']
     if d["prefix_hidden"]:
-        parts.append(f'<span class="skip">… {d["prefix_hidden"]} bytes unchanged …</span>')
+        parts.append(f'<span class="skip">… {grouped(d["prefix_hidden"])} bytes unchanged …</span>')
     parts.append(f'<span class="same">{escape(d["prefix"])}</span>')
     if d["removed_bytes"]:
-        more = (f' … [{d["removed_bytes"]} bytes removed in all]'
+        more = (f' … [{grouped(d["removed_bytes"])} bytes removed in all]'
                 if d["removed_bytes"] > 400 else "")
-        parts.append(f'<del title="{d["removed_bytes"]} bytes removed">'
+        parts.append(f'<del title="{grouped(d["removed_bytes"])} bytes removed">'
                      f'{escape(d["removed"])}{more}</del>')
     parts.append(f"<ins>{escape(d['added'])}</ins>")
     if d["added_hidden"]:
-        parts.append(f'<span class="skip">… {d["added_hidden"]} more bytes …</span>')
+        parts.append(f'<span class="skip">… {grouped(d["added_hidden"])} more bytes …</span>')
     parts.append(f'<span class="same">{escape(d["suffix"])}</span>')
     if d["suffix_hidden"]:
-        parts.append(f'<span class="skip">… {d["suffix_hidden"]} bytes unchanged</span>')
+        parts.append(f'<span class="skip">… {grouped(d["suffix_hidden"])} bytes unchanged</span>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def row_tools(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tool names a call-view row is about: the tool it answers, the tools it calls."""
+    names = [entry["row"].tool_name] if entry["row"].tool_name else []
+    names += [call.name for call in entry["calls"]]
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def show_all_link(url: str, element_id: str, *, more: bool, oob: bool = False) -> SafeString:
+    """The toggle under a collapsed body: "show all" loads the whole text, "show less" the
+    collapsed one again (each response swaps the link for the other, out of band)."""
+    url = escape(url)
+    body = element_id.replace("toggle-", "body-", 1)
+    swap = ' hx-swap-oob="true"' if oob else ""
+    label = "show all" if more else "show less"
+    return mark_safe(  # noqa: S308 - the URL is escaped, the rest is ours
+        f'<a class="show-all" id="{element_id}" href="{url}" hx-get="{url}" '
+        f'hx-target="#{body}" hx-swap="outerHTML"{swap}>{label}</a>')
+
+
+def _raw(text: str, tag: str = "pre", cut: int = 4000) -> str:
+    """The raw text behind a pretty view, one click away."""
+    shown = text if len(text) <= cut else text[: cut - 1] + "…"
+    return (f'<details class="raw"><summary>raw</summary><{tag} class="raw-text">'
+            f"{escape(shown)}</{tag}></details>")
+
+
+def _tool_call(call, budget: rendering.Budget) -> str:
+    """A tool call: an edit's input as a diff, JSON arguments indented (each with the raw
+    arguments behind a toggle), anything else as its raw text."""
+    head = (f'<div class="toolcall"><span class="tool">{escape(call.name)}</span> '
+            f'<small class="muted">{escape(call.id)}</small>')
+    view = None
+    diff = rendering.input_diff(call.name, call.arguments)
+    if diff is not None and (html := rendering.highlight(diff, rendering.diff_lexer(),
+                                                         budget)) is not None:
+        view = f'<pre class="code diff-view hl">{html}</pre>'
+    elif (pretty := rendering.pretty_json(call.arguments)) is not None and (
+            html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
+        view = f'<pre class="code json hl">{html}</pre>'
+    if view is None:
+        args = call.arguments if len(call.arguments) <= 400 else call.arguments[:399] + "…"
+        return f'{head} <code class="args">{escape(args)}</code></div>'
+    return f"{head}{view}{_raw(call.arguments, 'code')}</div>"
+
+
+def _body(e: Mapping[str, Any], body_id: str, hidden: str, path: str,
+          budget: rendering.Budget) -> str:
+    """A message body: a tool result's JSON indented (a Codex `output` as its text), code
+    and diffs highlighted, the rest as escaped text."""
+    text, row = e["text"], e["row"]
+    if row.message.role == "tool" and not e["hidden"]:
+        if (codex := rendering.codex_output(text)) is not None:
+            output, rest = codex
+            meta = ""
+            if rest and (html := rendering.highlight(rest, rendering.json_lexer(),
+                                                     budget)) is not None:
+                meta = f'<pre class="code json hl">{html}</pre>'
+            return (f'<pre class="body" id="{body_id}">{escape(output)}</pre>{meta}'
+                    f"{_raw(text)}")
+        if (pretty := rendering.pretty_json(text)) is not None and (
+                html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
+            return f'<pre class="body code json hl" id="{body_id}">{html}</pre>{_raw(text)}'
+    lexer = None
+    if row.message.role == "tool":
+        lexer = (rendering.diff_lexer() if rendering.looks_like_diff(text)
+                 else rendering.lexer_for_path(path) if path else None)
+    if lexer is not None and (html := rendering.highlight(text, lexer, budget)) is not None:
+        return f'<pre class="body code hl" id="{body_id}">{html}{hidden}</pre>'
+    return f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>'
 
 
 def render_rows(
@@ -67,6 +141,8 @@ def render_rows(
     body_url = reverse("session-message", args=[session_id])
     # One reverse() for every spill link: spill ids are plain integers.
     spill_url = reverse("spill-view", args=[session_id, 0])[: -len("0/")]
+    budget = rendering.Budget()
+    paths: dict[str, str] = {}  # tool call id -> the file it names, for its result's lexer
     out = []
     for e in entries:
         row, index = e["row"], e["index"]
@@ -82,16 +158,18 @@ def render_rows(
             code = f" {escape(m.error_code)}" if m.error_code else ""
             head.append(f'<span class="badge bad">error{code}</span>')
         tokens = row.tokens or row.raw_tokens
-        raw_note = (f" <small>(raw {row.raw_tokens})</small>"
+        raw_note = (f" <small>(raw {grouped(row.raw_tokens)})</small>"
                     if row.status in ("rewritten", "spilled") else "")
-        head.append(f'<span class="tokens">{tokens} tok{raw_note}</span>')
+        head.append(f'<span class="tokens">{grouped(tokens)} tok{raw_note}</span>')
+        tools = " ".join("_".join(name.split()) for name in row_tools(e))
         parts = [f'<li class="msg status-{row.status} role-{escape(m.role)}" id="{anchor}" '
-                 f'data-origin="{"" if m.origin is None else m.origin}">',
+                 f'data-origin="{"" if m.origin is None else m.origin}" '
+                 f'data-tools="{escape(tools)}">',
                  f'<div class="msg-head">{"".join(head)}</div>']
         if row.spill is not None:
             url = f"{spill_url}{row.spill.pk}/"
             parts.append(f'<p class="spill-link">Spilled to <a href="{url}">'
-                         f"{escape(row.spill.path)}</a> ({row.spill.size} bytes)</p>")
+                         f"{escape(row.spill.path)}</a> ({grouped(row.spill.size)} bytes)</p>")
         if "diff" in e:
             parts.append(diff_html(e["diff"]))
         else:
@@ -102,18 +180,16 @@ def render_rows(
                              f'it was. <a class="show-diff" href="{url}" hx-get="{url}" '
                              f'hx-target="#{body_id}" hx-swap="outerHTML">show the change</a>'
                              f'</p>')
-            hidden = (f'<span class="skip">… {e["hidden"]} more bytes</span>'
+            hidden = (f'<span class="skip">… {grouped(e["hidden"])} more bytes</span>'
                       if e["hidden"] else "")
-            parts.append(f'<pre class="body" id="{body_id}">{escape(e["text"])}{hidden}</pre>')
+            path = paths.get(m.tool_call_id, "") if m.tool_call_id else ""
+            parts.append(_body(e, body_id, hidden, path, budget))
             if e["hidden"]:
-                url = escape(f"{body_url}?{query}&call={call_index}&row={index}")
-                parts.append(f'<a class="show-all" href="{url}" hx-get="{url}" '
-                             f'hx-target="#{body_id}" hx-swap="outerHTML">show all</a>')
+                parts.append(show_all_link(f"{body_url}?{query}&call={call_index}&row={index}",
+                                           f"toggle-{call_index}-{index}", more=True))
         for call in e["calls"]:
-            args = call.arguments if len(call.arguments) <= 400 else call.arguments[:399] + "…"
-            parts.append(f'<div class="toolcall"><span class="tool">{escape(call.name)}</span> '
-                         f'<code class="args">{escape(args)}</code> '
-                         f'<small class="muted">{escape(call.id)}</small></div>')
+            paths[call.id] = rendering.path_of(call.arguments)
+            parts.append(_tool_call(call, budget))
         if m.tool_call_id:
             parts.append(f'<small class="muted">answers {escape(m.tool_call_id)}</small>')
         out.append((index, m.origin, "".join(parts)))

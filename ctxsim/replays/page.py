@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
 from ctxsim.replays import analysis, recorded, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
-from ctxsim.replays.message_list import render_rows
+from ctxsim.replays.message_list import render_rows, row_tools
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
@@ -39,6 +40,7 @@ class Field:
     env_vars: list[dict[str, Any]] | None = None
     error: str = ""
     optional: bool = False  # None is a value of its own (an "object" offers "none")
+    note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -50,7 +52,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         spec = PARAMS[name]
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
-                      error=errors.get(name, ""), optional=spec.default is None)
+                      error=errors.get(name, ""), optional=spec.default is None,
+                      note=settings.profile.default_note(name))
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -84,6 +87,7 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         entry = next(((i, p) for i, (s, p) in enumerate(current) if s == name), None)
         rows.append({
             "name": name, "label": definition.label, "help": definition.help,
+            "note": _defaults_note(settings, definition.params),
             "family": FAMILIES[definition.family].label if definition.family in FAMILIES
             else definition.family,
             "enabled": entry is not None,
@@ -93,6 +97,19 @@ def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:
         })
     rows.sort(key=lambda r: (not r["enabled"], r["order"]))
     return rows
+
+
+def _defaults_note(settings: services.ReplaySettings, names) -> str:
+    """Which of these parameters run on ctxsim's own [X] defaults under the profile, grouped
+    by the vendor that does not document them: "ctxsim's defaults; not documented by
+    Anthropic: Shell tools, Preview cut"."""
+    by_note: dict[str, list[str]] = {}
+    for name in (n for n in PARAMS if n in set(names)):  # form order
+        note = settings.profile.default_note(name)
+        if note:
+            by_note.setdefault(note.replace("default;", "defaults;"), []).append(
+                PARAMS[name].label)
+    return " · ".join(f"{note}: {', '.join(labels)}" for note, labels in by_note.items())
 
 
 NUMBERS = ("calibrated", "raw")
@@ -322,6 +339,19 @@ class CallPack:
     counts: dict[str, int]
     reports: list[dict[str, Any]]
     rows: list[tuple[int, int | None, str]]
+    # Per row, what the call view's filter reads: (row index, status, role, tool names).
+    marks: list[tuple[int, str, str, tuple[str, ...]]]
+
+    def first_of(self, among: set[int] | None = None) -> dict[str, int]:
+        """The first row of each status (what a count badge links to), among these rows."""
+        first: dict[str, int] = {}
+        for index, status, _role, _tools in self.marks:
+            if among is None or index in among:
+                first.setdefault(status, index)
+        return first
+
+    def tools(self) -> list[str]:
+        return sorted({name for *_, names in self.marks for name in names})
     # The call's recorded request beside what is sent (claude-code-requests sessions).
     recorded: dict[str, Any] | None = None
 
@@ -335,6 +365,7 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
         detail = services.call_detail(session, settings, run, index)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
+        entries = call_rows(detail)
         return CallPack(
             index=index,
             raw_tokens=detail.call.raw_tokens,
@@ -343,8 +374,9 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
             error=detail.call.error,
             counts=detail.view.counts,
             reports=reports,
-            rows=render_rows(call_rows(detail), session_id=session.pk, call_index=index,
-                             query=query),
+            rows=render_rows(entries, session_id=session.pk, call_index=index, query=query),
+            marks=[(e["index"], e["row"].status, e["row"].message.role, row_tools(e))
+                   for e in entries],
             recorded=recorded.compare(session.meta, detail.call, index),
         )
 
@@ -352,16 +384,91 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
 
 
 def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
-                        call: int) -> dict[str, Any]:
-    """The "recorded vs simulated compactions" list and what the agent recorded at `call`."""
+                        call: int, numbers: str = "calibrated") -> dict[str, Any]:
+    """The "recorded vs simulated compactions" list and what the agent recorded at `call`.
+
+    ctxsim's estimates at the recorded and the predicted call are calibrated (SPEC §11) when
+    the session is and `numbers` asks for it, so they compare with the agent's own count;
+    `compaction_numbers` says which they are."""
     marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
+    rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
+    calibration = Calibration.from_json(run.totals.get("calibration"))
+    # A stage measuring in recorded usage already counts what the provider billed.
+    billed = any(STAGES[s].measures_billed(run.config) for s, _ in run.stages
+                 if s in STAGES and STAGES[s].measures_billed is not None)
+    shown = calibration.value if calibration and numbers == "calibrated" and not billed \
+        else _same
+    for row in rows:
+        row["at_recorded"] = shown(row["tokens_at_recorded"])
+        row["at_predicted"] = shown(row["tokens_at_predicted"])
     return {
-        "compaction_rows": analysis.recorded_vs_simulated(run.calls, recorded or []) if marks
-        else [],
+        "compaction_rows": rows,
+        "compaction_numbers": ("billed" if billed else "uncalibrated" if calibration is None
+                               else "calibrated" if numbers == "calibrated" else "raw"),
         "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
                           for m in marks if m["call_index"] == call],
     }
 
 
+def _same(n: int | None) -> int | None:
+    return n
+
+
 def _thousands(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) else ""
+
+
+# --- finding one's way in a long call ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallFilter:
+    """Which rows of the call view to show: all or only the changed ones, one role, one tool,
+    those holding a text (`q`, anywhere in the content or a tool call, any case). View state
+    only: it never changes the replay, so it travels beside the replay state."""
+
+    show: str = "all"  # all | changed
+    role: str = ""
+    tool: str = ""
+    q: str = ""
+
+    FIELDS = ("show", "role", "tool", "q")
+
+    @classmethod
+    def from_query(cls, query) -> CallFilter:
+        show = query.get("show") if query.get("show") in ("all", "changed") else "all"
+        return cls(show, (query.get("role") or "").strip()[:40],
+                   (query.get("tool") or "").strip()[:200], (query.get("q") or "").strip()[:200])
+
+    @property
+    def active(self) -> bool:
+        return self != CallFilter()
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query pairs of what differs from showing everything."""
+        out = [("show", self.show)] if self.show != "all" else []
+        return out + [(k, getattr(self, k)) for k in ("role", "tool", "q") if getattr(self, k)]
+
+    def keeps(self, status: str, role: str, tools: tuple[str, ...]) -> bool:
+        return ((self.show != "changed" or status != "unchanged")
+                and (not self.role or role == self.role)
+                and (not self.tool or self.tool in tools))
+
+
+def search_rows(detail: services.CallDetail, text: str) -> set[int]:
+    """The rows of one call whose whole content or tool calls hold `text` (any case)."""
+    needle = text.casefold()
+    found = set()
+    for position, row in enumerate(detail.view.rows):
+        m = row.message
+        haystack = [m.text, *(f"{c.name} {c.arguments}" for c in m.tool_calls)]
+        if any(needle in part.casefold() for part in haystack):
+            found.add(position)
+    return found
+
+
+def filtered_rows(pack: CallPack, view: CallFilter, found: set[int] | None = None):
+    """The pack's rows the filter keeps (`found`: the search's rows, when it searched)."""
+    kept = {index for index, status, role, tools in pack.marks
+            if view.keeps(status, role, tools) and (found is None or index in found)}
+    return [row for row in pack.rows if row[0] in kept]

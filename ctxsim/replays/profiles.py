@@ -4,8 +4,11 @@ on the session they were made from."""
 
 from __future__ import annotations
 
+import json
+
 from ctxsim.pipeline.params import PARAMS, ParamError
 from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES, Profile
+from ctxsim.pipeline.registry import FAMILIES, family_params, params_of
 from ctxsim.replays.models import SavedProfile
 from ctxsim.replays.state import ReplaySettings, normal
 from ctxsim.reviews import services as reviews
@@ -21,8 +24,17 @@ class ProfileError(ParamError):
 def saved_profile_as_profile(saved: SavedProfile) -> Profile:
     base = PROFILES.get(saved.base, PROFILES[DEFAULT_PROFILE])
     params = {**base.params, **(saved.params or {})}
+    # Profiles saved before an empty optional field meant "not set" may hold "" for it, and
+    # the env fields' form marker as a variable.
+    params = {k: v for k, v in params.items()
+              if not (v == "" and k in PARAMS and PARAMS[k].kind == "optional-string")}
+    if isinstance(params.get("env"), dict) and "present" in params["env"]:
+        params["env"] = {k: v for k, v in params["env"].items() if k != "present"}
     stages = tuple(tuple(e) for e in saved.stages)
-    return Profile(saved.name, saved.description, stages, params)
+    # The base's [X] values stay marked while the saved profile keeps them.
+    undocumented = {k: v for k, v in base.undocumented.items()
+                    if normal(params.get(k)) == normal(base.params.get(k))}
+    return Profile(saved.name, saved.description, stages, params, undocumented)
 
 
 def profile_choices(team) -> list[tuple[str, str]]:
@@ -106,6 +118,29 @@ def import_profile(session, user, tool: str, text: str, name: str,
     )
     reviews.record(session, user, "profile_saved", f"{saved.name} (imported)")
     return saved
+
+
+def import_notes(tool: str, text: str) -> list[str]:
+    """What a successful import of `text` as `tool` read past and dropped (keys of the tool's
+    file ctxsim does not simulate), for the page to say."""
+    from ctxsim.pipeline.export import IMPORT_NOTES
+
+    notes = IMPORT_NOTES.get(tool)
+    return notes(text) if notes else []
+
+
+def export_defaults(settings: ReplaySettings, export) -> list[str]:
+    """The parameters of `export`'s tool this replay runs on ctxsim's own [X] defaults
+    (SPEC-agents §2.5.0.1), with their values: the export page marks them."""
+    rc = settings.run_config()
+    used = params_of(rc.stages)
+    out = []
+    for name in family_params(export.tool) if export.tool in FAMILIES else ():
+        note = settings.profile.default_note(name) if name in used else ""
+        if note:
+            value = json.dumps(normal(rc.values.get(name)), ensure_ascii=False)
+            out.append(f"{PARAMS[name].label} ({name}) = {value} — {note}")
+    return out
 
 
 def exports_for(settings: ReplaySettings):

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 
 from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Session as CanonicalSession
-from ctxsim.pipeline.profiles import DEFAULT_PROFILE
+from ctxsim.pipeline.profiles import PROFILES, default_profile_for
 from ctxsim.pipeline.replay import CallResult, Replay, replay
 from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
@@ -210,10 +210,17 @@ def call_detail(
     return CallDetail(chosen, view)
 
 
+def default_settings(session: Session) -> ReplaySettings:
+    """What a session opens with when nothing is chosen: its own agent's profile
+    (`claude-code`, `codex`, `openhands`; SPEC-agents §2.5.9), else ChatCLI's."""
+    ref = default_profile_for(session.format)
+    return ReplaySettings(profile_ref=ref, profile=PROFILES[ref])
+
+
 def compute_default_stats(session: Session) -> None:
     """Fill the session's list figures (peak raw/sent tokens, failed calls) from the default
-    profile's replay, which is cached for the session page as well."""
-    run = summary_for(session, ReplaySettings())
+    profile's replay (`default_settings`), which is cached for the session page as well."""
+    run = summary_for(session, default_settings(session))
     Session.objects.filter(pk=session.pk).update(
         peak_raw_tokens=run.totals["peak_raw"],
         peak_sent_tokens=run.totals["peak_sent"],
@@ -266,15 +273,27 @@ class Side:
     settings: ReplaySettings
     run: ReplayRun
 
+    @property
+    def changed(self) -> bool:
+        """Whether this side runs the profile with changed stages or thresholds."""
+        return bool(self.settings.config) or self.settings.stages is not None
 
-def compare_sides(session: Session, a: str | None, b: str | None, *, user: Any = None):
-    """The two replays of a comparison (defaults: chatcli against none)."""
+
+def compare_sides(session: Session, query, *, user: Any = None):
+    """The two replays of a comparison. Side A is the session page's state carried in the
+    query (profile, stages, overrides), or profile `a` alone when `a` names another profile;
+    side B is profile `b` (defaults: the session's own profile against none)."""
     errors: dict[str, str] = {}
+    a, b = query.get("a"), query.get("b")
+    if a and a != query.get("profile"):
+        query = {"profile": a}
+    first, problems = settings_from_query(query, session.team,
+                                          default_profile_for(session.format))
+    second, problems_b = settings_from_query({"profile": b or "none"}, session.team)
     sides = []
-    for key, ref, default in (("a", a, DEFAULT_PROFILE), ("b", b, "none")):
-        settings, problems = settings_from_query({"profile": ref or default}, session.team)
-        if problems:
-            errors[key] = problems.get("profile", "bad profile")
+    for key, settings, bad in (("a", first, problems), ("b", second, problems_b)):
+        if bad:
+            errors[key] = "; ".join(f"{k}: {v}" for k, v in bad.items())
         sides.append(Side(settings.profile_ref, settings,
                           summary_for(session, settings, user=user)))
     return sides, errors

@@ -69,17 +69,23 @@ class ReplaySettings:
     def with_config(self, config: Mapping[str, Any]) -> ReplaySettings:
         return replace(self, config=dict(config))
 
-    def query(self, call: int | None = None) -> str:
-        """The canonical URL query for this state (only what differs from the profile):
-        profile, stages, the overrides by name, then the call."""
-        params: Pairs = [("profile", self.profile_ref)]
-        if self.stages is not None:
+    def fields(self, call: int | None = None, *, overrides_only: bool = False) -> Pairs:
+        """The view state as (name, value) pairs, the one serializer behind every link and
+        hidden field of the page (only what differs from the profile): profile, stages, the
+        overrides by name, then the call. `overrides_only` leaves out profile and stages, for
+        a form that has its own."""
+        params: Pairs = [] if overrides_only else [("profile", self.profile_ref)]
+        if self.stages is not None and not overrides_only:
             params.append(("stages", ",".join(f"{s}:{p}" for s, p in self.stages)))
         for name, value in sorted(self.config.items()):
             params.extend(codec_of(PARAMS[name]).encode(name, value))
         if call is not None:
             params.append(("call", str(call)))
-        return urlencode(params)
+        return params
+
+    def query(self, call: int | None = None) -> str:
+        """The canonical URL query for this state (`fields` URL-encoded)."""
+        return urlencode(self.fields(call))
 
 
 # --- one codec per parameter kind -------------------------------------------------------------
@@ -121,16 +127,23 @@ def _plain_encode(name: str, value: Any) -> Pairs:
     return [(name, "" if value is None else str(value))]
 
 
+# The form's marker that the env fields were shown: with it, fields all left empty mean "no
+# variable set" (over a saved profile's values) rather than "not given". It travels beside the
+# value and is never part of it.
+ENV_MARKER = env_field("present")
+
+
 def _env_encode(name: str, value: Any) -> Pairs:
+    if not value:  # only the marker says "no variable" apart from "not given"
+        return [(ENV_MARKER, "1")]
     return [(env_field(k), v) for k, v in sorted(value.items())]
 
 
 def _env_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[bool, Any]:
-    # Every `env.*` field, `env.present` (the form's marker that the env fields were shown)
-    # included: it stays in the value, so it stays in the URL.
-    found = {var: query.get(k) for k in query if (var := env_var_of(k)) is not None}
+    found = {var: query.get(k) for k in query
+             if k != ENV_MARKER and (var := env_var_of(k)) is not None}
     values = {k: v for k, v in found.items() if v not in (None, "")}
-    return bool(values) or env_field("present") in query, values
+    return bool(values) or ENV_MARKER in query, values
 
 
 def _typed_encode(name: str, value: Any) -> Pairs:
@@ -183,6 +196,12 @@ def _number(optional: bool):
     return parse
 
 
+def _optional_text(text: str, name: str, errors: Errors) -> str | None:
+    # An optional field left empty is "not set", never an empty value (an empty anchor text
+    # would be injected into every call).
+    return text if text.strip() else None
+
+
 def _flag(text: str, name: str, errors: Errors) -> Any:
     # Anything but true/false stays text: validation names the problem.
     return {"true": True, "false": False}.get(text.strip().lower(), text)
@@ -230,6 +249,7 @@ CODECS: dict[str, Codec] = {
     "int": Codec(_plain_encode, _text_field(_number(optional=False))),
     "optional-int": Codec(_plain_encode, _text_field(_number(optional=True))),
     "string": _PLAIN,
+    "optional-string": Codec(_plain_encode, _text_field(_optional_text)),
     "choice": _PLAIN,
     # SPEC-agents §2.5: true/false flags, decimal numbers, per-tool limits with null.
     "bool": Codec(lambda name, value: [(name, "true" if value else "false")],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
+from django.contrib import messages
 from django.http import (
     FileResponse,
     Http404,
@@ -20,13 +21,14 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
 
 from ctxsim.htmx import partial_for, render_page_or_partial
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, page, profiles, services, spills
-from ctxsim.replays.message_list import diff_html, join_rows
+from ctxsim.replays.message_list import diff_html, join_rows, show_all_link
 from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
@@ -36,13 +38,16 @@ from ctxsim.transcripts.models import Session
 TEMPLATE = "replays/session.html"
 REVIEW_TEMPLATE = "reviews/review.html"
 # The regions of the session page an htmx request may reload, by DOM id.
-PAGE_PARTIALS = {"call-view": "call-view", "replay": "replay-response"}
+PAGE_PARTIALS = {"call-view": "call-response", "replay": "replay-response"}
 
 
 def _session(request: HttpRequest, session_id: int, action: str = "read"):
     return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
+# The same URL is a whole page or a fragment by these headers: a browser that cached the
+# fragment (htmx pushed its URL) must not show it for Back/Forward.
+@vary_on_headers("HX-Request", "HX-Target")
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
@@ -62,7 +67,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
-        push_url(response, url + settings.query(call) + numbers_q)
+        push_url(response, url + settings.query(call) + numbers_q + context["view_query"])
     return response
 
 
@@ -76,9 +81,10 @@ def _run_and_call(request: HttpRequest, session, settings):
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     """A submitted form (no JavaScript) lands on the canonical, shareable URL."""
-    # `numbers` picks how figures are shown, not what is replayed: it is kept as given.
+    # `numbers` (how figures are shown) and the call view's filter are view state beside the
+    # replay's, not what is replayed: they are kept as given.
     given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
-                   if k != "numbers")
+                   if k != "numbers" and k not in page.CallFilter.FIELDS)
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -115,16 +121,21 @@ def page_context(request, session, membership, settings, errors, run, call,
     pack = page.call_pack(session, settings, run, call)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
-    messages_html = join_rows(
-        pack.rows, _comment_boxes(request, session, call, pack.rows, review)
-    )
+    view = page.CallFilter.from_query(request.GET)
+    found = None
+    if view.q:
+        found = page.search_rows(services.call_detail(session, settings, run, call), view.q)
+    shown = page.filtered_rows(pack, view, found) if view.active else pack.rows
+    messages_html = join_rows(shown, _comment_boxes(request, session, call, shown, review))
     return {
         **review,
         "session": session,
         "membership": membership,
         "settings": settings,
         "query": settings.query(),
-        "state_fields": parse_qsl(settings.query(), keep_blank_values=True),
+        "call_query": settings.query(call),
+        "state_fields": settings.fields(),
+        "override_fields": settings.fields(overrides_only=True),
         "errors": errors,
         "fields": page.form_fields(settings, errors),
         "stage_rows": page.stage_rows(settings),
@@ -134,7 +145,8 @@ def page_context(request, session, membership, settings, errors, run, call,
         "summary": page.summary(run, numbers),
         "chart": page.chart_data(run, call, review["review"].chart_counts,
                                  (session.meta or {}).get("recorded_compactions"), numbers),
-        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call),
+        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call,
+                                   numbers),
         "numbers": numbers,
         "numbers_q": "&numbers=raw" if numbers == "raw" else "",
         "usage": page.call_usage(run, call),
@@ -144,6 +156,15 @@ def page_context(request, session, membership, settings, errors, run, call,
         "previous": previous,
         "next": following,
         "messages_html": messages_html,
+        "view": view,
+        "view_query": f"&{urlencode(view.pairs())}" if view.active else "",
+        "shown": len(shown),
+        "first_of": (first := pack.first_of({index for index, _o, _h in shown})),
+        "badges": [{"status": status, "n": n, "first": first.get(status)}
+                   for status, n in pack.counts.items() if n],
+        "call_tools": pack.tools(),
+        "roles": ("system", "user", "assistant", "tool"),
+        "jump_statuses": ("rewritten", "spilled"),
         "counts": pack.counts,
         "reports": pack.reports,
         "facts": page.session_facts(session),
@@ -167,8 +188,19 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
         # The change of a message rewritten before this call (its row shows the sent text).
         diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
         return HttpResponse(diff_html(page.diff_entry(diff), f"body-{call}-{position}"))
-    return render(request, "replays/message_body.html",
-                  {"text": row.message.text, "call_index": call, "index": int(position)})
+    # "show all" and "show less" swap the body and, out of band, the link for the other one.
+    head = request.GET.get("part") == "head"
+    quiet = row.status == "unchanged" or row.carried
+    text, hidden = analysis.display(row.message.content, (
+        page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES) if head else None)
+    others = request.GET.copy()
+    others.pop("part", None)
+    toggle_url = f"{request.path}?{others.urlencode()}" + ("" if head else "&part=head")
+    return render(request, "replays/message_body.html", {
+        "text": text, "hidden": hidden, "full": not head, "call_index": call,
+        "index": int(position),
+        "toggle": show_all_link(toggle_url, f"toggle-{call}-{position}", more=head, oob=True),
+    })
 
 
 @require_safe
@@ -224,13 +256,14 @@ def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> Http
     return response
 
 
+@vary_on_headers("HX-Request", "HX-Target")
 @require_safe
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET.get("a"), request.GET.get("b"),
-                                           user=request.user)
+    sides, errors = services.compare_sides(session, request.GET, user=request.user)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
+    kept = sides[0].settings.fields()  # side A's state travels with every link and the form
     columns = [page.compare_column(session, side, call) for side in sides]
     context = {
         "session": session,
@@ -242,6 +275,9 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "profiles": profiles.profile_choices(session.team),
         "chart": page.compare_chart(sides, call),
         "url": reverse("session-compare", args=[session.pk]),
+        "state_fields": kept,
+        "state_query": urlencode([*kept, ("b", sides[1].ref)]),
+        "back_query": sides[0].settings.query(call),
     }
     return render_page_or_partial(request, "replays/compare.html",
                                   {"compare-calls": "compare-calls"}, context)
@@ -262,6 +298,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
             return response
     return render(request, "replays/export.html", {
         "session": session, "settings": settings, "errors": errors, "exports": exports,
+        "export_rows": [(e, profiles.export_defaults(settings, e)) for e in exports],
         "query": settings.query(),
     })
 
@@ -282,14 +319,16 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
+    tool, text = request.POST.get("format", ""), request.POST.get("text", "")
     try:
-        saved = profiles.import_profile(session, request.user,
-                                        request.POST.get("format", ""),
-                                        request.POST.get("text", ""),
+        saved = profiles.import_profile(session, request.user, tool, text,
                                         request.POST.get("name", ""),
                                         request.POST.get("description", ""))
     except profiles.ProfileError as exc:
         return _profile_form_error(request, session, "import", exc.errors)
+    # What the pasted file held that ctxsim does not simulate, shown on the page it opens.
+    for note in profiles.import_notes(tool, text):
+        messages.info(request, f"Imported {saved.name}; not read: {note}")
     return _to_page(request, session, urlencode({"profile": saved.ref}))
 
 

@@ -39,6 +39,7 @@ def import_transcript(
     format: str | None = None,
     source_name: str = "",
     before_save: Callable[[], None] | None = None,
+    source_sha256: str = "",
     redact: bool | None = None,
     redactions: Mapping[str, int] | None = None,
     in_transaction: Callable[[list[Session]], None] | None = None,
@@ -47,10 +48,12 @@ def import_transcript(
 
     `before_save` is called between parsing and the write transaction (a background job uses
     it to say it is saving); `in_transaction` with the new rows inside it, before the commit
-    (a background job links them to itself there; raising rolls the import back). Secrets are
-    redacted from the parsed sessions before they are saved when `redact` is true (default: the
-    team's "redact secrets on import"); `redactions` are counts already replaced in the raw file
-    (a stored background upload), added to the session's total.
+    (a background job links them to itself there; raising rolls the import back);
+    `source_sha256` (of the file's bytes) is kept with the sessions, so an upload of the same
+    bytes is recognised. Secrets are redacted from the parsed sessions before they are saved
+    when `redact` is true (default: the team's "redact secrets on import"); `redactions` are
+    counts already replaced in the raw file (a stored background upload), added to the
+    session's total.
     """
     parsed = importers.load(
         source, format=format or None, max_bytes=settings.CTXSIM_MAX_UPLOAD_BYTES
@@ -73,7 +76,7 @@ def import_transcript(
     if redact:
         name = redact_text(name)[0]
     rows = save_sessions(sessions, team=team, user=user, source_name=name,
-                         in_transaction=in_transaction)
+                         in_transaction=in_transaction, source_sha256=source_sha256)
     # The rows are committed; receivers (the reviews app's activity list) never fail the import.
     sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
     return ImportOutcome(

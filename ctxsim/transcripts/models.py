@@ -42,6 +42,8 @@ class Session(models.Model):
     format = models.CharField(max_length=40)
     source_name = models.CharField(max_length=500, blank=True, help_text="uploaded file name")
     source_key = models.CharField(max_length=200, blank=True, help_text="id inside the file")
+    # SHA-256 of the uploaded file's bytes, so the same file uploaded again is recognised.
+    source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -139,6 +141,7 @@ class ImportJob(models.Model):
     # Path in the default storage; emptied once the import succeeded and the file is deleted.
     stored_name = models.CharField(max_length=500, blank=True)
     format = models.CharField(max_length=40, blank=True, help_text="forced format; empty = detect")
+    sha256 = models.CharField(max_length=64, blank=True, help_text="of the uploaded bytes")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0)
     message = models.TextField(blank=True)

@@ -15,6 +15,7 @@ of them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
 from ctxsim.transcripts.tasks import (
+    ProgressStream,
     fail_stuck_jobs,
     import_timeout,
     run_import,
@@ -41,10 +43,11 @@ from ctxsim.transcripts.tasks import (
 )
 
 __all__ = [
-    "FileResult", "SessionFilters", "delete_session", "enqueue", "fail_stuck_jobs",
-    "filter_sessions", "import_timeout", "import_uploads", "jobs_to_show", "list_sessions",
-    "queue_import", "requeue", "run_import_job", "session_totals", "size_error",
-    "size_limit_text", "team_formats",
+    "FileResult", "SessionFilters", "already_imported", "delete_session", "discard_kept",
+    "enqueue", "fail_stuck_jobs", "filter_sessions", "import_kept", "import_timeout",
+    "import_uploads", "jobs_to_show", "list_sessions", "queue_import", "rename_session",
+    "requeue", "run_import_job", "session_totals", "size_error", "size_limit_text",
+    "team_formats",
 ]
 
 
@@ -129,6 +132,12 @@ class FileResult:
     error: str = ""
     job: ImportJob | None = None
     redactions: dict[str, int] = field(default_factory=dict)
+    sha256: str = ""
+    # The same bytes are already in the team: that session, and the copy kept (in the default
+    # storage, redacted as a background upload is) in case the user imports them again anyway.
+    duplicate: Session | None = None
+    kept: str = ""
+    kept_redactions: dict[str, int] = field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -160,12 +169,30 @@ def size_error(size: int) -> str:
     return ""
 
 
+def upload_sha256(upload: UploadedFile) -> str:
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def already_imported(team: Team, sha256: str) -> Session | None:
+    """The team's first top-level session imported from a file with these bytes."""
+    if not sha256:
+        return None
+    return (Session.objects.filter(team=team, source_sha256=sha256, parent__isnull=True)
+            .order_by("pk").first())
+
+
 def import_uploads(
     files: Sequence[UploadedFile], *, team: Team, user, format: str = ""
 ) -> list[FileResult]:
     """Import each file: small ones now, large ones by the worker; one result per file.
 
-    Claude Code's request-body files uploaded together are imported as one archive."""
+    Claude Code's request-body files uploaded together are imported as one archive. A file
+    whose bytes the team already holds is not imported: its result names the session, and a
+    copy is kept for `import_kept` ("import again"; none for an archive of a team that
+    redacts, which cannot be stored redacted)."""
     results = []
     if bundles.is_request_bundle(files):
         packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES)
@@ -181,15 +208,58 @@ def import_uploads(
         if result.error:
             results.append(result)
             continue
-        if result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not _archive(upload):
-            try:
-                result.job = queue_import(upload, team=team, user=user, format=format)
-            except OSError as error:
-                result.error = f"the upload could not be stored ({error.strerror or error})"
-        else:
-            _import_now(upload, result, team=team, user=user, format=format)
+        try:
+            result.sha256 = upload_sha256(upload)
+        except OSError as error:
+            result.error = f"the upload cannot be read ({error.strerror or error})"
+            results.append(result)
+            continue
+        result.duplicate = already_imported(team, result.sha256)
+        background = (result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES
+                      and not _archive(upload))
+        if result.duplicate is None and not background:
+            upload.open("rb")
+            _import_now(upload.file, result, team=team, user=user, format=format)
+            results.append(result)
+            continue
+        try:
+            if result.duplicate is not None:
+                if not (_archive(upload) and getattr(team, "redact_secrets", True)):
+                    result.kept, result.kept_redactions = _store_upload(upload, team)
+            else:
+                result.job = queue_import(upload, team=team, user=user, format=format,
+                                          sha256=result.sha256)
+        except OSError as error:
+            result.error = f"the upload could not be stored ({error.strerror or error})"
         results.append(result)
     return results
+
+
+def import_kept(kept: str, *, name: str, size: int, sha256: str, team: Team, user,
+                format: str = "", redactions: dict[str, int] | None = None) -> FileResult:
+    """Import a copy kept by `import_uploads` (the user chose "import again"): now, or by the
+    worker when large (the job then owns the copy). Returns the file's result."""
+    result = FileResult(name=name, size=size, sha256=sha256)
+    if size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES:
+        result.job = _create_job(kept, team=team, user=user, name=name, size=size,
+                                 format=format, sha256=sha256, redactions=redactions or {})
+        return result
+    try:
+        with default_storage.open(kept, "rb") as handle:
+            # Read as the worker reads a stored upload: handed the storage's File object
+            # itself, the importers took one JSON transcript for two JSON Lines sessions.
+            stream = ProgressStream(handle, size, lambda _percent: None)
+            _import_now(stream, result, team=team, user=user, format=format,
+                        redactions=redactions)
+    except OSError as error:
+        result.error = f"the kept copy cannot be read ({error.strerror or error})"
+    discard_kept(kept)
+    return result
+
+
+def discard_kept(kept: str) -> None:
+    if kept and default_storage.exists(kept):
+        default_storage.delete(kept)
 
 
 def _archive(upload: UploadedFile) -> bool:
@@ -201,11 +271,12 @@ def _archive(upload: UploadedFile) -> bool:
         return False
 
 
-def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format: str) -> None:
+def _import_now(source, result: FileResult, *, team, user, format: str,
+                redactions: dict[str, int] | None = None) -> None:
     try:
-        upload.open("rb")
         outcome = import_transcript(
-            upload.file, team=team, user=user, format=format or None, source_name=result.name
+            source, team=team, user=user, format=format or None, source_name=result.name,
+            source_sha256=result.sha256, redactions=redactions,
         )
     except TranscriptError as error:
         result.error = str(error)
@@ -223,9 +294,9 @@ def _import_now(upload: UploadedFile, result: FileResult, *, team, user, format:
 # -- background imports ------------------------------------------------------------------------
 
 
-def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") -> ImportJob:
-    """Store the upload (its secrets replaced first when the team redacts), create its job and
-    enqueue the worker task."""
+def _store_upload(upload: UploadedFile, team: Team) -> tuple[str, dict[str, int]]:
+    """Store an upload (its secrets replaced first when the team redacts); returns the stored
+    name and what was replaced."""
     counts: dict[str, int] = {}
     content = upload
     if getattr(team, "redact_secrets", True):
@@ -239,21 +310,45 @@ def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "") ->
         finally:
             if content is not upload:
                 content.close()
-        job = ImportJob.objects.create(
-            redactions=counts,
-            team=team,
-            user=user if getattr(user, "is_authenticated", False) else None,
-            file_name=redaction.displayed_name(upload.name or "upload", team)[:500],
-            size=upload.size or 0,
-            stored_name=stored,
-            format=format,
-        )
     except BaseException:
-        # A full disk leaves part of the file under its name, and a file without its job row
-        # is never cleaned up: remove it either way (issue 20 item 13).
+        # A full disk leaves part of the file under its name, and a file nothing refers to is
+        # never cleaned up: remove it (issue 20 item 13).
         with contextlib.suppress(Exception):
             default_storage.delete(name)
         raise
+    return stored, counts
+
+
+def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "",
+                 sha256: str = "") -> ImportJob:
+    """Store the upload (its secrets replaced first when the team redacts), create its job and
+    enqueue the worker task."""
+    stored, counts = _store_upload(upload, team)
+    try:
+        return _create_job(stored, team=team, user=user, name=upload.name or "upload",
+                           size=upload.size or 0, format=format, sha256=sha256,
+                           redactions=counts)
+    except BaseException:
+        # A stored file no job row refers to would never be cleaned up (a job that exists keeps
+        # its file, to be re-queued).
+        with contextlib.suppress(Exception):
+            if not ImportJob.objects.filter(stored_name=stored).exists():
+                default_storage.delete(stored)
+        raise
+
+
+def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: str,
+                sha256: str, redactions: dict[str, int]) -> ImportJob:
+    job = ImportJob.objects.create(
+        redactions=redactions,
+        team=team,
+        user=user if getattr(user, "is_authenticated", False) else None,
+        file_name=redaction.displayed_name(name, team)[:500],
+        size=size,
+        stored_name=stored,
+        format=format,
+        sha256=sha256,
+    )
     enqueue(job)
     return job
 
@@ -294,6 +389,21 @@ def jobs_to_show(team: Team, *, besides: Iterable[FileResult] = ()) -> QuerySet[
         .exclude(pk__in=just_queued)
         .select_related("user")[:30]
     )
+
+
+TITLE_MAX = Session._meta.get_field("title").max_length
+
+
+def rename_session(session: Session, title: str) -> str:
+    """Give the session this title (spaces around it dropped); returns "" or why not."""
+    title = " ".join(title.split())
+    if not title:
+        return "a title cannot be empty"
+    if len(title) > TITLE_MAX:
+        return f"a title has {TITLE_MAX} characters at most"
+    session.title = title
+    session.save(update_fields=["title"])
+    return ""
 
 
 def delete_session(session: Session) -> None:

@@ -120,6 +120,7 @@ def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime |
 def save_sessions(
     sessions: Sequence[pm.Session], *, team, user=None, source_name: str = "",
     in_transaction: Callable[[list[Session]], None] | None = None,
+    source_sha256: str = "",
 ) -> list[Session]:
     """Write the sessions of one file (sidechains linked to their parents); all or nothing.
     `in_transaction(rows)` runs inside the same transaction, last (raising rolls it back)."""
@@ -137,7 +138,8 @@ def save_sessions(
                 if s.parent_key is None or s.parent_key in stored or s.parent_key not in keys
             ] or pending
             for session in ready:
-                row = _save_one(session, team, user, source_name, content_ids, stored)
+                row = _save_one(session, team, user, source_name, content_ids, stored,
+                                source_sha256)
                 stored.setdefault(session.key, row)
                 rows[id(session)] = row
             pending = [s for s in pending if id(s) not in rows]
@@ -148,7 +150,8 @@ def save_sessions(
         return saved
 
 
-def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
+def _save_one(session, team, user, source_name, content_ids, stored,
+              source_sha256: str = "") -> Session:
     messages = session.messages
     meta = json_safe(dict(session.meta))
     started, ended = _timestamps(messages)
@@ -158,6 +161,7 @@ def _save_one(session, team, user, source_name, content_ids, stored) -> Session:
         format=session.format,
         source_name=_text_safe(source_name)[:500],
         source_key=_text_safe(session.key)[:200],
+        source_sha256=source_sha256,
         uploaded_by=user,
         parent=stored.get(session.parent_key) if session.parent_key is not None else None,
         tools=json_safe(session.tools) if session.tools is not None else None,

@@ -171,6 +171,7 @@ def _import(job: ImportJob, reporter: JobReporter) -> dict:
                 format=job.format or None,
                 source_name=job.file_name,
                 before_save=reporter_saving,
+                source_sha256=job.sha256,
                 redactions=job.redactions,  # replaced before the upload was stored
                 in_transaction=link_sessions,
             )

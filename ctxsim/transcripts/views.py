@@ -6,16 +6,19 @@ fetched through `get_scoped`, so outsiders get 404 and read-only members get 403
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxsim.htmx import render_page_or_partial
-from ctxsim.teams.access import check_role, get_scoped
+from ctxsim.teams.access import check_role, get_membership, get_scoped
 from ctxsim.teams.current import current_membership
 from ctxsim.teams.models import Membership
-from ctxsim.transcripts import search, services
+from ctxsim.transcripts import search, services, upload_results
 from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
 from ctxsim.transcripts.models import ImportJob, Session
 
@@ -47,8 +50,9 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
+    """The upload form; a valid POST imports and redirects to its results page, so reloading
+    the results never imports again (post/redirect/get)."""
     membership = _membership(request, "write" if request.method == "POST" else "read")
-    results = []
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         results = services.import_uploads(
@@ -57,18 +61,57 @@ def upload(request: HttpRequest) -> HttpResponse:
             user=request.user,
             format=form.cleaned_data["format"],
         )
-        form = UploadForm()
-    jobs = list(services.jobs_to_show(membership.team, besides=results))
+        batch = upload_results.store(request.session, membership.team, results,
+                                     form.cleaned_data["format"])
+        return redirect("upload-results", batch=batch)
+    return _upload_page(request, form, [])
+
+
+def _upload_page(request: HttpRequest, form, results, batch: str = "") -> HttpResponse:
+    membership = current_membership(request)
+    team = membership.team if membership is not None else None
+    jobs = list(services.jobs_to_show(team, besides=results)) if team else []
     # A job whose worker went away is shown as failed (with its re-queue button), not running.
-    if services.fail_stuck_jobs(among=jobs):
-        jobs = list(services.jobs_to_show(membership.team, besides=results))
+    if jobs and services.fail_stuck_jobs(among=jobs):
+        jobs = list(services.jobs_to_show(team, besides=results))
     context = {
         "form": form,
         "results": results,
+        "batch": batch,
         "jobs": jobs,
         "limit": services.size_limit_text(),
     }
     return render(request, "transcripts/upload.html", context)
+
+
+@require_GET
+def upload_result_page(request: HttpRequest, batch: str) -> HttpResponse:
+    """What one upload did, file by file; only its uploader has it (in their session)."""
+    team_id = upload_results.batch_team(request.session, batch)
+    if team_id is None or get_membership(request.user, team_id) is None:
+        raise Http404("These upload results are not kept any more.")
+    return _upload_page(request, UploadForm(), upload_results.load(request.session, batch),
+                        batch)
+
+
+@require_POST
+def upload_again(request: HttpRequest, batch: str, index: int) -> HttpResponse:
+    """Import a file whose bytes the team already had, as the user asked ("import again")."""
+    _membership(request, "write")
+    team_id = upload_results.batch_team(request.session, batch)
+    membership = get_membership(request.user, team_id) if team_id is not None else None
+    if membership is None:
+        raise Http404("These upload results are not kept any more.")
+    check_role(membership, "write")
+    kept = upload_results.take_kept(request.session, batch, index)
+    if kept is None:
+        raise Http404("That file was imported again already, or is not kept any more.")
+    result = services.import_kept(kept["kept"], name=kept["name"], size=kept["size"],
+                                  sha256=kept["sha256"], team=membership.team,
+                                  user=request.user, format=kept["format"],
+                                  redactions=kept.get("kept_redactions"))
+    again = upload_results.store(request.session, membership.team, [result], kept["format"])
+    return redirect("upload-results", batch=again)
 
 
 @require_GET
@@ -99,6 +142,18 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     services.delete_session(session)
     messages.success(request, f"Deleted “{title}”.")
     return redirect("home")
+
+
+@require_POST
+def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Owners give a session a title of their own; back to the page in the state it was in."""
+    session, _ = get_scoped(Session.objects.all(), request.user, "manage", pk=session_id)
+    problem = services.rename_session(session, request.POST.get("title", ""))
+    if problem:
+        messages.error(request, f"Not renamed: {problem}.")
+    # Only the query of the page comes back, re-encoded: never a place of the user's choosing.
+    state = urlencode(parse_qsl(request.POST.get("state", ""), keep_blank_values=True))
+    return redirect(f"{reverse('session-detail', args=[session.pk])}?{state}")
 
 
 @require_GET

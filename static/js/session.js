@@ -174,6 +174,28 @@
     swapInto(link.getAttribute("hx-target") || "#call-view", link.getAttribute("href"));
   });
 
+  // "next rewritten", "next spilled" and the count badges: each click goes to the next message
+  // of that status below the one last reached (their href, the first such message, is the
+  // fallback without this script).
+  document.addEventListener("click", function (evt) {
+    var link = evt.target && evt.target.closest && evt.target.closest("#call-view a[data-status]");
+    if (!link) return;
+    var rows = document.querySelectorAll("#call-view li.msg.status-" + link.dataset.status);
+    if (!rows.length) return;
+    evt.preventDefault();
+    var current = document.querySelector("#call-view li.msg.current");
+    var next = rows[0];
+    if (current) {
+      for (var i = 0; i < rows.length; i++) {
+        if (current.compareDocumentPosition(rows[i]) & Node.DOCUMENT_POSITION_FOLLOWING) { next = rows[i]; break; }
+      }
+      current.classList.remove("current");
+    }
+    next.classList.add("current");
+    next.scrollIntoView({ block: "start" });
+    history.replaceState(history.state, "", "#" + next.id);
+  });
+
   // A permalink (#comment-<id>) opens the call; show the comment even inside a closed <details>.
   function revealComment() {
     var match = /^#(comment-\d+)$/.exec(window.location.hash);

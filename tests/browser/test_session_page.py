@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def peak(page) -> int:
-    return int(page.locator(".figures div").first.locator("strong").inner_text())
+    return int(page.locator(".figures div").first.locator("strong").inner_text().replace(",", ""))
 
 
 def test_changing_a_threshold_updates_chart_and_call_view_without_a_page_load(

@@ -124,3 +124,28 @@ def test_a_large_file_goes_through_the_worker_with_a_progress_bar(
     session = Session.objects.get(pk=job.session_ids[0])
     assert session.model_call_count == 300
     assert link.get_attribute("href") == f"/sessions/{session.pk}/"
+
+
+def test_reloading_the_results_imports_nothing_and_the_same_bytes_again_say_so(
+    personas, login, live_server, tmp_path
+):
+    path = tmp_path / "session.jsonl"
+    path.write_text(generated_jsonl(3, seed=21))
+    page = login("owner")
+    page.goto(f"{live_server.url}/uploads/")
+    page.set_input_files("input[type=file]", [str(path)])
+    page.click("[data-upload-button]")
+    expect(page.locator("li.file-result.imported")).to_have_count(1)
+    assert "/uploads/results/" in page.url
+    page.reload()  # a GET of the results page: nothing is posted again
+    expect(page.locator("li.file-result.imported")).to_have_count(1)
+    assert Session.objects.filter(team=personas.team).count() == 1
+
+    page.set_input_files("input[type=file]", [str(path)])
+    page.click("[data-upload-button]")
+    duplicate = page.locator("li.file-result.duplicate")
+    expect(duplicate).to_contain_text("already imported as")
+    assert Session.objects.filter(team=personas.team).count() == 1
+    duplicate.get_by_role("button", name="Import again").click()
+    expect(page.locator("li.file-result.imported")).to_have_count(1)
+    assert Session.objects.filter(team=personas.team).count() == 2

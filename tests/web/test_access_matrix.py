@@ -92,11 +92,17 @@ RULES: dict[str, dict[str, dict]] = {
     "home": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "upload": {"GET": roles(200, outsider=200), "POST": roles(200, 200, 403, outsider=200)},
     "import-job": {"GET": READ, "POST": GET_ONLY},
+    # an upload's results live in the uploader's session: any other batch is unknown (404);
+    # importing a duplicate again is a write
+    "upload-results": {"GET": roles(404), "POST": GET_ONLY},
+    "upload-again": {"GET": POST_ONLY, "POST": roles(404, 404, 403)},
     # search inside contents, in the user's current team (an outsider searches beta)
     "search": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "import-job-requeue": {"GET": POST_ONLY, "POST": write(302)},
     # owners delete sessions
     "session-delete": {"GET": POST_ONLY, "POST": manage(302)},
+    # owners rename sessions (an empty title is answered with a message, as a redirect)
+    "session-rename": {"GET": POST_ONLY, "POST": manage(302)},
     # the session page and what hangs off it: reading only
     "session-detail": {"GET": READ, "POST": GET_ONLY},
     "session-message": {"GET": READ, "POST": GET_ONLY},
@@ -181,6 +187,7 @@ def world(personas):
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,
         "invite_id": invite.pk, "token": invite.token, "slug": personas.team.slug,
+        "batch": "not-a-batch-of-this-user", "index": 0,
     }
 
 

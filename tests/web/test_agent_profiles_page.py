@@ -6,6 +6,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
@@ -144,3 +145,191 @@ def test_each_recorded_compaction_is_paired_with_the_first_prediction_since_the_
     assert [r["relation"] for r in rows] == ["none", "none"]
     rows = recorded_vs_simulated(_calls([2]), recorded[:1])
     assert [(r["predicted_call"], r["relation"]) for r in rows] == [(2, "same")]
+
+
+def _table(html: str) -> str:
+    table = html[html.index('id="recorded-vs-simulated"'):]
+    return table[:table.index("</table>")]
+
+
+def _cells(table: str) -> list[list[str]]:
+    rows = re.findall(r"<tr class=\"rel-[^\"]+\">(.*?)</tr>", table, re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r,
+                                                                    re.S)] for r in rows]
+
+
+LOWER = {"profile": "claude-code", "counter": "bytes4", "cc_context_window": "60",
+         "cc_max_output_tokens": "10", "cc_autocompact_buffer_tokens": "10"}
+
+
+def test_the_compactions_list_shows_calibrated_tokens_at_both_calls(client, personas):
+    from ctxsim.pipeline.calibration import Calibration
+    from ctxsim.replays import services
+    from ctxsim.replays.analysis import recorded_vs_simulated
+    from ctxsim.replays.state import settings_from_query
+
+    stored = _compacted_session(personas)
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[stored.pk]), LOWER).content.decode()
+    settings, errors = settings_from_query(LOWER, personas.team)
+    assert not errors
+    run = services.summary_for(stored, settings)
+    calibration = Calibration.from_json(run.totals["calibration"])
+    assert calibration is not None
+    [row] = [r for r in recorded_vs_simulated(run.calls, stored.meta["recorded_compactions"])
+             if r["recorded_call"] is not None]
+    assert row["relation"] == "earlier"
+    at_recorded = calibration.value(row["tokens_at_recorded"])
+    at_predicted = calibration.value(row["tokens_at_predicted"])
+    # The calibration adds the prompt the transcript does not show: never the raw estimate.
+    assert at_recorded != row["tokens_at_recorded"]
+    table = _table(html)
+    assert "Agent's count before (recorded)" in table and "ctxsim there (calibrated)" in table
+    cells = _cells(table)[0]
+    assert cells[2] == "167,648"  # the agent's own preTokens
+    assert cells[3] == f"{at_recorded:,}" and cells[5] == f"{at_predicted:,}"
+    raw = _cells(_table(client.get(reverse("session-detail", args=[stored.pk]),
+                                   {**LOWER, "numbers": "raw"}).content.decode()))[0]
+    assert raw[3] == f"{row['tokens_at_recorded']:,}"
+    assert raw[5] == f"{row['tokens_at_predicted']:,}"
+
+
+def test_the_compactions_list_says_uncalibrated_without_recorded_usage(client, personas,
+                                                                       tmp_path):
+    from pathlib import Path
+
+    from ctxsim.importers import load
+
+    fixture = (Path(__file__).parent.parent / "importers" / "fixtures"
+               / "claude-code-compacted.jsonl")
+    lines = []
+    for line in fixture.read_text().splitlines():
+        record = json.loads(line)
+        (record.get("message") or {}).pop("usage", None)
+        lines.append(json.dumps(record))
+    bare = tmp_path / "no-usage.jsonl"
+    bare.write_text("\n".join(lines) + "\n")
+    stored = save_sessions(load(bare).sessions, team=personas.team,
+                           user=personas.users["owner"])[0]
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[stored.pk]), LOWER).content.decode()
+    table = _table(html)
+    assert "ctxsim there (uncalibrated)" in table
+    assert "the session records no usage" in html
+
+
+@pytest.mark.parametrize(("tool", "text", "ignored"), [
+    ("claude-code", json.dumps({"env": {"BASH_MAX_OUTPUT_LENGTH": "40000"},
+                                "permissions": {"allow": ["Bash"]}}), "permissions"),
+    ("codex", 'model = "gpt-5.2-codex"\napproval_policy = "never"\n'
+              "[profiles.fast]\nmodel = \"o3\"\n", "approval_policy"),
+    ("openhands", '[condenser]\ntype = "recent"\nkeep_first = 1\nmax_events = 40\n'
+                  '[llm]\nmax_message_chars = 20000\nmodel = "x"\n', "[llm] model"),
+])
+def test_an_import_by_paste_says_which_keys_it_ignored(client, personas, row, tool, text,
+                                                        ignored):
+    from ctxsim.replays.models import SavedProfile
+
+    client.force_login(personas.users["owner"])
+    assert f'<option value="{tool}">' in client.get(
+        reverse("session-detail", args=[row.pk])).content.decode()
+    response = client.post(reverse("profile-import", args=[row.pk]),
+                           {"format": tool, "text": text, "name": f"pasted {tool}"},
+                           follow=True)
+    assert response.status_code == 200
+    saved = SavedProfile.objects.get(name=f"pasted {tool}")
+    flash = re.search(r'<ul class="flash">(.*?)</ul>', response.content.decode(), re.S)
+    assert flash is not None
+    notes = html_lib.unescape(flash.group(1))
+    assert f"Imported {saved.name}; not read: {ignored}" in notes
+    if tool == "codex":
+        assert "[profiles.fast] (profile tables are not merged; ignored)" in notes
+    # The page it opens is the imported profile's.
+    assert urlencode({"profile": saved.ref}) in response.redirect_chain[-1][0]
+
+
+def test_an_import_with_nothing_ignored_adds_no_note(client, personas, row):
+    client.force_login(personas.users["owner"])
+    response = client.post(reverse("profile-import", args=[row.pk]),
+                           {"format": "claude-code", "name": "env only",
+                            "text": json.dumps({"env": {"BASH_MAX_OUTPUT_LENGTH": "40000"}})},
+                           follow=True)
+    assert response.status_code == 200
+    assert '<ul class="flash">' not in response.content.decode()
+
+
+X_NOTE = "ctxsim's default; not documented by Anthropic"
+
+
+def _field_help(html: str, name: str) -> str:
+    """The help paragraph that follows the control of parameter `name` in the form."""
+    form = html[html.index('id="settings"'):]
+    start = re.search(rf'name="{re.escape(name)}(\.type|\.value)?"', form).start()
+    rest = form[start:]
+    help_start = rest.index('<p class="help">')
+    return html_lib.unescape(rest[help_start:rest.index("</p>", help_start)])
+
+
+@pytest.mark.parametrize("profile", ["claude-code", "claude-code-recorded",
+                                     "claude-code-thinking", "claude-code-context-editing"])
+def test_every_x_default_is_marked_in_the_form_stage_rows_and_export(client, personas, row,
+                                                                     profile):
+    from ctxsim.pipeline.params import PARAMS
+    from ctxsim.pipeline.profiles import PROFILES
+    from ctxsim.pipeline.registry import STAGES, params_of
+
+    chosen = PROFILES[profile]
+    noted = [n for n in PARAMS if n in params_of(chosen.stages)
+             and chosen.default_note(n).endswith("Anthropic")]
+    assert "cc_bash_tools" in noted and len(noted) >= 12
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[row.pk]), {"profile": profile}
+                      ).content.decode()
+    for name in PARAMS:
+        if name not in params_of(chosen.stages) or name == "env":
+            continue
+        assert (X_NOTE in _field_help(html, name)) == (name in noted), name
+    stages = html[html.index('id="stages-form"'):]
+    stages = html_lib.unescape(stages[:stages.index("</table>")])
+    for stage, _ in chosen.stages:
+        labels = [PARAMS[n].label for n in STAGES[stage].params if n in noted]
+        if labels:
+            assert f"ctxsim's defaults; not documented by Anthropic: {', '.join(labels)}" \
+                in stages, stage
+    export = html_lib.unescape(client.get(reverse("profile-export", args=[row.pk]),
+                                          {"profile": profile}).content.decode())
+    for name in noted:
+        assert re.search(rf"\({name}\) = .* — {X_NOTE}", export), name
+
+
+def test_a_chatcli_page_and_export_mark_no_default(client, personas, row):
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[row.pk])).content.decode()
+    export = client.get(reverse("profile-export", args=[row.pk])).content.decode()
+    form = html[html.index('id="settings"'):]
+    assert 'class="x-default"' not in form[:form.index("</form>")]
+    assert 'class="x-default"' not in export
+    # The stage table still says it of the Claude Code stages one could turn on.
+    rows = re.findall(r'<tr class="off">(.*?)</tr>', html, re.S)
+    marked = [r for r in rows if "not documented by Anthropic" in html_lib.unescape(r)]
+    assert len(marked) == 3 and all("<small>Claude Code</small>" in r for r in marked)
+
+
+def test_with_token_source_usage_the_list_shows_the_stages_own_billed_measure(client,
+                                                                             personas):
+    from ctxsim.replays import services
+    from ctxsim.replays.analysis import recorded_vs_simulated
+    from ctxsim.replays.state import settings_from_query
+
+    stored = _compacted_session(personas)
+    client.force_login(personas.users["owner"])
+    query = {"profile": "claude-code", "cc_token_source": "usage"}
+    html = client.get(reverse("session-detail", args=[stored.pk]), query).content.decode()
+    settings, errors = settings_from_query(query, personas.team)
+    assert not errors
+    run = services.summary_for(stored, settings)
+    assert run.totals["calibration"]  # the session is calibrated, and still:
+    [row] = recorded_vs_simulated(run.calls, stored.meta["recorded_compactions"])
+    table = _table(html)
+    assert "ctxsim there (billed)" in table and "not calibrated again" in html
+    assert _cells(table)[0][3] == f"{row['tokens_at_recorded']:,}"

@@ -156,7 +156,7 @@ def test_a_malformed_file_is_400_with_the_upload_pages_line_and_nothing_stored(
     assert "\n" not in detail and "line 1" in detail
     upload = io.BytesIO(b'{"messages": [}')
     upload.name = "bad.json"
-    page = personas.client("owner").post(reverse("upload"), {"files": [upload]})
+    page = personas.client("owner").post(reverse("upload"), {"files": [upload]}, follow=True)
     assert detail in page.content.decode().replace("&quot;", '"').replace("&#x27;", "'")
     assert post(b"", api_tokens.ingest).json()["detail"] == "the file is empty"
     assert post(b"not gzip", api_tokens.ingest, HTTP_CONTENT_ENCODING="gzip").status_code == 400

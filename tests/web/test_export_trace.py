@@ -51,8 +51,8 @@ def test_export_trace_summary_and_config_apply(personas, tmp_path):
     config = tmp_path / "params.json"
     config.write_text(json.dumps({"env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "300"}}))
     out = tmp_path / "trace.json"
-    call_command("export_trace", str(row.pk), "--config", str(config), "--summary",
-                 "--out", str(out))
+    call_command("export_trace", str(row.pk), "--profile", "chatcli", "--config", str(config),
+                 "--summary", "--out", str(out))
     trace = json.loads(out.read_text())
     assert trace["effective_config"]["per_result_max_chars"] == 300
     assert all("history" not in call["budget"] for call in trace["calls"])

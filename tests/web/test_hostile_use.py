@@ -67,7 +67,7 @@ def test_uploading_a_transcript_with_a_huge_integer_says_which_line(personas):
             .replace('"sessionId"', f'"costUSD": {HUGE}, "sessionId"') + "\n").encode()
     before = StoredSession.objects.count()
     response = personas.client("reviewer").post(reverse("upload"), {
-        "files": [SimpleUploadedFile("big.jsonl", data)]})
+        "files": [SimpleUploadedFile("big.jsonl", data)]}, follow=True)
     assert response.status_code == 200
     body = response.content.decode()
     assert "line 2" in body and "more than 4300 digits" in body
@@ -124,7 +124,8 @@ def test_a_tool_input_holding_a_nul_character_imports_and_keeps_its_arguments(pe
     stored = load_session(row)
     (stored_call,) = [c for m in stored.messages for c in m.tool_calls]
     assert json.loads(stored_call.arguments) == call["input"]
-    assert _export_trace(row.pk) == _simulate(path)
+    # export_trace starts from the session's own agent's profile; simulate from chatcli.
+    assert _export_trace(row.pk) == _simulate(path, "--profile", "claude-code")
 
 
 def test_tool_call_ids_and_names_of_any_length_are_stored_whole(personas, tmp_path):

@@ -103,8 +103,9 @@ def test_a_real_session_shows_every_default_profile_and_none_hits_the_whole_pref
         assert re.search(r'data-hit-rate="\d+\.\d\d"', column(html, profile))
     none = html[html.index('<section class="card insight-detail" id="detail-1"'):]
     none = none[:none.index("</section>")]
-    rows = re.findall(r'<tr data-call="(\d+)" class="(\w*)">.*?<td class="num">(\d+)</td>'
-                      r'<td class="num">(\d+)</td>', none, re.S)
+    rows = re.findall(r'<tr data-call="(\d+)" class="(\w*)">.*?<td class="num">([\d,]+)</td>'
+                      r'<td class="num">([\d,]+)</td>', none, re.S)
+    rows = [(i, status, a.replace(",", ""), b.replace(",", "")) for i, status, a, b in rows]
     assert len(rows) > 5
     checked = 0
     for (_, _, prev_input, _), (_, status, _, cached) in zip(rows, rows[1:], strict=False):

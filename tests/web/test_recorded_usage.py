@@ -109,11 +109,11 @@ def test_the_call_view_shows_recorded_against_estimated_and_the_flag(personas, b
     client = personas.client("viewer")
     html = page(client, billed, f"?profile=chatcli&call={FLAGGED_CALL}")
     recorded = billed_session_calls()[FLAGGED_CALL]["recorded"]["total_input"]
-    assert f"recorded by the provider <strong>{recorded}</strong> input tokens" in html
+    assert f"recorded by the provider <strong>{recorded:,}</strong> input tokens" in html
     assert "flagged: context the transcript does not show" in html
-    difference = re.search(r"flagged: context the transcript does not show, (-?\d+) tokens",
+    difference = re.search(r"flagged: context the transcript does not show, (-?[\d,]+) tokens",
                            html)
-    assert difference and abs(int(difference.group(1)) - INJECTED) <= 2
+    assert difference and abs(int(difference.group(1).replace(",", "")) - INJECTED) <= 2
     fragment = client.get(reverse("session-detail", args=[billed.pk])
                           + "?profile=chatcli&call=1", headers={"HX-Request": "true",
                                                                 "HX-Target": "#call-view"})

@@ -142,7 +142,7 @@ def test_secrets_posted_to_the_api_are_never_stored_or_shown(personas, api_token
 def test_secrets_uploaded_on_the_page_are_never_stored_or_shown(personas, api_tokens, media):
     upload = io.BytesIO(planted_transcript())
     upload.name = "deploy.json"
-    page = personas.client("owner").post(reverse("upload"), {"files": [upload]})
+    page = personas.client("owner").post(reverse("upload"), {"files": [upload]}, follow=True)
     assert page.status_code == 200
     assert "Secrets redacted" in page.content.decode()
     assert all(core.encode() not in page.content for core in CORES)

@@ -40,7 +40,7 @@ def test_the_folders_files_uploaded_together_import_as_one(personas):
         upload = io.BytesIO(path.read_bytes())
         upload.name = path.name
         uploads.append(upload)
-    page = personas.client("owner").post(reverse("upload"), {"files": uploads})
+    page = personas.client("owner").post(reverse("upload"), {"files": uploads}, follow=True)
     assert page.status_code == 200
     (result,) = page.context["results"]
     assert not result.error, result.error

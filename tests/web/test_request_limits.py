@@ -57,7 +57,7 @@ def test_the_upload_limit_comes_from_the_settings(personas):
     assert big.status_code == 413
     assert "78 KB" in big.content.decode()
     small = client.post(reverse("upload"), {
-        "files": [SimpleUploadedFile("a.jsonl", b"x" * 10_000)]})
+        "files": [SimpleUploadedFile("a.jsonl", b"x" * 10_000)]}, follow=True)
     assert small.status_code == 200
 
 

@@ -86,7 +86,7 @@ def test_an_upload_the_disk_cannot_hold_leaves_no_file_and_says_so(personas, med
     data = claude_code_bytes(40)
     assert len(data) > 4096
     response = personas.client("owner").post(reverse("upload"), {
-        "files": [SimpleUploadedFile("big.jsonl", data)]})
+        "files": [SimpleUploadedFile("big.jsonl", data)]}, follow=True)
     assert response.status_code == 200
     assert "could not be stored" in response.content.decode()
     assert not ImportJob.objects.exists()

@@ -75,7 +75,7 @@ def test_a_member_who_may_upload_sees_the_upload_form(personas):
 
 def test_a_small_file_is_imported_during_the_request(personas):
     response = personas.client("owner").post(
-        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}
+        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}, follow=True
     )
     assert response.status_code == 200
     session = Session.objects.get()
@@ -95,7 +95,8 @@ def test_several_files_are_imported_at_once_each_with_its_result(personas):
         upload("broken.json", b"{nope"),
         upload("two.jsonl", claude_code_bytes(5, seed=2)),
     ]
-    response = personas.client("reviewer").post(reverse("upload"), {"files": files})
+    response = personas.client("reviewer").post(reverse("upload"), {"files": files},
+                                                 follow=True)
     body = response.content.decode()
     assert Session.objects.count() == 2
     assert body.count('class="file-result imported"') == 2
@@ -106,11 +107,13 @@ def test_several_files_are_imported_at_once_each_with_its_result(personas):
 def test_the_format_can_be_forced(personas):
     data = claude_code_bytes(3)
     client = personas.client("owner")
-    wrong = client.post(reverse("upload"), {"files": [upload("a.jsonl", data)], "format": "codex"})
+    wrong = client.post(reverse("upload"), {"files": [upload("a.jsonl", data)], "format": "codex"},
+                        follow=True)
     assert 'class="file-result failed"' in wrong.content.decode()
     assert not Session.objects.exists()
     right = client.post(
-        reverse("upload"), {"files": [upload("a.jsonl", data)], "format": "claude-code"}
+        reverse("upload"), {"files": [upload("a.jsonl", data)], "format": "claude-code"},
+        follow=True,
     )
     assert 'class="file-result imported"' in right.content.decode()
     assert Session.objects.get().format == "claude-code"
@@ -129,7 +132,8 @@ def test_an_unknown_forced_format_is_a_form_error(personas):
 def test_each_bad_input_shows_its_message_and_stores_nothing(personas, name, data):
     expected = importer_message(data)
     before = row_counts()
-    response = personas.client("owner").post(reverse("upload"), {"files": [upload(name, data)]})
+    response = personas.client("owner").post(reverse("upload"), {"files": [upload(name, data)]},
+                                             follow=True)
     assert response.status_code == 200
     body = response.content.decode()
     assert html.escape(expected) in body
@@ -146,7 +150,7 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(personas, monke
     monkeypatch.setattr(importers, "load", must_not_parse)
     before = row_counts()
     response = personas.client("owner").post(
-        reverse("upload"), {"files": [upload("big.jsonl", b"x" * 5000)]}
+        reverse("upload"), {"files": [upload("big.jsonl", b"x" * 5000)]}, follow=True
     )
     assert "the file is 0.0 MB, over the 0.0 MB limit" in response.content.decode()
     assert row_counts() == before
@@ -179,7 +183,8 @@ def test_anonymous_users_cannot_upload(personas):
 
 def test_a_file_name_is_shown_escaped(personas):
     name = '<img src=x onerror="alert(1)">.jsonl'
-    response = personas.client("owner").post(reverse("upload"), {"files": [upload(name, b"")]})
+    response = personas.client("owner").post(reverse("upload"), {"files": [upload(name, b"")]},
+                                             follow=True)
     body = response.content.decode()
     assert "<img src=x" not in body
     assert "&lt;img src=x" in body
@@ -246,7 +251,7 @@ def test_a_failing_default_replay_never_fails_the_upload(personas, monkeypatch):
 
     monkeypatch.setattr(replays, "compute_default_stats", broken)
     response = personas.client("owner").post(
-        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}
+        reverse("upload"), {"files": [upload("demo.jsonl", claude_code_bytes(6))]}, follow=True
     )
     assert response.status_code == 200
     assert Session.objects.get().peak_raw_tokens is None

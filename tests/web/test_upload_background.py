@@ -33,7 +33,7 @@ def small_background_threshold(settings, tmp_path):
 
 def post_large(client, data: bytes | None = None, name: str = "large.jsonl", **extra):
     data = claude_code_bytes(8) if data is None else data
-    return client.post(reverse("upload"), {"files": [upload(name, data)], **extra})
+    return client.post(reverse("upload"), {"files": [upload(name, data)], **extra}, follow=True)
 
 
 def test_a_large_file_is_queued_for_the_worker(personas, django_capture_on_commit_callbacks):

@@ -74,6 +74,16 @@ class StageContext:
         return self.params["_env_effective"][key]
 
 
+
+def view_result(history: tuple[Message, ...], out: Sequence[Message],
+                report: dict[str, Any]) -> StageResult:
+    """A stage's result when it builds a new view: `history` itself, with no changed
+    positions, when the view holds the very same messages (so the replay re-measures
+    nothing), else the view."""
+    if len(out) == len(history) and all(a is b for a, b in zip(out, history, strict=True)):
+        return StageResult(history, report, ())
+    return StageResult(tuple(out), report)
+
 # ChatCLI measures in bytes; its documentation speaks of characters (SPEC §2.2 row 12). Stages
 # written once over `Units` (bytes or str) cover both: slicing, len and find mean the same. A
 # function over units is generic (`def f[U: (bytes, str)](s: U) -> U`): it returns the type it

@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "anthropic_compact"
 BLOCK_KIND = "compaction_block"
@@ -122,9 +122,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         COMPACTION_EVENTS: events,
     }
     h = tuple(history)
-    if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
-        return StageResult(h, report, ())
-    return StageResult(out, report)
+    return view_result(h, out, report)
 
 
 # --- what a report means ----------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..agents_common import (
     u16len,
 )
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "claude_code_autocompact"
 SOURCE = "claude-code"
@@ -257,9 +257,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             for kind, trigger, source in info["events"]
         ],
     }
-    if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
-        return StageResult(h, report, ())
-    return StageResult(out, report)
+    return view_result(h, out, report)
 
 
 # --- what a report means ----------------------------------------------------------------------
@@ -295,6 +293,12 @@ def quiet_note(facts: ReplayFacts) -> str | None:
             f"below the threshold of {thresholds[-1]:,} (effective window minus the safety "
             "buffer; the 20,000-token summary reserve is ctxsim's default, not documented by "
             "Anthropic).")
+
+
+def measures_billed(values: Mapping[str, Any]) -> bool:
+    """Token source `usage`: the stage measures in the provider's recorded tokens, which a
+    calibration must not convert again."""
+    return values.get("cc_token_source") == "usage"
 
 
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:

@@ -25,7 +25,7 @@ from ..agents_common import (
 )
 from ..messages import Message
 from ..tokens import extras_tokens, message_tokens
-from . import StageContext, StageResult, changed_since
+from . import StageContext, StageResult, changed_since, view_result
 from ._codex import (
     NO_SUMMARY,
     SUMMARY_PREFIX,
@@ -372,13 +372,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     # Past steps read the response (a marker can sit on it), so the current step's state is
     # not reused at the next call.
     result = fold(h, ctx, State(), work.step, reuse_current=False)
-    out, report = result.view, result.info
-    if result.previous_info is not None:
-        # The previous call's compaction, learnt only now from its response's marker.
-        report[COMPACTION_EVENTS] = [result.previous_info, *report.get(COMPACTION_EVENTS, ())]
-    if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
-        return StageResult(h, report, ())
-    return StageResult(out, report)
+    out, report = result.view, result.report()
+    return view_result(h, out, report)
 
 
 # --- what the report means (registry.StageDef) ---------------------------------------------
@@ -414,6 +409,12 @@ def quiet_note(facts: Any) -> str | None:
     return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens, below "
             f"the limit of {limits[-1]:,} (90 % of the window, or the configured "
             "model_auto_compact_token_limit).")
+
+
+def measures_billed(values: Mapping[str, Any]) -> bool:
+    """Token source `usage`: the stage measures in the provider's recorded tokens, which a
+    calibration must not convert again."""
+    return values.get("codex_token_source", "counter") == "usage"
 
 
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:

@@ -24,7 +24,7 @@ from ..agents_common import (
 from ..messages import Message
 from ..params_agents import ROLLING_CONDENSERS
 from ..tokens import extras_tokens
-from . import StageContext, StageResult, changed_since
+from . import StageContext, StageResult, changed_since, view_result
 from ._codex import call_of
 from ._openhands_assembly import MASKED, Assembly, Event, first_difference
 
@@ -359,12 +359,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     # Past steps read the response (a recorded condensation marks the next message, often
     # the response), so the current step's state is not reused at the next call.
     result = fold(h, ctx, State(), work.step, reuse_current=False)
-    out, report = result.view, result.info
-    if result.previous_info is not None:
-        report[COMPACTION_EVENTS] = [result.previous_info, *report.get(COMPACTION_EVENTS, ())]
-    if len(out) == len(h) and all(a is b for a, b in zip(out, h, strict=True)):
-        return StageResult(h, report, ())
-    return StageResult(out, report)
+    out, report = result.view, result.report()
+    return view_result(h, out, report)
 
 
 # --- what the report means (registry.StageDef) ---------------------------------------------

@@ -1,7 +1,9 @@
 """`python manage.py export_trace SESSION_ID [--profile NAME] [--config PARAMS.json] [--out FILE]
 [--summary]` (SPEC §6): the trace of a stored session, as `simulate` prints it for a file.
 
-`--profile` takes a built-in profile name or a team profile as `TEAM-SLUG/NAME`.
+`--profile` takes a built-in profile name or a team profile as `TEAM-SLUG/NAME`; without it,
+the session's own agent's profile (as the session page: `claude-code`, `codex`, `openhands`,
+else `chatcli`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from ctxsim.pipeline.params import ParamError
-from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES
+from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.replays.models import SavedProfile
 from ctxsim.replays.profiles import saved_profile_as_profile
-from ctxsim.replays.services import trace_json
+from ctxsim.replays.services import default_settings, trace_json
 from ctxsim.replays.state import ReplaySettings
 from ctxsim.transcripts.models import Session
 
@@ -25,7 +27,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("session_id", type=int, metavar="SESSION_ID")
-        parser.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME")
+        parser.add_argument("--profile", metavar="NAME")
         parser.add_argument("--config", metavar="PARAMS.json")
         parser.add_argument("--out", metavar="FILE")
         parser.add_argument("--summary", action="store_true", help="omit the history arrays")
@@ -35,6 +37,8 @@ class Command(BaseCommand):
         if session is None:
             raise CommandError(f"no session with id {session_id}", returncode=2)
         overrides = self._config(config)
+        if profile is None:
+            profile = default_settings(session).profile_ref
         if "/" in profile:
             slug, _, name = profile.partition("/")
             saved = SavedProfile.objects.filter(team__slug=slug, name=name).first()
