@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "ctxsim.transcripts",
     "ctxsim.replays",
     "ctxsim.analysis",
+    "ctxsim.overview",
     "ctxsim.reviews",
     "ctxsim.api",
     "axes",

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("ctxsim.transcripts.urls")),
     path("", include("ctxsim.replays.urls")),
     path("", include("ctxsim.analysis.urls")),
+    path("", include("ctxsim.overview.urls")),
     path("", include("ctxsim.reviews.urls")),
     path("", include("ctxsim.api.urls")),
 ]

@@ -47,6 +47,18 @@ def default_totals(session: Session) -> dict[str, Any]:
     return dict(run.totals)
 
 
+def overview(team, query: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The team overview's numbers (queuing what is not stored yet), or the query's problems."""
+    from ctxsim.overview import services as overview_services
+
+    choice = overview_services.parse_choice(team, query)
+    if choice.errors:
+        return None, choice.errors
+    built = overview_services.build_overview(team, choice)
+    return {**overview_services.overview_json(built), "filters": choice.filter_query,
+            "cache": choice.cache.as_dict()}, {}
+
+
 def trace_chunks(session: Session, settings, *, summary: bool) -> Iterator[str | bytes]:
     """The SPEC §6 trace of the session in pieces, for a streamed response; nothing is
     computed until the response is read.

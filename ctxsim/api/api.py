@@ -8,7 +8,9 @@ answer as for a missing one). The schema is at `/api/v1/openapi.json`, the docs 
 
 from __future__ import annotations
 
-from django.http import HttpRequest, StreamingHttpResponse
+from datetime import date
+
+from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 from ninja import NinjaAPI, Query, Schema, Status
@@ -21,6 +23,7 @@ from ctxsim.api.schemas import (
     Error,
     IngestOut,
     JobOut,
+    OverviewOut,
     QueuedOut,
     SessionDetail,
     SessionPage,
@@ -280,6 +283,42 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
         content_type="application/json",
     )
     return response
+
+
+class OverviewQuery(Schema):
+    q: str = ""
+    contents: bool = False
+    format: str = ""
+    status: str = ""
+    uploader: str = ""
+    since: date | None = None
+    until: date | None = None
+    profiles: list[str] = []
+    model: str = ""
+    lifetime: str = ""
+    price: str = ""
+
+
+@api.get("/overview", url_name="overview",
+         response={200: OverviewOut, 400: Error, 401: Error, 403: Error},
+         summary="The team overview")
+def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
+    """The overview page's numbers, with its filters (`q`, `contents`, `format`, `status`,
+    `uploader`, `since`, `until`), up to four `profiles` (repeated; built-in or `saved:<id>`)
+    and cache rule (`model`, `lifetime`, `price`). Asking queues whatever is not stored yet
+    on the task worker: ask again until `complete`."""
+    token = _token(request, Scope.READ)
+    query = QueryDict(mutable=True)
+    for name, value in params.dict().items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if item in (None, "", False):
+                continue
+            query.appendlist(name, "on" if item is True else _text(str(item), name, 200))
+    figures, errors = adapters.overview(token.team, query)
+    if errors:
+        return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
+    return figures
 
 
 @api.get("/jobs/{job_id}", url_name="job",

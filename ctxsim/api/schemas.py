@@ -77,3 +77,23 @@ class IngestOut(Schema):
 
 class QueuedOut(Schema):
     job: JobRef
+
+
+class OverviewProgress(Schema):
+    done: int
+    total: int
+
+
+class OverviewOut(Schema):
+    """The team overview (SPEC §13): per profile the sums over the chosen sessions of what is
+    stored so far; `complete` once every (session, profile) pair is."""
+
+    sessions: int
+    complete: bool
+    progress: OverviewProgress
+    # Per profile: `profile`, `name`, `done`, `failed`, `pending` and the summed figures
+    # (tokens, costs, hit rates, failed calls, loss events, recorded and calibrated, by tool).
+    profiles: list[dict[str, Any]]
+    peak_histogram: dict[str, Any]
+    filters: str
+    cache: dict[str, Any]

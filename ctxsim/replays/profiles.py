@@ -62,9 +62,18 @@ def save_profile(session, user, settings: ReplaySettings, name: str, description
                  errors: dict[str, str] | None = None) -> SavedProfile:
     """Store the page's current settings as a named profile of the session's team; `errors`
     are the settings' own problems (from `settings_from_query`), which refuse the save too."""
+    saved = save_team_profile(session.team, user, settings, name, description, errors)
+    reviews.record(session, user, "profile_saved", f"{saved.name} (saved)")
+    return saved
+
+
+def save_team_profile(team, user, settings: ReplaySettings, name: str, description: str = "",
+                      errors: dict[str, str] | None = None) -> SavedProfile:
+    """`save_profile` for settings no one session was looked at with (a corpus sweep's
+    point): the same checks and the same row, without an activity line."""
     if errors:
         raise ProfileError(errors)
-    errors = _check_name(session.team, name, description)
+    errors = _check_name(team, name, description)
     if errors:
         raise ProfileError(errors)
     base = settings.saved.base if settings.saved else settings.profile.name
@@ -72,13 +81,11 @@ def save_profile(session, user, settings: ReplaySettings, name: str, description
     params = {**settings.profile.params, **settings.config}
     params = {k: v for k, v in params.items()
               if normal(v) != normal(base_profile.params.get(k, PARAMS[k].default))}
-    saved = SavedProfile.objects.create(
-        team=session.team, name=name.strip(), description=description.strip(),
+    return SavedProfile.objects.create(
+        team=team, name=name.strip(), description=description.strip(),
         base=base_profile.name, stages=[list(e) for e in settings.effective_stages],
         params=normal(params), created_by=user,
     )
-    reviews.record(session, user, "profile_saved", f"{saved.name} (saved)")
-    return saved
 
 
 def import_profile(session, user, tool: str, text: str, name: str,

@@ -19,6 +19,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -43,9 +44,10 @@ from ctxsim.transcripts.tasks import (
 
 __all__ = [
     "FileResult", "SessionFilters", "already_imported", "delete_session", "discard_kept",
-    "enqueue", "fail_stuck_jobs", "import_kept", "import_timeout", "import_uploads",
-    "jobs_to_show", "list_sessions", "queue_import", "rename_session", "requeue", "run_import_job",
-    "session_totals", "size_error", "size_limit_text", "team_formats",
+    "enqueue", "fail_stuck_jobs", "filter_sessions", "import_kept", "import_timeout",
+    "import_uploads", "jobs_to_show", "list_sessions", "queue_import", "rename_session",
+    "requeue", "run_import_job", "session_totals", "size_error", "size_limit_text",
+    "team_formats",
 ]
 
 
@@ -61,6 +63,9 @@ class SessionFilters:
     status: str = ""
     query: str = ""
     contents: bool = False  # the query also searches inside contents and tool-call arguments
+    uploader: str = ""  # a username
+    since: date | None = None  # uploaded on or after this day
+    until: date | None = None  # uploaded on or before this day
 
 
 def team_formats(team: Team) -> list[str]:
@@ -79,10 +84,23 @@ def list_sessions(team: Team, filters: SessionFilters, page: str | int | None) -
     """
     sidechains = Session.objects.select_related("uploaded_by").order_by("created_at", "pk")
     rows = (
-        Session.objects.filter(team=team, parent__isnull=True)
+        filter_sessions(team, filters)
         .select_related("uploaded_by")
         .prefetch_related(Prefetch("sidechains", queryset=sidechains))
     )
+    return Paginator(rows.order_by("-created_at", "-pk"), SESSIONS_PER_PAGE).get_page(page)
+
+
+def filter_sessions(team: Team, filters: SessionFilters) -> QuerySet[Session]:
+    """The team's top-level sessions the filters pick (the list's rows, and the overview's):
+    a parent matches when it or one of its sidechains does."""
+    rows = Session.objects.filter(team=team, parent__isnull=True)
+    if filters.uploader:
+        rows = rows.filter(uploaded_by__username=filters.uploader)
+    if filters.since is not None:
+        rows = rows.filter(created_at__date__gte=filters.since)
+    if filters.until is not None:
+        rows = rows.filter(created_at__date__lte=filters.until)
     if filters.format:
         rows = rows.filter(Q(format=filters.format) | Q(sidechains__format=filters.format))
     if filters.status:
@@ -96,7 +114,7 @@ def list_sessions(team: Team, filters: SessionFilters, page: str | int | None) -
         rows = rows.filter(match)
     if filters.format or filters.query:
         rows = rows.distinct()
-    return Paginator(rows.order_by("-created_at", "-pk"), SESSIONS_PER_PAGE).get_page(page)
+    return rows
 
 
 # -- uploads -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from django.urls import reverse
 
 from ctxsim.analysis.models import Sweep
 from ctxsim.api.tokens import create_token
+from ctxsim.overview.models import CorpusSweep
 from ctxsim.replays.models import SavedProfile, SpilledFile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
@@ -127,6 +128,15 @@ RULES: dict[str, dict[str, dict]] = {
     "sweep-create": {"GET": POST_ONLY, "POST": write(400)},
     "sweep-detail": {"GET": READ, "POST": GET_ONLY},
     "sweep-cancel": {"GET": POST_ONLY, "POST": write(302)},
+    # team overview and corpus sweeps work in the user's current team (an outsider's is beta);
+    # a stored corpus sweep is alpha's. An empty sweep form is answered 400 with its errors,
+    # an empty "apply" too; cancelling a finished sweep says so and redirects.
+    "team-overview": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
+    "corpus-sweeps": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
+    "corpus-sweep-create": {"GET": POST_ONLY, "POST": roles(400, 400, 403, outsider=400)},
+    "corpus-sweep-detail": {"GET": READ, "POST": GET_ONLY},
+    "corpus-sweep-cancel": {"GET": POST_ONLY, "POST": write(302)},
+    "corpus-sweep-apply": {"GET": POST_ONLY, "POST": write(400)},
 }
 
 # Query strings some views need to reach their permission-checked object.
@@ -167,13 +177,14 @@ def world(personas):
                                                  role=Role.VIEWER)
     invite = create_invite(personas.team, owner, Role.VIEWER)
     sweep = Sweep.objects.create(session=session, axes=[], cache={}, status="done")
+    corpus = CorpusSweep.objects.create(team=personas.team, axes=[], cache={}, status="done")
     token, _ = create_token(personas.team, "hook", "ingest", user=owner)
     saved = SavedProfile.objects.create(team=personas.team, name="team profile", base="chatcli",
                                         stages=[], params={}, created_by=owner)
     return {
         "token_id": token.pk,
         "profile_id": saved.pk,
-        "sweep_id": sweep.pk,
+        "sweep_id": sweep.pk, "corpus_sweep_id": corpus.pk,
         "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,
         "invite_id": invite.pk, "token": invite.token, "slug": personas.team.slug,
@@ -222,7 +233,7 @@ def test_each_persona_gets_the_expected_status_everywhere(persona, personas, wor
 def test_outsiders_never_get_a_success_from_alpha_objects(personas, world):
     """A summary over the rules: only views of the user's own teams answer an outsider 2xx."""
     own_team_views = {"team-list", "home", "upload", "search", "invite-accept", "login",
-                      "logout"}
+                      "logout", "team-overview", "corpus-sweeps", "corpus-sweep-create"}
     for name, rule in RULES.items():
         for method, expected in rule.items():
             if name not in own_team_views:

@@ -57,6 +57,8 @@ RULES: dict[str, dict[str, dict]] = {
     "session-trace": only("GET", READ_SCOPE),
     # a job can be followed with either scope (the uploader has only ingest)
     "job": only("GET", callers(200)),
+    # the overview is the token's own team (the outsider's is beta), read scope
+    "overview": only("GET", callers(403, 200, 200, outsider=200)),
 }
 
 

@@ -1,0 +1,126 @@
+"""The team overview and corpus sweeps (SPEC §13). Parse → service → render.
+
+The overview and the corpus sweep form work in the user's current team (an outsider sees their
+own team's); a stored sweep is fetched through `get_scoped` (outsiders get 404), and starting,
+cancelling or applying one needs the write role.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST, require_safe
+
+from ctxsim.analysis.choices import all_lifetimes, model_options
+from ctxsim.htmx import render_page_or_partial
+from ctxsim.overview import services
+from ctxsim.overview.models import CorpusSweep
+from ctxsim.replays.profiles import ProfileError, profile_choices
+from ctxsim.teams.access import check_role, get_scoped
+from ctxsim.teams.current import current_membership
+from ctxsim.teams.models import Membership
+
+
+def _membership(request: HttpRequest, action: str = "read") -> Membership:
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404("You are not a member of any team.")
+    check_role(membership, action)  # type: ignore[arg-type]
+    return membership
+
+
+def _choice_context(team, choice) -> dict:
+    return {"choice": choice, "form": choice.form, "errors": choice.errors, "team": team,
+            "profiles": profile_choices(team), "models": model_options(),
+            "lifetimes": all_lifetimes(), "max_profiles": services.MAX_PROFILES}
+
+
+@require_safe
+def team_overview(request: HttpRequest) -> HttpResponse:
+    """The team's sessions under up to four profiles; polls while the worker fills it in."""
+    membership = _membership(request)
+    choice = services.parse_choice(membership.team, request.GET)
+    overview = services.build_overview(membership.team, choice)
+    context = {**_choice_context(membership.team, choice), "overview": overview,
+               "membership": membership, "query": request.GET.urlencode()}
+    return render_page_or_partial(request, "overview/overview.html",
+                                  {"overview-results": "overview-results"}, context)
+
+
+@require_safe
+def corpus_sweeps(request: HttpRequest) -> HttpResponse:
+    """The corpus sweep form (the overview's filters, a profile, a grid) and the team's sweeps."""
+    membership = _membership(request)
+    form = services.corpus_form(membership.team, request.GET)
+    return render(request, "overview/corpus_sweeps.html",
+                  _corpus_context(membership, form, form.choice.errors))
+
+
+def _corpus_context(membership, form, errors) -> dict:
+    team = membership.team
+    fields = [(k, v) for k in (*services.FILTER_FIELDS, *services.CACHE_FIELDS)
+              if (v := form.choice.form.data.get(k))]
+    return {**_choice_context(team, form.choice), "corpus": form, "errors": errors,
+            "filter_fields": fields,
+            "membership": membership, "sweeps": CorpusSweep.objects.filter(team=team)[:20]}
+
+
+@require_POST
+def corpus_sweep_create(request: HttpRequest) -> HttpResponse:
+    membership = _membership(request, "write")
+    form = services.corpus_form(membership.team, request.POST)
+    axes, axis_errors = services.parse_axes(form, request.POST)
+    errors = {**form.choice.errors, **axis_errors}
+    if errors:
+        return render(request, "overview/corpus_sweeps.html",
+                      _corpus_context(membership, form, errors), status=400)
+    sweep = services.create_corpus_sweep(membership.team, request.user, form, axes)
+    return redirect("corpus-sweep-detail", corpus_sweep_id=sweep.pk)
+
+
+def _sweep(request: HttpRequest, corpus_sweep_id: int, action: str = "read"):
+    return get_scoped(CorpusSweep.objects.select_related("team"), request.user, action,
+                      pk=corpus_sweep_id)
+
+
+@require_safe
+def corpus_sweep_detail(request: HttpRequest, corpus_sweep_id: int) -> HttpResponse:
+    """Progress (polled while it runs), then the summed points, their front and apply forms."""
+    sweep, membership = _sweep(request, corpus_sweep_id)
+    points = services.corpus_points(sweep) if sweep.status == "done" else []
+    context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
+               "progress": services.corpus_progress(sweep), "membership": membership}
+    return render_page_or_partial(request, "overview/corpus_sweep.html",
+                                  {"corpus-status": "corpus-status"}, context)
+
+
+@require_POST
+def corpus_sweep_cancel(request: HttpRequest, corpus_sweep_id: int) -> HttpResponse:
+    sweep, _ = _sweep(request, corpus_sweep_id, "write")
+    if services.cancel_corpus_sweep(sweep):
+        messages.success(request, "The sweep is cancelled.")
+    else:
+        messages.error(request, "The sweep is over already.")
+    return redirect("corpus-sweep-detail", corpus_sweep_id=sweep.pk)
+
+
+@require_POST
+def corpus_sweep_apply(request: HttpRequest, corpus_sweep_id: int) -> HttpResponse:
+    """Save one point as a team profile, then open the overview with it."""
+    sweep, membership = _sweep(request, corpus_sweep_id, "write")
+    point = request.POST.get("point", "")
+    try:
+        if not point.isascii() or not point.isdigit():
+            raise ProfileError({"point": "choose a point of the sweep"})
+        saved = services.apply_point(sweep, request.user, int(point),
+                                     request.POST.get("name", ""),
+                                     request.POST.get("description", ""))
+    except ProfileError as exc:
+        points = services.corpus_points(sweep) if sweep.status == "done" else []
+        context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
+                   "progress": services.corpus_progress(sweep), "membership": membership,
+                   "apply_errors": exc.errors, "apply_point": point}
+        return render(request, "overview/corpus_sweep.html", context, status=400)
+    messages.success(request, f"Saved “{saved.name}” as a team profile.")
+    return redirect(services.overview_link(sweep, saved))
