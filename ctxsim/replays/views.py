@@ -62,7 +62,9 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     numbers = page.numbers_choice(request.GET.get("numbers"))
     numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
-        return redirect(url + settings.query(call) + numbers_q)
+        view = call_view.CallFilter.from_query(request.GET)  # view state: kept as given
+        return redirect(url + settings.query(call) + numbers_q
+                        + (f"&{urlencode(view.pairs())}" if view.active else ""))
     context = page_context(request, session, membership, settings, errors, run, call, numbers)
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)

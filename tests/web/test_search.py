@@ -75,7 +75,12 @@ def test_the_search_page_shows_the_snippet_and_links_to_the_call(personas, store
     html = response.content.decode()
     assert response.status_code == 200
     assert f"<mark>{NEEDLE}</mark>" in html
-    assert f'href="/sessions/{stored[0].pk}/?call=1#msg-1-3"' in html
+    # The call view's own search then shows the message wherever the call folds its rows.
+    assert f'href="/sessions/{stored[0].pk}/?call=1&amp;q={NEEDLE}"' in html
+    opened = personas.client("viewer").get(f"/sessions/{stored[0].pk}/?call=1&q={NEEDLE}",
+                                           follow=True)
+    assert opened.redirect_chain[-1][0].endswith(f"&q={NEEDLE}")  # the canonical URL keeps it
+    assert opened.status_code == 200 and NEEDLE in opened.content.decode()
     short = personas.client("viewer").get(reverse("search"), {"q": "a"}).content.decode()
     assert "at least 3 characters" in short
 
