@@ -58,3 +58,29 @@ def emit(result: dict) -> None:
 
 def note(text: str) -> None:
     print(f"  .. {text}", file=sys.stderr, flush=True)
+
+
+def django_environment(folder: str) -> dict[str, str]:
+    """The settings of a bench that serves the app from its own SQLite file in `folder`, as in
+    production (DEBUG off) but spoken to by Django's test client (plain HTTP, `testserver`)."""
+    return {
+        "DATABASE_URL": f"sqlite:///{folder}/db.sqlite3", "MEDIA_ROOT": f"{folder}/media",
+        "STATIC_ROOT": f"{folder}/static", "DJANGO_SETTINGS_MODULE": "ctxsim.settings",
+        "DEBUG": "false", "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 50,
+        "ALLOWED_HOSTS": "testserver", "SECURE_SSL_REDIRECT": "false",
+    }
+
+
+def setup_django(folder: str, **extra: str) -> dict[str, str]:
+    """Point this process at a fresh database in `folder` (settings `django_environment` plus
+    `extra`), set Django up and migrate; returns the settings, for worker processes."""
+    env = {**django_environment(folder), **extra}
+    os.environ.update(env)
+    os.makedirs(f"{folder}/static", exist_ok=True)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return env

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from bench.common import ROOT, emit, median, note, output_dir
+from bench.common import ROOT, emit, median, note, output_dir, setup_django
 
 PROFILES = "profiles=chatcli"
 # db_worker sleeps this long whenever it finds SQLite locked by the other worker's write (its
@@ -46,26 +46,10 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _environment(folder: str) -> dict[str, str]:
-    return {
-        "DATABASE_URL": f"sqlite:///{folder}/db.sqlite3", "MEDIA_ROOT": f"{folder}/media",
-        "STATIC_ROOT": f"{folder}/static", "DJANGO_SETTINGS_MODULE": "ctxsim.settings",
-        "DEBUG": "false", "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 50,
-        "ALLOWED_HOSTS": "testserver", "LOG_LEVEL": "ERROR",
-        "SECURE_SSL_REDIRECT": "false",  # the test client speaks plain HTTP
-    }
-
-
 def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     load_before = os.getloadavg()[0]  # the machine's other work, before this one adds its own
-    env = _environment(folder)
-    os.environ.update(env)
-    os.makedirs(f"{folder}/static")
-    import django
-
-    django.setup()
+    env = setup_django(folder, LOG_LEVEL="ERROR")
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.urls import reverse
@@ -79,7 +63,6 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     from ctxsim.transcripts.models import Content
     from ctxsim.transcripts.store import save_sessions
 
-    call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:  # two workers write while the page reads
         cursor.execute("PRAGMA journal_mode=WAL")
     team = Team.objects.create(name="Bench", slug="bench")

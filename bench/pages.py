@@ -17,28 +17,14 @@ import os
 import shutil
 import tempfile
 
-from bench.common import emit, note, output_dir
+from bench.common import emit, note, output_dir, setup_django
 
 STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
 SPREAD = 12  # pages of calls spread evenly over the session, summed
 
 
 def setup(folder: str) -> None:
-    os.environ["DATABASE_URL"] = f"sqlite:///{folder}/db.sqlite3"
-    os.environ["MEDIA_ROOT"] = f"{folder}/media"
-    os.environ["STATIC_ROOT"] = f"{folder}/static"
-    os.makedirs(f"{folder}/static", exist_ok=True)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "ctxsim.settings"
-    os.environ["DEBUG"] = "false"
-    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")  # the test client speaks plain HTTP
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ["ALLOWED_HOSTS"] = "testserver"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    setup_django(folder)
 
 
 def measure(calls: int, seed: int, team, user) -> dict:

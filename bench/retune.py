@@ -18,11 +18,10 @@ counts stay, for both kinds of request: they are the replay's inputs, not its re
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 
-from bench.common import emit, median, note, timed
+from bench.common import emit, median, note, setup_django, timed
 
 HTMX = {"HX-Request": "true", "HX-Target": "section#replay"}
 
@@ -42,21 +41,9 @@ def main() -> None:
 
 
 def run(folder: str, calls: int, reps: int, seed: int) -> dict:
-    os.environ["DATABASE_URL"] = f"sqlite:///{folder}/db.sqlite3"
-    os.environ["MEDIA_ROOT"] = f"{folder}/media"
-    os.environ["STATIC_ROOT"] = f"{folder}/static"
-    os.makedirs(f"{folder}/static")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "ctxsim.settings"
-    os.environ["DEBUG"] = "false"
-    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")  # the test client speaks plain HTTP
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ["ALLOWED_HOSTS"] = "testserver"
-    import django
-
-    django.setup()
+    setup_django(folder)
     from django.contrib.auth import get_user_model
     from django.core.cache import cache
-    from django.core.management import call_command
     from django.test import Client
     from django.urls import reverse
 
@@ -65,7 +52,6 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
     from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.store import save_sessions
 
-    call_command("migrate", verbosity=0)
     team = Team.objects.create(name="Bench", slug="bench")
     user = get_user_model().objects.create_user("bench", password="bench-pass-123")
     Membership.objects.create(team=team, user=user, role=Role.OWNER)
