@@ -8,7 +8,7 @@ cancelling or applying one needs the write role.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
@@ -17,17 +17,8 @@ from ctxsim.htmx import render_page_or_partial
 from ctxsim.overview import services
 from ctxsim.overview.models import CorpusSweep
 from ctxsim.replays.profiles import ProfileError, profile_choices
-from ctxsim.teams.access import check_role, get_scoped
-from ctxsim.teams.current import current_membership
-from ctxsim.teams.models import Membership
-
-
-def _membership(request: HttpRequest, action: str = "read") -> Membership:
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404("You are not a member of any team.")
-    check_role(membership, action)  # type: ignore[arg-type]
-    return membership
+from ctxsim.teams.access import get_scoped
+from ctxsim.teams.current import current_membership_for
 
 
 def _choice_context(team, choice) -> dict:
@@ -39,7 +30,7 @@ def _choice_context(team, choice) -> dict:
 @require_safe
 def team_overview(request: HttpRequest) -> HttpResponse:
     """The team's sessions under up to four profiles; polls while the worker fills it in."""
-    membership = _membership(request)
+    membership = current_membership_for(request)
     choice = services.parse_choice(membership.team, request.GET)
     overview = services.build_overview(membership.team, choice)
     context = {**_choice_context(membership.team, choice), "overview": overview,
@@ -51,7 +42,7 @@ def team_overview(request: HttpRequest) -> HttpResponse:
 @require_safe
 def corpus_sweeps(request: HttpRequest) -> HttpResponse:
     """The corpus sweep form (the overview's filters, a profile, a grid) and the team's sweeps."""
-    membership = _membership(request)
+    membership = current_membership_for(request)
     form = services.corpus_form(membership.team, request.GET)
     return render(request, "overview/corpus_sweeps.html",
                   _corpus_context(membership, form, form.choice.errors))
@@ -68,7 +59,7 @@ def _corpus_context(membership, form, errors) -> dict:
 
 @require_POST
 def corpus_sweep_create(request: HttpRequest) -> HttpResponse:
-    membership = _membership(request, "write")
+    membership = current_membership_for(request, "write")
     form = services.corpus_form(membership.team, request.POST)
     axes, axis_errors = services.parse_axes(form, request.POST)
     errors = {**form.choice.errors, **axis_errors}

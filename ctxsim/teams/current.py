@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 
-from ctxsim.teams.access import memberships_for
+from ctxsim.teams.access import Action, check_role, memberships_for
 from ctxsim.teams.models import Membership
 
 SESSION_KEY = "ctxsim_team_id"
@@ -25,6 +25,16 @@ def current_membership(request: HttpRequest) -> Membership | None:
         chosen = memberships.order_by("created_at", "pk").first()
     request._ctxsim_membership = chosen
     return chosen
+
+
+def current_membership_for(request: HttpRequest, action: Action = "read") -> Membership:
+    """The member's current team, checked for the action: a user with no team gets 404, a
+    read-only member writing 403 (the pages that work in the user's own team)."""
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404("You are not a member of any team.")
+    check_role(membership, action)
+    return membership
 
 
 def switch_team(request: HttpRequest, membership: Membership) -> None:

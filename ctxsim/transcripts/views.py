@@ -16,20 +16,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ctxsim.htmx import render_page_or_partial
 from ctxsim.teams.access import check_role, get_membership, get_scoped
-from ctxsim.teams.current import current_membership
-from ctxsim.teams.models import Membership
+from ctxsim.teams.current import current_membership, current_membership_for
 from ctxsim.transcripts import search, services, upload_results
 from ctxsim.transcripts.forms import SessionFilterForm, UploadForm
 from ctxsim.transcripts.models import ImportJob, Session
-
-
-def _membership(request: HttpRequest, action: str = "read") -> Membership:
-    """The member's current team, checked for the action (a user with no team gets 404)."""
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404("You are not a member of any team.")
-    check_role(membership, action)  # type: ignore[arg-type]
-    return membership
 
 
 @require_GET
@@ -52,7 +42,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 def upload(request: HttpRequest) -> HttpResponse:
     """The upload form; a valid POST imports and redirects to its results page, so reloading
     the results never imports again (post/redirect/get)."""
-    membership = _membership(request, "write" if request.method == "POST" else "read")
+    membership = current_membership_for(request, "write" if request.method == "POST" else "read")
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         results = services.import_uploads(
@@ -97,7 +87,7 @@ def upload_result_page(request: HttpRequest, batch: str) -> HttpResponse:
 @require_POST
 def upload_again(request: HttpRequest, batch: str, index: int) -> HttpResponse:
     """Import a file whose bytes the team already had, as the user asked ("import again")."""
-    _membership(request, "write")
+    current_membership_for(request, "write")
     team_id = upload_results.batch_team(request.session, batch)
     membership = get_membership(request.user, team_id) if team_id is not None else None
     if membership is None:
@@ -159,7 +149,7 @@ def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_GET
 def search_contents(request: HttpRequest) -> HttpResponse:
     """Messages of the current team's sessions that hold the text (contents and arguments)."""
-    membership = _membership(request)
+    membership = current_membership_for(request)
     query = request.GET.get("q", "")
     hits: list[search.Hit] = []
     error = ""
