@@ -25,9 +25,10 @@ from ctxsim.pipeline.messages import Message, Session
 from ctxsim.pipeline.usage import anthropic_recorded
 
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
-from .claude_code_compaction import add_recorded_compactions, boundary_marker, marker_meta
+from .claude_code_compaction import boundary_marker, marker_meta
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
+from .recorded import with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "claude-code"
@@ -364,8 +365,8 @@ def parse(source: Source) -> list[Session]:
                 f"{available - included} message lines on abandoned branches (rewinds or "
                 "edits) were left out",
             )
-        main_meta = _session_meta(session_id, base_meta, stats, info)
-        add_recorded_compactions(main_meta, messages)
+        main_meta = with_recorded_compactions(_session_meta(session_id, base_meta, stats, info),
+                                              messages)
         sessions.append(Session(
             format=NAME, title=title, messages=messages, key=main_key,
             meta=main_meta,
@@ -380,8 +381,8 @@ def parse(source: Source) -> list[Session]:
         selected = _with_side_branches(_chain(leaf, nodes), tree)
         messages, stats = _messages(selected, sidechain=True, nodes=nodes)
         agent_id = next((node.agent_id for node in tree if node.agent_id), None)
-        meta = _session_meta(session_id, base_meta, stats, info)
-        add_recorded_compactions(meta, messages)
+        meta = with_recorded_compactions(_session_meta(session_id, base_meta, stats, info),
+                                         messages)
         meta["sidechain"] = True
         if agent_id:
             meta["agent_id"] = agent_id

@@ -1,13 +1,12 @@
 """Claude Code's compaction records (SPEC-agents §2.5.0.5): `compact_boundary` and
 `microcompact_boundary` lines become markers in the `meta` of the message that follows them,
-and the session lists them as `meta.recorded_compactions`. Part of the `claude_code` importer.
+and the session lists them as `meta.recorded_compactions` (through `recorded`, as every
+importer does). Part of the `claude_code` importer.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from ctxsim.pipeline.messages import Message
 
 if TYPE_CHECKING:
     from .claude_code import _Node
@@ -62,14 +61,3 @@ def marker_meta(marker: dict[str, Any], summary: bool,
         "trigger": marker["trigger"], "pre_tokens": marker["pre_tokens"],
         "boundary_uuid": marker["uuid"], "logical_parent_uuid": marker["logical_parent_uuid"],
         "preserved_uuids": _segment_uuids(marker["segment"], nodes)}}
-
-
-def add_recorded_compactions(meta: dict[str, Any], messages: tuple[Message, ...]) -> None:
-    """Session `meta.recorded_compactions` (SPEC-agents §2.5.0.5), in file order."""
-    from ctxsim.pipeline.agents_common import recorded_compactions
-
-    recorded = [{k: v for k, v in e.items() if k != "call_index"}
-                for e in recorded_compactions(messages)]
-    if recorded:
-        meta["recorded_compactions"] = recorded
-
