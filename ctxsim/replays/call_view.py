@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from ctxsim.replays import analysis, recorded, services
 from ctxsim.replays.cache import REPLAYS, ReplayKey
@@ -217,6 +218,10 @@ class CallFilter:
         """The query pairs of what differs from showing everything."""
         out = [("show", self.show)] if self.show != "all" else []
         return out + [(k, getattr(self, k)) for k in ("role", "tool", "q") if getattr(self, k)]
+
+    def query_suffix(self) -> str:
+        """`&…` to append to a page URL's query, or "" when nothing is filtered."""
+        return f"&{urlencode(self.pairs())}" if self.active else ""
 
     def keeps(self, status: str, role: str, tools: tuple[str, ...]) -> bool:
         return ((self.show != "changed" or status != "unchanged")

@@ -63,8 +63,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         view = call_view.CallFilter.from_query(request.GET)  # view state: kept as given
-        return redirect(url + settings.query(call) + numbers_q
-                        + (f"&{urlencode(view.pairs())}" if view.active else ""))
+        return redirect(url + settings.query(call) + numbers_q + view.query_suffix())
     context = page_context(request, session, membership, settings, errors, run, call, numbers)
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
@@ -170,7 +169,7 @@ def page_context(request, session, membership, settings, errors, run, call,
         "next": following,
         "messages_html": messages_html,
         "view": view,
-        "view_query": f"&{urlencode(view.pairs())}" if view.active else "",
+        "view_query": view.query_suffix(),
         "shown": len(shown),
         "first_of": (first := pack.first_of({index for index, _o, _h in shown})),
         "badges": [{"status": status, "n": n, "first": first.get(status)}
