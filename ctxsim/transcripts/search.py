@@ -17,6 +17,7 @@ phrase of words, a reference to a content since deleted) never shows a wrong res
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -213,6 +214,15 @@ def _find(text: str, query: str) -> tuple[str, str, str] | None:
 
 def search(team, query: str, limit: int = 50) -> list[Hit]:
     """Messages of the team's sessions that hold `query`; raises SearchError for bad queries."""
+    found = _matches(team, query, limit)
+    calls = _call_indexes([message for message, _, _ in found])
+    return [Hit(message.session_id, message.session.title, message.index, calls[message.pk],
+                message.role, where, *snippet) for message, where, snippet in found]
+
+
+def _matches(team, query: str, limit: int) -> list[tuple[Message, str, tuple[str, str, str]]]:
+    """(message, where, snippet) of the first `limit` messages holding `query`, newest
+    sessions first; the index only proposes candidates, the exact text decides."""
     query = _checked_query(query)
     backend = _backend()
     with connection.cursor() as cursor:
@@ -233,18 +243,22 @@ def search(team, query: str, limit: int = 50) -> list[Hit]:
             found.append((message, "tool-call arguments", snippet))
     found.sort(key=lambda f: (-f[0].session.created_at.timestamp(), f[0].session_id,
                               f[0].index))
-    return [_hit(message, where, snippet) for message, where, snippet in found[:limit]]
+    return found[:limit]
 
 
-def _hit(message: Message, where: str, snippet: tuple[str, str, str]) -> Hit:
-    # SPEC §1: call k is answered by the k-th assistant message, so a message is first sent
-    # (or, for an assistant message, produced) at the call numbered by the assistants before it.
-    call = Message.objects.filter(session_id=message.session_id, index__lt=message.index,
-                                  role="assistant").count()
-    return Hit(message.session_id, message.session.title, message.index, call, message.role,
-               where, *snippet)
+def _call_indexes(messages: Sequence[Message]) -> dict[int, int]:
+    """Message pk → the call whose view shows it, in one query. SPEC §1: call k is answered by
+    the k-th assistant message, so a message is first sent (or, for an assistant message,
+    produced) at the call numbered by the assistants before it."""
+    assistants: dict[int, list[int]] = {}
+    rows = Message.objects.filter(session_id__in={m.session_id for m in messages},
+                                  role="assistant").values_list("session_id", "index")
+    for session_id, index in rows.order_by("session_id", "index"):
+        assistants.setdefault(session_id, []).append(index)
+    return {m.pk: bisect.bisect_left(assistants.get(m.session_id, []), m.index)
+            for m in messages}
 
 
 def matching_session_ids(team, query: str, limit: int = 500) -> list[int]:
     """The sessions of the team holding `query` somewhere (for the sessions list's filter)."""
-    return list(dict.fromkeys(h.session_id for h in search(team, query, limit)))
+    return list(dict.fromkeys(m.session_id for m, _, _ in _matches(team, query, limit)))
