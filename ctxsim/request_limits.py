@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 
 ANONYMOUS_MAX_BYTES = 64 * 1024
@@ -49,12 +50,17 @@ class RequestSizeLimitMiddleware:
         if declared > ANONYMOUS_MAX_BYTES:
             limit = self.limit_for(request)
             if declared > limit:
-                return HttpResponse(
-                    f"The request is too large: {_size_text(declared)}, over the "
-                    f"{_size_text(limit)} this page accepts.\n",
-                    status=413, content_type="text/plain; charset=utf-8",
-                )
+                return self.refuse(request, f"The request is too large: {_size_text(declared)}, "
+                                            f"over the {_size_text(limit)} this page accepts.")
         return self.get_response(request)
+
+    @staticmethod
+    def refuse(request: HttpRequest, message: str) -> HttpResponse:
+        """The API answers in its own JSON shape; a page answers in the app's layout (the
+        body is never read, so nothing of it can reach the template)."""
+        if request.path.startswith(API_PREFIX):
+            return JsonResponse({"detail": message}, status=413)
+        return render(request, "413.html", {"detail": message}, status=413)
 
     @staticmethod
     def limit_for(request: HttpRequest) -> int:

@@ -69,3 +69,20 @@ def test_other_member_posts_are_bounded_by_the_form_limit(personas, settings):
     assert response.status_code == 413
     ordinary = client.post(reverse("team-switch", args=["alpha"]))
     assert ordinary.status_code == 302
+
+
+def test_a_refused_page_body_answers_in_the_apps_layout(no_parsing):
+    """A 413 to a browser is the styled error page with the reason, not a bare text body."""
+    response = Client().post(reverse("login"), {"username": "x"}, CONTENT_LENGTH=str(HUGE))
+    assert response.status_code == 413
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert "Error 413" in page and "Back to the sessions" in page
+    assert "600.0 MB, over the 64 KB this page accepts" in page
+
+
+def test_a_refused_api_body_answers_in_the_apis_json_shape(no_parsing):
+    response = Client().post("/api/v1/sessions", b"{}", content_type="application/json",
+                             CONTENT_LENGTH=str(HUGE))
+    assert response.status_code == 413
+    assert response.json()["detail"].startswith("The request is too large: 600.0 MB")
