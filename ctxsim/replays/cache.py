@@ -26,19 +26,27 @@ from ctxsim.pipeline.messages import Session as CanonicalSession
 from ctxsim.pipeline.tokens import isolated_counters
 
 
-class LRU[V]:
-    """A map shared by a process's request threads that drops its least recently used entries
-    while their total size is over `limit` (the newest entry always stays). `size` measures an
-    entry (1 by default: the limit is a count)."""
+class Pool:
+    """One byte budget shared by several `LRU`s: while their entries' total size is over
+    `limit`, the least recently used entry of any of them goes (the newest always stays)."""
 
-    def __init__(self, limit: int, size: Callable[[V], int] | None = None) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._size = size or (lambda value: 1)
-        self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
-        self._total = 0
+        self._items: OrderedDict[tuple[int, Hashable], tuple[Any, int]] = OrderedDict()
+        self._totals: dict[int, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> V | None:
+    @property
+    def total(self) -> int:
+        """The estimated bytes held by every part."""
+        with self._lock:
+            return sum(self._totals.values())
+
+    def part_total(self, part: int) -> int:
+        with self._lock:
+            return self._totals.get(part, 0)
+
+    def get(self, key: tuple[int, Hashable]) -> Any:
         with self._lock:
             entry = self._items.get(key)
             if entry is None:
@@ -46,34 +54,124 @@ class LRU[V]:
             self._items.move_to_end(key)
             return entry[0]
 
-    def pop(self, key: Hashable) -> V | None:
+    def pop(self, key: tuple[int, Hashable]) -> Any:
         with self._lock:
             entry = self._items.pop(key, None)
             if entry is None:
                 return None
-            self._total -= entry[1]
+            self._totals[key[0]] -= entry[1]
             return entry[0]
 
-    def put(self, key: Hashable, value: V) -> None:
-        size = self._size(value)
+    def put(self, key: tuple[int, Hashable], value: Any, size: int) -> None:
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self._total -= old[1]
+                self._totals[key[0]] -= old[1]
             self._items[key] = (value, size)
-            self._total += size
-            while len(self._items) > 1 and self._total > self.limit:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._total -= dropped
+            self._totals[key[0]] = self._totals.get(key[0], 0) + size
+            total = sum(self._totals.values())
+            while len(self._items) > 1 and total > self.limit:
+                (part, _), (_, dropped) = self._items.popitem(last=False)
+                self._totals[part] -= dropped
+                total -= dropped
+
+    def items(self, part: int) -> list[tuple[Hashable, Any]]:
+        with self._lock:
+            return [(k, v) for (p, k), (v, _) in self._items.items() if p == part]
+
+    def clear(self, part: int) -> None:
+        with self._lock:
+            for key in [k for k in self._items if k[0] == part]:
+                del self._items[key]
+            self._totals[part] = 0
+
+
+class LRU[V]:
+    """A map shared by a process's request threads that drops its least recently used entries
+    while their total size is over `limit` (the newest entry always stays). `size` measures an
+    entry (1 by default: the limit is a count). Given a `pool`, the limit is the pool's and is
+    shared with the pool's other maps."""
+
+    def __init__(self, limit: int = 0, size: Callable[[V], int] | None = None, *,
+                 pool: Pool | None = None) -> None:
+        self.pool = pool if pool is not None else Pool(limit)
+        self._size = size or (lambda value: 1)
+        self._part = id(self)
+
+    @property
+    def limit(self) -> int:
+        return self.pool.limit
+
+    @property
+    def total(self) -> int:
+        """The estimated size of this map's entries."""
+        return self.pool.part_total(self._part)
+
+    def get(self, key: Hashable) -> V | None:
+        return self.pool.get((self._part, key))
+
+    def pop(self, key: Hashable) -> V | None:
+        return self.pool.pop((self._part, key))
+
+    def put(self, key: Hashable, value: V) -> None:
+        self.pool.put((self._part, key), value, self._size(value))
 
     def items(self) -> list[tuple[Hashable, V]]:
-        with self._lock:
-            return [(k, v) for k, (v, _) in self._items.items()]
+        return self.pool.items(self._part)
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._total = 0
+        self.pool.clear(self._part)
+
+
+# --- what a kept thing costs (estimates, cheap to compute, never below what was measured) ----
+
+# Python's cost of one message object beyond its content (the dataclass, its fields, the bytes
+# header, its token-cost cache entry), and of one reference in a tuple or list.
+MESSAGE_OVERHEAD = 500
+REFERENCE = 8
+# A replay's fixed cost (its stages' memos, counters, generator frame) and one stored summary's
+# cost per call in memory (the parsed JSON of `ReplayRun.calls`: about 4× its ~0.9 KB of text).
+REPLAY_BASE = 128 * 1024
+RUN_CALL_BYTES = 4 * 1024
+
+
+def _message_bytes(message: Any) -> int:
+    calls = sum(len(c.arguments) + len(c.name) + len(c.id) + 150 for c in message.tool_calls)
+    return len(message.content) + calls + MESSAGE_OVERHEAD
+
+
+def replay_bytes(replay: Any, *calls: Any) -> int:
+    """Estimated bytes a replay paused at (or kept for) `calls` holds beyond its session's
+    messages: every message it made (previews, stubs, summaries: all stay in the replay's
+    cost cache, which keeps each message it measured) with its content, the references of the
+    call's histories, its spill records, and a fixed part for memos and counters."""
+    canonical = replay.messages
+    made: dict[int, int] = {}
+
+    def note(m: Any) -> None:
+        origin = m.origin
+        if (origin is None or origin >= len(canonical) or canonical[origin] is not m) and (
+                id(m) not in made):
+            made[id(m)] = _message_bytes(m)
+
+    costs = getattr(getattr(replay, "_costs", None), "_costs", {})
+    for m, _ in list(costs.values()):
+        note(m)
+    refs = 4 * len(costs)
+    for call in calls:
+        refs += len(call.raw_history) + len(call.input_history)
+        for history in (call.sent, call.persistent, *(r.history for r in call.stages)):
+            refs += len(history)
+            for m in history:
+                note(m)
+    # Each spill's name and path, and its bytes unless dropped (`spills.drop_contents`).
+    spills = sum(300 + len(r.content) for r in replay.spills.records)
+    return REPLAY_BASE + sum(made.values()) + REFERENCE * refs + spills
+
+
+def run_bytes(run: Any) -> int:
+    """Estimated bytes of a stored summary in memory."""
+    return RUN_CALL_BYTES * max(len(run.calls), 1) + len(run.spill_files) * 8
 
 
 @dataclass(frozen=True)
@@ -126,17 +224,24 @@ class ReplayCache:
         self._fresh()
 
     def _fresh(self) -> None:
-        # Loaded sessions, up to a total size: stepping through calls then costs the replay
-        # alone, not a reload of every message.
-        self.sessions: LRU[LoadedSession] = LRU(self.session_bytes, lambda e: e.size)
+        # One budget (CTXSIM_SESSION_CACHE_MB) for everything below, by estimated bytes: past
+        # it the least recently used entry of any kind goes. A viewer trying 30 thresholds
+        # once held 30 replays of 10 MB each, as the maps were bounded by count (issue 20
+        # item 1).
+        self.pool = Pool(self.session_bytes)
+        # Loaded sessions (their contents' size): stepping through calls then costs the
+        # replay alone, not a reload of every message.
+        self.sessions: LRU[LoadedSession] = LRU(size=lambda e: e.size, pool=self.pool)
         # Stored summaries: every step of a call view needs its session's.
-        self.runs: LRU[Any] = LRU(64)
-        # Replays paused where the last request left them (enough for the reviewers one
-        # process serves at once; each holds its spilled contents). A request takes its
-        # replay out while it uses it, so two threads never advance the same generator.
-        self.live: LRU[LiveReplay] = LRU(32)
-        # Calls a summary replay kept for the request that made it: (CallResult, Replay).
-        self.kept: LRU[tuple[Any, Any]] = LRU(64)
+        self.runs: LRU[Any] = LRU(size=run_bytes, pool=self.pool)
+        # Replays paused where the last request left them. A request takes its replay out
+        # while it uses it, so two threads never advance the same generator.
+        self.live: LRU[LiveReplay] = LRU(
+            size=lambda e: replay_bytes(e.replay, e.last), pool=self.pool)
+        # Calls a summary replay kept for the request that made it, by run (no call): the
+        # calls by index, and the finished Replay.
+        self.kept: LRU[tuple[dict[int, Any], Any]] = LRU(
+            size=lambda e: replay_bytes(e[1], *e[0].values()), pool=self.pool)
         self._locks: dict[ReplayKey, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # New replays each user is running now (ctxsim/replays/limits.py), by user id.
