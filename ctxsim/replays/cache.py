@@ -2,10 +2,12 @@
 
 Stored sessions and replay summaries never change once written, and reviewers step through the
 calls of one replay one after the other, so each process keeps the sessions it loaded last, the
-summaries it read last, and replays paused where the last request left them. Everything lives
-in one `ReplayCache` (`REPLAYS`), keyed by `ReplayKey`; `REPLAYS.clear()` makes the process a
-fresh one (tests and benchmarks use it, never the attributes). Call views rendered by any
-process are shared through Django's cache (`REPLAYS.call_pack`).
+summaries it read last, and replays paused where the last request left them, all within one
+budget of estimated bytes (CTXSIM_SESSION_CACHE_MB, a `Pool`: past it the least recently used
+entry of any kind goes). Everything lives in one `ReplayCache` (`REPLAYS`), keyed by
+`ReplayKey`; `REPLAYS.clear()` makes the process a fresh one (tests and benchmarks use it,
+never the attributes). Call views rendered by any process are shared through Django's cache
+(`REPLAYS.call_pack`).
 """
 
 from __future__ import annotations
@@ -212,7 +214,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 6
+CALL_PACK_VERSION = 7  # 7: spill links name the run's key and the spill's position
 CALL_PACK_SECONDS = 24 * 3600
 
 
@@ -268,6 +270,18 @@ class ReplayCache:
         try:
             with isolated_counters():
                 yield
+        finally:
+            self.__dict__.update(saved)
+
+    @contextmanager
+    def resized(self, limit: int) -> Iterator[None]:
+        """Within the block, this process starts empty with a budget of `limit` bytes (for
+        tests of the bound); what it kept comes back after the block."""
+        saved = dict(self.__dict__)
+        self.session_bytes = limit
+        self._fresh()
+        try:
+            yield
         finally:
             self.__dict__.update(saved)
 
