@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -131,6 +132,8 @@ class LRU[V]:
 # header, its token-cost cache entry), and of one reference in a tuple or list.
 MESSAGE_OVERHEAD = 500
 REFERENCE = 8
+# One entry of a replay's cost cache (the dict slot, the (message, tokens) pair, the int).
+COST_ENTRY = 200
 # A replay's fixed cost (its stages' memos, counters, generator frame) and one stored summary's
 # cost per call in memory (the parsed JSON of `ReplayRun.calls`: about 4× its ~0.9 KB of text).
 REPLAY_BASE = 128 * 1024
@@ -142,33 +145,87 @@ def _message_bytes(message: Any) -> int:
     return len(message.content) + calls + MESSAGE_OVERHEAD
 
 
+MEMO_OBJECTS = 200_000  # a walk of the stages' memos stops past this many objects
+
+
+def _memo_bytes(memos: Any, costs: dict[int, Any], canonical: Any) -> int:
+    """What the stages' memos hold (strings, bytes, containers and the messages in them, each
+    once), walked up to MEMO_OBJECTS objects; the session's own messages and contents, and the
+    messages the cost cache holds (counted there), are not counted."""
+    total = 0
+    seen = {id(m) for m in canonical}
+    seen.update(id(m.content) for m in canonical)
+    stack = [memos]
+    while stack and len(seen) < MEMO_OBJECTS:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (bytes, str, bytearray)):
+            total += len(value) + 40
+        elif isinstance(value, dict):
+            total += 100 * len(value) + 64
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            total += REFERENCE * len(value) + 56
+            stack.extend(value)
+        elif hasattr(value, "content") and hasattr(value, "tool_calls"):
+            hit = costs.get(id(value))
+            if hit is None or hit[0] is not value:
+                total += _message_bytes(value)
+        elif hasattr(value, "__dict__"):
+            total += 100
+            stack.extend(vars(value).values())
+        else:
+            total += 32
+    return total
+
+
+@dataclass
+class _Sized:
+    """What `replay_bytes` counted of one replay so far: its cost cache and spill records only
+    grow, so each step of a paused replay measures only what that step added."""
+
+    entries: int = 0  # cost cache entries counted, and the bytes of the messages they hold
+    made: int = 0
+    records: int = 0  # spill records counted, and their bytes
+    spilled: int = 0
+    memo: int = 0  # the stages' memos, walked again once the cost cache grew by a tenth
+    memo_entries: int = -1
+
+
 def replay_bytes(replay: Any, *calls: Any) -> int:
     """Estimated bytes a replay paused at (or kept for) `calls` holds beyond its session's
     messages: every message it made (previews, stubs, summaries: all stay in the replay's
-    cost cache, which keeps each message it measured) with its content, the references of the
-    call's histories, its spill records, and a fixed part for memos and counters."""
+    cost cache, which keeps each message it measured) with its content, the cache's entries,
+    the references of the calls' histories, its spill records, what its stages' memos hold
+    (walked again when the cache grew by a tenth since), and a fixed part."""
+    sized = replay.__dict__.get("_ctxsim_sized")
+    if sized is None:
+        sized = replay.__dict__["_ctxsim_sized"] = _Sized()
     canonical = replay.messages
-    made: dict[int, int] = {}
-
-    def note(m: Any) -> None:
-        origin = m.origin
-        if (origin is None or origin >= len(canonical) or canonical[origin] is not m) and (
-                id(m) not in made):
-            made[id(m)] = _message_bytes(m)
-
     costs = getattr(getattr(replay, "_costs", None), "_costs", {})
-    for m, _ in list(costs.values()):
-        note(m)
-    refs = 4 * len(costs)
+    if len(costs) > sized.entries:
+        for m, _ in islice(costs.values(), sized.entries, None):
+            origin = m.origin
+            if origin is None or origin >= len(canonical) or canonical[origin] is not m:
+                sized.made += _message_bytes(m)
+        sized.entries = len(costs)
+    records = replay.spills.records
+    if len(records) > sized.records:
+        # Each spill's name and path, and its bytes unless dropped (`spills.drop_contents`).
+        sized.spilled += sum(300 + len(r.content) for r in islice(records, sized.records, None))
+        sized.records = len(records)
+    if sized.memo_entries < 0 or len(costs) > sized.memo_entries * 1.1:
+        sized.memo = _memo_bytes(getattr(replay, "memos", None) or {}, costs, canonical)
+        sized.memo_entries = len(costs)
+    refs = 0
     for call in calls:
-        refs += len(call.raw_history) + len(call.input_history)
-        for history in (call.sent, call.persistent, *(r.history for r in call.stages)):
-            refs += len(history)
-            for m in history:
-                note(m)
-    # Each spill's name and path, and its bytes unless dropped (`spills.drop_contents`).
-    spills = sum(300 + len(r.content) for r in replay.spills.records)
-    return REPLAY_BASE + sum(made.values()) + REFERENCE * refs + spills
+        refs += len(call.raw_history) + len(call.input_history) + len(call.sent)
+        refs += len(call.persistent) + sum(len(r.history) for r in call.stages)
+    return (REPLAY_BASE + sized.made + COST_ENTRY * sized.entries + REFERENCE * refs
+            + sized.spilled + sized.memo)
 
 
 def run_bytes(run: Any) -> int:

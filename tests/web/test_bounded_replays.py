@@ -79,6 +79,37 @@ def test_the_replay_cache_keeps_replays_within_its_byte_budget(personas) -> None
         assert records and all(r.content == b"" for r in records)
 
 
+@pytest.mark.parametrize("profile", ["chatcli", "codex", "openhands"])
+def test_a_paused_replays_estimate_is_not_below_what_it_holds(personas, profile) -> None:
+    """`replay_bytes` is checked against tracemalloc: what dropping a paused replay frees is
+    at most a quarter more than its estimate (stages' memos, cost cache and made messages are
+    all counted; contents shared with the token cache make it an over-estimate at times)."""
+    import tracemalloc
+
+    from ctxsim.generator import generate_session
+
+    row = save_sessions([generate_session(120, seed=2, oversize_every=5)], team=personas.team)[0]
+    client = personas.client("viewer")
+    with REPLAYS.resized(1024 * 1024 * 1024):
+        assert client.get(page(row, f"profile={profile}&call=3"), follow=True).status_code == 200
+        tracemalloc.start()
+        try:
+            REPLAYS.kept.clear()
+            assert client.get(page(row, f"profile={profile}&call=110"),
+                              follow=True).status_code == 200
+            gc.collect()
+            estimate = REPLAYS.live.total
+            before = tracemalloc.get_traced_memory()[0]
+            REPLAYS.live.clear()
+            gc.collect()
+            freed = before - tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    assert freed > 256 * 1024
+    assert estimate >= 0.8 * freed, (estimate, freed)
+    assert estimate <= 4 * freed, (estimate, freed)
+
+
 # --- spills: one packed record per run, links that survive eviction -------------------------
 
 OTHER = "\n".join(f"row {n:05d} of a second, smaller result " + "y" * 30 for n in range(180))
