@@ -296,8 +296,12 @@ CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
 # The same for a sweep: running without a heartbeat this long, it is marked failed.
 CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
-# Loaded sessions each web process keeps in memory for the session page (MB of contents).
+# What each web process keeps in memory between requests (MB, estimated): loaded sessions, their
+# stored summaries and the replays paused or kept for the call view (ctxsim/replays/cache.py).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
+# Stored replays a session keeps for settings other than its default and saved profiles' (the
+# least recently used one goes first, with the spill files nothing else points to).
+CTXSIM_RUNS_PER_SESSION = _int("CTXSIM_RUNS_PER_SESSION", 16, minimum=1)
 # Call replays (session calls × compared profiles) the insights page may run in one request.
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
 # New replays one user may run at the same time in one web process (more get a 429).

@@ -121,6 +121,24 @@ def row_counts() -> dict[str, int]:
     }
 
 
+def first_spill(session, call: int | None = None):
+    """The first spill (a `spills.SpillRef`) of the session's stored replays, optionally one
+    written at `call`; None when there is none."""
+    from ctxsim.replays.models import ReplayRun
+    from ctxsim.replays.spills import spills_of
+
+    for run in ReplayRun.objects.filter(session=session).order_by("pk"):
+        for spill in spills_of(run):
+            if call is None or spill.created_in_call == call:
+                return spill
+    return None
+
+
+def spill_args(session, spill) -> list:
+    """The URL arguments of a spill's viewer (session id, run key, position)."""
+    return [getattr(session, "pk", session), spill.run_key, spill.seq]
+
+
 # -- the REST API (SPEC §12) ---------------------------------------------------------------------
 
 

@@ -2,10 +2,12 @@
 
 Stored sessions and replay summaries never change once written, and reviewers step through the
 calls of one replay one after the other, so each process keeps the sessions it loaded last, the
-summaries it read last, and replays paused where the last request left them. Everything lives
-in one `ReplayCache` (`REPLAYS`), keyed by `ReplayKey`; `REPLAYS.clear()` makes the process a
-fresh one (tests and benchmarks use it, never the attributes). Call views rendered by any
-process are shared through Django's cache (`REPLAYS.call_pack`).
+summaries it read last, and replays paused where the last request left them, all within one
+budget of estimated bytes (CTXSIM_SESSION_CACHE_MB, a `Pool`: past it the least recently used
+entry of any kind goes). Everything lives in one `ReplayCache` (`REPLAYS`), keyed by
+`ReplayKey`; `REPLAYS.clear()` makes the process a fresh one (tests and benchmarks use it,
+never the attributes). Call views rendered by any process are shared through Django's cache
+(`REPLAYS.call_pack`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -26,19 +29,27 @@ from ctxsim.pipeline.messages import Session as CanonicalSession
 from ctxsim.pipeline.tokens import isolated_counters
 
 
-class LRU[V]:
-    """A map shared by a process's request threads that drops its least recently used entries
-    while their total size is over `limit` (the newest entry always stays). `size` measures an
-    entry (1 by default: the limit is a count)."""
+class Pool:
+    """One byte budget shared by several `LRU`s: while their entries' total size is over
+    `limit`, the least recently used entry of any of them goes (the newest always stays)."""
 
-    def __init__(self, limit: int, size: Callable[[V], int] | None = None) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._size = size or (lambda value: 1)
-        self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
-        self._total = 0
+        self._items: OrderedDict[tuple[int, Hashable], tuple[Any, int]] = OrderedDict()
+        self._totals: dict[int, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> V | None:
+    @property
+    def total(self) -> int:
+        """The estimated bytes held by every part."""
+        with self._lock:
+            return sum(self._totals.values())
+
+    def part_total(self, part: int) -> int:
+        with self._lock:
+            return self._totals.get(part, 0)
+
+    def get(self, key: tuple[int, Hashable]) -> Any:
         with self._lock:
             entry = self._items.get(key)
             if entry is None:
@@ -46,34 +57,180 @@ class LRU[V]:
             self._items.move_to_end(key)
             return entry[0]
 
-    def pop(self, key: Hashable) -> V | None:
+    def pop(self, key: tuple[int, Hashable]) -> Any:
         with self._lock:
             entry = self._items.pop(key, None)
             if entry is None:
                 return None
-            self._total -= entry[1]
+            self._totals[key[0]] -= entry[1]
             return entry[0]
 
-    def put(self, key: Hashable, value: V) -> None:
-        size = self._size(value)
+    def put(self, key: tuple[int, Hashable], value: Any, size: int) -> None:
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self._total -= old[1]
+                self._totals[key[0]] -= old[1]
             self._items[key] = (value, size)
-            self._total += size
-            while len(self._items) > 1 and self._total > self.limit:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._total -= dropped
+            self._totals[key[0]] = self._totals.get(key[0], 0) + size
+            total = sum(self._totals.values())
+            while len(self._items) > 1 and total > self.limit:
+                (part, _), (_, dropped) = self._items.popitem(last=False)
+                self._totals[part] -= dropped
+                total -= dropped
+
+    def items(self, part: int) -> list[tuple[Hashable, Any]]:
+        with self._lock:
+            return [(k, v) for (p, k), (v, _) in self._items.items() if p == part]
+
+    def clear(self, part: int) -> None:
+        with self._lock:
+            for key in [k for k in self._items if k[0] == part]:
+                del self._items[key]
+            self._totals[part] = 0
+
+
+class LRU[V]:
+    """A map shared by a process's request threads that drops its least recently used entries
+    while their total size is over `limit` (the newest entry always stays). `size` measures an
+    entry (1 by default: the limit is a count). Given a `pool`, the limit is the pool's and is
+    shared with the pool's other maps."""
+
+    def __init__(self, limit: int = 0, size: Callable[[V], int] | None = None, *,
+                 pool: Pool | None = None) -> None:
+        self.pool = pool if pool is not None else Pool(limit)
+        self._size = size or (lambda value: 1)
+        self._part = id(self)
+
+    @property
+    def limit(self) -> int:
+        return self.pool.limit
+
+    @property
+    def total(self) -> int:
+        """The estimated size of this map's entries."""
+        return self.pool.part_total(self._part)
+
+    def get(self, key: Hashable) -> V | None:
+        return self.pool.get((self._part, key))
+
+    def pop(self, key: Hashable) -> V | None:
+        return self.pool.pop((self._part, key))
+
+    def put(self, key: Hashable, value: V) -> None:
+        self.pool.put((self._part, key), value, self._size(value))
 
     def items(self) -> list[tuple[Hashable, V]]:
-        with self._lock:
-            return [(k, v) for k, (v, _) in self._items.items()]
+        return self.pool.items(self._part)
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._total = 0
+        self.pool.clear(self._part)
+
+
+# --- what a kept thing costs (estimates, cheap to compute, never below what was measured) ----
+
+# Python's cost of one message object beyond its content (the dataclass, its fields, the bytes
+# header, its token-cost cache entry), and of one reference in a tuple or list.
+MESSAGE_OVERHEAD = 500
+REFERENCE = 8
+# One entry of a replay's cost cache (the dict slot, the (message, tokens) pair, the int).
+COST_ENTRY = 200
+# A replay's fixed cost (its stages' memos, counters, generator frame) and one stored summary's
+# cost per call in memory (the parsed JSON of `ReplayRun.calls`: about 4× its ~0.9 KB of text).
+REPLAY_BASE = 128 * 1024
+RUN_CALL_BYTES = 4 * 1024
+
+
+def _message_bytes(message: Any) -> int:
+    calls = sum(len(c.arguments) + len(c.name) + len(c.id) + 150 for c in message.tool_calls)
+    return len(message.content) + calls + MESSAGE_OVERHEAD
+
+
+MEMO_OBJECTS = 200_000  # a walk of the stages' memos stops past this many objects
+
+
+def _memo_bytes(memos: Any, costs: dict[int, Any], canonical: Any) -> int:
+    """What the stages' memos hold (strings, bytes, containers and the messages in them, each
+    once), walked up to MEMO_OBJECTS objects; the session's own messages and contents, and the
+    messages the cost cache holds (counted there), are not counted."""
+    total = 0
+    seen = {id(m) for m in canonical}
+    seen.update(id(m.content) for m in canonical)
+    stack = [memos]
+    while stack and len(seen) < MEMO_OBJECTS:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (bytes, str, bytearray)):
+            total += len(value) + 40
+        elif isinstance(value, dict):
+            total += 100 * len(value) + 64
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            total += REFERENCE * len(value) + 56
+            stack.extend(value)
+        elif hasattr(value, "content") and hasattr(value, "tool_calls"):
+            hit = costs.get(id(value))
+            if hit is None or hit[0] is not value:
+                total += _message_bytes(value)
+        elif hasattr(value, "__dict__"):
+            total += 100
+            stack.extend(vars(value).values())
+        else:
+            total += 32
+    return total
+
+
+@dataclass
+class _Sized:
+    """What `replay_bytes` counted of one replay so far: its cost cache and spill records only
+    grow, so each step of a paused replay measures only what that step added."""
+
+    entries: int = 0  # cost cache entries counted, and the bytes of the messages they hold
+    made: int = 0
+    records: int = 0  # spill records counted, and their bytes
+    spilled: int = 0
+    memo: int = 0  # the stages' memos, walked again once the cost cache grew by a tenth
+    memo_entries: int = -1
+
+
+def replay_bytes(replay: Any, *calls: Any) -> int:
+    """Estimated bytes a replay paused at (or kept for) `calls` holds beyond its session's
+    messages: every message it made (previews, stubs, summaries: all stay in the replay's
+    cost cache, which keeps each message it measured) with its content, the cache's entries,
+    the references of the calls' histories, its spill records, what its stages' memos hold
+    (walked again when the cache grew by a tenth since), and a fixed part."""
+    sized = replay.__dict__.get("_ctxsim_sized")
+    if sized is None:
+        sized = replay.__dict__["_ctxsim_sized"] = _Sized()
+    canonical = replay.messages
+    costs = getattr(getattr(replay, "_costs", None), "_costs", {})
+    if len(costs) > sized.entries:
+        for m, _ in islice(costs.values(), sized.entries, None):
+            origin = m.origin
+            if origin is None or origin >= len(canonical) or canonical[origin] is not m:
+                sized.made += _message_bytes(m)
+        sized.entries = len(costs)
+    records = replay.spills.records
+    if len(records) > sized.records:
+        # Each spill's name and path, and its bytes unless dropped (`spills.drop_contents`).
+        sized.spilled += sum(300 + len(r.content) for r in islice(records, sized.records, None))
+        sized.records = len(records)
+    if sized.memo_entries < 0 or len(costs) > sized.memo_entries * 1.1:
+        sized.memo = _memo_bytes(getattr(replay, "memos", None) or {}, costs, canonical)
+        sized.memo_entries = len(costs)
+    refs = 0
+    for call in calls:
+        refs += len(call.raw_history) + len(call.input_history) + len(call.sent)
+        refs += len(call.persistent) + sum(len(r.history) for r in call.stages)
+    return (REPLAY_BASE + sized.made + COST_ENTRY * sized.entries + REFERENCE * refs
+            + sized.spilled + sized.memo)
+
+
+def run_bytes(run: Any) -> int:
+    """Estimated bytes of a stored summary in memory."""
+    return RUN_CALL_BYTES * max(len(run.calls), 1) + len(run.spill_files) * 8
 
 
 @dataclass(frozen=True)
@@ -114,7 +271,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 6
+CALL_PACK_VERSION = 7  # 7: spill links name the run's key and the spill's position
 CALL_PACK_SECONDS = 24 * 3600
 
 
@@ -126,17 +283,24 @@ class ReplayCache:
         self._fresh()
 
     def _fresh(self) -> None:
-        # Loaded sessions, up to a total size: stepping through calls then costs the replay
-        # alone, not a reload of every message.
-        self.sessions: LRU[LoadedSession] = LRU(self.session_bytes, lambda e: e.size)
+        # One budget (CTXSIM_SESSION_CACHE_MB) for everything below, by estimated bytes: past
+        # it the least recently used entry of any kind goes. A viewer trying 30 thresholds
+        # once held 30 replays of 10 MB each, as the maps were bounded by count (issue 20
+        # item 1).
+        self.pool = Pool(self.session_bytes)
+        # Loaded sessions (their contents' size): stepping through calls then costs the
+        # replay alone, not a reload of every message.
+        self.sessions: LRU[LoadedSession] = LRU(size=lambda e: e.size, pool=self.pool)
         # Stored summaries: every step of a call view needs its session's.
-        self.runs: LRU[Any] = LRU(64)
-        # Replays paused where the last request left them (enough for the reviewers one
-        # process serves at once; each holds its spilled contents). A request takes its
-        # replay out while it uses it, so two threads never advance the same generator.
-        self.live: LRU[LiveReplay] = LRU(32)
-        # Calls a summary replay kept for the request that made it: (CallResult, Replay).
-        self.kept: LRU[tuple[Any, Any]] = LRU(64)
+        self.runs: LRU[Any] = LRU(size=run_bytes, pool=self.pool)
+        # Replays paused where the last request left them. A request takes its replay out
+        # while it uses it, so two threads never advance the same generator.
+        self.live: LRU[LiveReplay] = LRU(
+            size=lambda e: replay_bytes(e.replay, e.last), pool=self.pool)
+        # Calls a summary replay kept for the request that made it, by run (no call): the
+        # calls by index, and the finished Replay.
+        self.kept: LRU[tuple[dict[int, Any], Any]] = LRU(
+            size=lambda e: replay_bytes(e[1], *e[0].values()), pool=self.pool)
         self._locks: dict[ReplayKey, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # New replays each user is running now (ctxsim/replays/limits.py), by user id.
@@ -163,6 +327,18 @@ class ReplayCache:
         try:
             with isolated_counters():
                 yield
+        finally:
+            self.__dict__.update(saved)
+
+    @contextmanager
+    def resized(self, limit: int) -> Iterator[None]:
+        """Within the block, this process starts empty with a budget of `limit` bytes (for
+        tests of the bound); what it kept comes back after the block."""
+        saved = dict(self.__dict__)
+        self.session_bytes = limit
+        self._fresh()
+        try:
+            yield
         finally:
             self.__dict__.update(saved)
 

@@ -140,8 +140,8 @@ def render_rows(
     of the call view that depends only on the replay, so it can be cached and shared, with
     per-viewer pieces (comment boxes) added by `join_rows`."""
     body_url = reverse("session-message", args=[session_id])
-    # One reverse() for every spill link: spill ids are plain integers.
-    spill_url = reverse("spill-view", args=[session_id, 0])[: -len("0/")]
+    # One reverse() for every spill link: a spill's part is `<run key>/<seq>`.
+    spill_url = reverse("spill-view", args=[session_id, "run", 0])[: -len("run/0/")]
     budget = rendering.Budget()
     paths: dict[str, str] = {}  # tool call id -> the file it names, for its result's lexer
     out = []
@@ -168,7 +168,7 @@ def render_rows(
                  f'data-tools="{escape(tools)}">',
                  f'<div class="msg-head">{"".join(head)}</div>']
         if row.spill is not None:
-            url = f"{spill_url}{row.spill.pk}/"
+            url = f"{spill_url}{row.spill.ref}/"
             parts.append(f'<p class="spill-link">Spilled to <a href="{url}">'
                          f"{escape(row.spill.path)}</a> ({grouped(row.spill.size)} bytes)</p>")
         if "diff" in e:

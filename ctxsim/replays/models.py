@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.models import Session
@@ -44,7 +45,10 @@ class ReplayRun(models.Model):
 
     Keyed by a hash of everything that decides the result (resolved stages and parameter values,
     counter, engine version), so reopening a session with the same settings is instant and two
-    profiles with equal values share one entry.
+    profiles with equal values share one entry. Its spilled files are one packed record
+    (`spill_files`, see `ctxsim.replays.spills`), not a row each. Rows are a cache: a session
+    keeps at most CTXSIM_RUNS_PER_SESSION of them besides the `pinned` ones (its default
+    profile's and saved profiles'), least recently `used_at` dropped first.
     """
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="replays")
@@ -55,6 +59,10 @@ class ReplayRun(models.Model):
     counter = models.CharField(max_length=20)
     calls = models.JSONField(help_text="one summary object per model call")
     totals = models.JSONField()
+    spill_files = models.BinaryField(default=b"", help_text="the spills, packed (spills.py)")
+    pinned = models.BooleanField(
+        default=False, help_text="a default or saved profile's replay: never evicted")
+    used_at = models.DateTimeField(default=timezone.now, help_text="last served (roughly)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -66,29 +74,24 @@ class ReplayRun(models.Model):
         return f"{self.session_id} {self.profile} {self.key[:8]}"
 
 
-class SpilledFile(models.Model):
-    """A file the budget stage wrote during a replay. The bytes live in Django's storage under
-    their SHA-256 (stored once however often they are spilled); `path` is the text the preview
-    shows. Served only through a view that checks the session's team, never by path."""
+class SpillContent(models.Model):
+    """A distinct spilled content of one session's replays. The bytes live in Django's storage
+    under their SHA-256 (stored once however often, and by however many sessions, they are
+    spilled); this row says the session's replays still point to them, so deleting the session
+    or evicting its replays removes the files no session points to any more."""
 
-    run = models.ForeignKey(ReplayRun, on_delete=models.CASCADE, related_name="spills")
-    seq = models.PositiveIntegerField(help_text="creation order within the replay")
-    name = models.CharField(max_length=600)
-    path = models.TextField()
-    created_in_call = models.PositiveIntegerField()
-    size = models.PositiveBigIntegerField()
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
 
     class Meta:
-        ordering = ["run", "seq"]
-        indexes = [models.Index(fields=["run", "created_in_call"])]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "sha256"], name="one_row_per_spill_content")
+        ]
+        indexes = [models.Index(fields=["sha256"])]
 
     def __str__(self) -> str:
-        return self.name
-
-    @property
-    def storage_name(self) -> str:
-        return storage_name_for(self.sha256)
+        return self.sha256
 
 
 def storage_name_for(sha256: str) -> str:

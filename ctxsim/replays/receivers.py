@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from django.core.files.storage import default_storage
-from django.db import transaction
-
-from ctxsim.replays.models import SpilledFile, storage_name_for
+from ctxsim.replays.models import SpillContent
 
 logger = logging.getLogger(__name__)
 
@@ -31,18 +28,12 @@ def on_import_finished(sender, *, sessions, **kwargs) -> None:
 
 
 def on_session_deleting(sender, *, sessions, **kwargs) -> None:
-    """Remember the spill files of the sessions about to go; remove the orphans after commit."""
+    """Remember the spill contents of the sessions about to go; remove the orphans after
+    commit (`spills.remove_orphans_on_commit`)."""
+    from ctxsim.replays.spills import remove_orphans_on_commit
+
     hashes = set(
-        SpilledFile.objects.filter(run__session__in=sessions).values_list("sha256", flat=True)
+        SpillContent.objects.filter(session__in=sessions).values_list("sha256", flat=True)
     )
-    if not hashes:
-        return
-
-    def remove_orphans() -> None:
-        still_used = set(
-            SpilledFile.objects.filter(sha256__in=hashes).values_list("sha256", flat=True)
-        )
-        for sha in hashes - still_used:
-            default_storage.delete(storage_name_for(sha))
-
-    transaction.on_commit(remove_orphans)
+    if hashes:
+        remove_orphans_on_commit(hashes)

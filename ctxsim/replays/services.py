@@ -10,12 +10,15 @@ is the SPEC §6 trace; `compare_sides` the two replays of a comparison. Settings
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Session as CanonicalSession
@@ -25,16 +28,17 @@ from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
-from ctxsim.replays import analysis
+from ctxsim.replays import analysis, spills
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
-from ctxsim.replays.db import insert_rows
 from ctxsim.replays.limits import replay_slot
-from ctxsim.replays.models import ReplayRun, SpilledFile
+from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.spills import StorageSpillSink
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 from ctxsim.replays.token_counts import load_counts, save_counts
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session
+
+logger = logging.getLogger(__name__)
 
 
 def canonical_session(session: Session, counter_name: str | None = None, *,
@@ -110,13 +114,87 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
         return run
 
 
+# A served run's `used_at` is written again at most this often (eviction is by it, roughly).
+TOUCH_SECONDS = 300
+
+
 def _stored_run(session: Session, key: ReplayKey) -> ReplayRun | None:
     run = REPLAYS.runs.get(key)
     if run is None:
         run = ReplayRun.objects.filter(session=session, key=key.run).first()
         if run is not None:
             REPLAYS.runs.put(key, run)
+    if run is not None and run.used_at < timezone.now() - timedelta(seconds=TOUCH_SECONDS):
+        run.used_at = timezone.now()
+        ReplayRun.objects.filter(pk=run.pk).update(used_at=run.used_at)
     return run
+
+
+# What one stored replay may take in the database (issue 20 item 1): its per-call summaries,
+# totals and packed spills, as JSON text. 300 calls: 664 KB (about 0.9 KB a call is usual).
+RUN_BYTES_BASE = 64 * 1024
+RUN_BYTES_PER_CALL = 2 * 1024
+
+
+def run_byte_bound(calls: int) -> int:
+    """The most bytes one stored replay of `calls` model calls may take (see `_fit`)."""
+    return RUN_BYTES_BASE + RUN_BYTES_PER_CALL * calls
+
+
+def _stored_bytes(calls: list[dict[str, Any]], totals: dict[str, Any], packed: bytes) -> int:
+    return len(json.dumps([calls, totals], ensure_ascii=False, default=str)) + len(packed)
+
+
+def _fit(calls: list[dict[str, Any]], totals: dict[str, Any], packed: bytes) -> None:
+    """Shrink the per-call reports until the run fits `run_byte_bound`: lists become their
+    length (`<key>_count`, as `analysis.MAX_LIST_IN_SUMMARY` does past 20 entries), then long
+    texts are cut to 200 characters. Usual reports are far below the bound and untouched."""
+    bound = run_byte_bound(len(calls))
+    if _stored_bytes(calls, totals, packed) <= bound:
+        return
+    for cut in (_lists_to_counts, _cut_texts):
+        for call in calls:
+            for report in call["reports"].values():
+                cut(report)
+        if _stored_bytes(calls, totals, packed) <= bound:
+            return
+    logger.warning("a replay of %d calls stores %d bytes, over its bound of %d", len(calls),
+                   _stored_bytes(calls, totals, packed), bound)
+
+
+def _lists_to_counts(report: dict[str, Any]) -> None:
+    for key, value in list(report.items()):
+        if isinstance(value, list) and value:
+            report.setdefault(f"{key}_count", len(value))
+            report[key] = []
+
+
+def _cut_texts(report: dict[str, Any]) -> None:
+    for key, value in list(report.items()):
+        if isinstance(value, str) and len(value) > 200:
+            report[key] = value[:200] + "…"
+
+
+def _pinned(session: Session, settings: ReplaySettings) -> bool:
+    """A replay never evicted: the session's default one, or a saved profile's as saved."""
+    if settings.saved is not None and not settings.config and settings.stages is None:
+        return True
+    return settings.key == default_settings(session).key
+
+
+def _evict_runs(session: Session, keep: ReplayRun) -> None:
+    """Keep at most CTXSIM_RUNS_PER_SESSION unpinned runs of the session, dropping the least
+    recently used ones and the spill files nothing points to any more."""
+    limit = django_settings.CTXSIM_RUNS_PER_SESSION
+    unpinned = ReplayRun.objects.filter(session=session, pinned=False).exclude(pk=keep.pk)
+    doomed = list(unpinned.order_by("-used_at", "-pk").values_list("pk", "key")[limit - 1:])
+    if not doomed:
+        return
+    with transaction.atomic():
+        ReplayRun.objects.filter(pk__in=[pk for pk, _ in doomed]).delete()
+        spills.forget_unreferenced(session)
+    for _, key in doomed:
+        REPLAYS.runs.pop(ReplayKey.of(session, key))
 
 
 def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey,
@@ -139,9 +217,10 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
                 peak = call
-    for call in (kept, peak):
-        if call is not None:
-            REPLAYS.kept.put(ReplayKey.of(session, key.run, call.call_index), (call, rep))
+    packed, contents = spills.pack_spills(rep.spilled_files, sink.sha256)
+    # The bytes are in storage now: the kept replay needs the spills' names only.
+    spills.drop_contents(rep, [c for c in (kept, peak) if c is not None], sink)
+    REPLAYS.kept.put(key, ({c.call_index: c for c in (kept, peak) if c is not None}, rep))
     save_counts(session, canonical, counter, fresh)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
@@ -151,20 +230,21 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     totals["recorded"] = (session_totals([c["rec"] for c in calls])
                           or canonical.meta.get("recorded_totals"))
     totals["model"] = canonical.meta.get("model")
+    _fit(calls, totals, packed)
+    pinned = _pinned(session, settings)
     try:
         with transaction.atomic():
             run = ReplayRun.objects.create(
                 session=session, key=key.run, profile=settings.profile.name,
                 stages=[list(e) for e in rc.stages], config=rc.effective_config(),
-                counter=settings.counter, calls=calls, totals=totals,
+                counter=settings.counter, calls=calls, totals=totals, spill_files=packed,
+                pinned=pinned,
             )
-            insert_rows(SpilledFile, ("run", "seq", "name", "path", "created_in_call", "size",
-                                      "sha256"), [
-                (run.pk, n, s.name, s.path, s.created_in_call, s.size, sink.sha256(s.content))
-                for n, s in enumerate(rep.spilled_files)
-            ])
+            spills.record_contents(session, contents)
     except IntegrityError:  # the same replay was stored concurrently
-        run = ReplayRun.objects.get(session=session, key=key.run)
+        return ReplayRun.objects.get(session=session, key=key.run)
+    if not pinned:
+        _evict_runs(session, run)
     return run
 
 
@@ -179,9 +259,9 @@ def _replay_to(session: Session, settings: ReplaySettings,
     """Call `index` of the replay: kept by the summary replay, or reached by stepping the
     replay this process left paused (one step for the next call), or by a new replay."""
     key = ReplayKey.of(session, settings.key)
-    kept = REPLAYS.kept.get(ReplayKey.of(session, settings.key, index))
-    if kept is not None:
-        return kept
+    kept = REPLAYS.kept.get(key)
+    if kept is not None and index in kept[0]:
+        return kept[0][index], kept[1]
     live = REPLAYS.live.pop(key)
     if live is None or live.last.call_index > index:
         canonical = canonical_session(session, settings.counter, other_counts=True)
@@ -192,6 +272,7 @@ def _replay_to(session: Session, settings: ReplaySettings,
         if nxt is None:
             raise IndexError(index)
         live.last = nxt
+    spills.drop_contents(live.replay, [live.last])  # the call view shows names, not bytes
     REPLAYS.live.put(key, live)
     return live.last, live.replay
 
@@ -203,10 +284,10 @@ def call_detail(
     chosen, rep = _replay_to(session, settings, index)
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
     view = analysis.call_view(chosen, get_counter(settings.counter), capped)
-    spills = {s.name: s for s in run.spills.filter(created_in_call=index)}
+    written = spills.spills_in_call(run, index)
     for row in view.rows:
         if row.spill is not None:
-            row.spill = spills.get(row.spill.name)
+            row.spill = written.get(row.spill.name)
     return CallDetail(chosen, view)
 
 

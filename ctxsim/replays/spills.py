@@ -1,22 +1,37 @@
-"""Spilled files: the sink that stores a replay's spills, and reading them back for display."""
+"""Spilled files: the sink that stores a replay's spills, their compact record, reading them back.
+
+A replay's spills are one packed record on its `ReplayRun` (`spill_files`): zlib-compressed
+JSON listing each distinct content once (SHA-256, size) and each spill as (name, path, call,
+content number). ChatCLI re-spills every oversized result at each later call under a new
+number, so a 300-call session's replay makes about a thousand spills of a few hundred
+contents: that was a thousand `SpilledFile` rows per new threshold (issue 20 item 1), and is
+now one field of some 20 KB. A spill is addressed by its run's key and its position (`seq`),
+which stay the same when an evicted run is replayed again. `SpillContent` rows (one per
+distinct content per session) say which stored files a session still points to.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
 from django.http import Http404
 
 from ctxsim.pipeline.messages import decode_for_display
 from ctxsim.pipeline.params import ascii_index
-from ctxsim.pipeline.spill import SpillSink
-from ctxsim.replays.models import SpilledFile, storage_name_for
+from ctxsim.pipeline.spill import SpillRecord, SpillSink
+from ctxsim.replays.models import ReplayRun, SpillContent, storage_name_for
 
 
 class StorageSpillSink(SpillSink):
@@ -45,6 +60,10 @@ class StorageSpillSink(SpillSink):
         if _stored_size(target) != len(data):
             _write_whole(target, data)
         self._stored.add(target)
+
+    def forget_contents(self) -> None:
+        """Let go of the bytes this sink hashed (their digests stay valid in the records)."""
+        self._digests.clear()
 
 
 def _stored_size(name: str) -> int | None:
@@ -89,7 +108,132 @@ def _write_whole(name: str, data: bytes) -> None:
         raise
 
 
-def spill_bytes(spill: SpilledFile) -> bytes:
+@dataclass(frozen=True)
+class SpillRef:
+    """One spill of a stored replay, as the call view links it and the spill viewer shows it."""
+
+    run_key: str
+    seq: int
+    name: str
+    path: str
+    created_in_call: int
+    size: int
+    sha256: str
+
+    @property
+    def storage_name(self) -> str:
+        return storage_name_for(self.sha256)
+
+    @property
+    def ref(self) -> str:
+        """The spill's part of its URL: `<run key>/<seq>`."""
+        return f"{self.run_key}/{self.seq}"
+
+
+PACK_VERSION = 1
+
+
+def pack_spills(records: Iterable[SpillRecord],
+                sha256: Callable[[bytes], str]) -> tuple[bytes, dict[str, int]]:
+    """A replay's spills as one compact record, and its distinct contents (SHA-256 → size)."""
+    numbers: dict[str, int] = {}
+    contents: dict[str, int] = {}
+    files = []
+    for record in records:
+        digest = sha256(record.content)
+        number = numbers.get(digest)
+        if number is None:
+            number = numbers[digest] = len(numbers)
+            contents[digest] = record.size
+        files.append([record.name, record.path, record.created_in_call, number])
+    if not files:
+        return b"", contents
+    body = {"v": PACK_VERSION, "contents": [[d, n] for d, n in contents.items()], "files": files}
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6), contents
+
+
+def unpack_spills(data: bytes | memoryview, run_key: str) -> list[SpillRef]:
+    if not data:
+        return []
+    body = json.loads(zlib.decompress(bytes(data)).decode("utf-8", "surrogatepass"))
+    contents = body["contents"]
+    return [SpillRef(run_key, seq, name, path, call, contents[n][1], contents[n][0])
+            for seq, (name, path, call, n) in enumerate(body["files"])]
+
+
+def spills_of(run: ReplayRun) -> list[SpillRef]:
+    """The run's spills in creation order (unpacked once per run object)."""
+    refs = run.__dict__.get("_spill_refs")
+    if refs is None:
+        refs = run.__dict__["_spill_refs"] = unpack_spills(run.spill_files, run.key)
+    return refs
+
+
+def spills_in_call(run: ReplayRun, index: int) -> dict[str, SpillRef]:
+    """The spills call `index` wrote, by file name."""
+    return {s.name: s for s in spills_of(run) if s.created_in_call == index}
+
+
+def spill_at(run: ReplayRun, seq: int) -> SpillRef:
+    refs = spills_of(run)
+    if not 0 <= seq < len(refs):
+        raise Http404("No such spilled file.")
+    return refs[seq]
+
+
+def drop_contents(replay: Any, calls: Iterable[Any],
+                  sink: StorageSpillSink | None = None) -> None:
+    """Once a replay's spills are stored (or not needed: the call view's replays), its records
+    keep their names but not their bytes: a kept replay held every re-spill's bytes, some
+    15 MB for a 300-call session. The replay may go on (only the records' number matters)."""
+    light: dict[int, SpillRecord] = {}
+    records = replay.spills.records
+    for n, record in enumerate(records):
+        if record.content:
+            records[n] = light[id(record)] = replace(record, content=b"")
+    if light:
+        for call in calls:
+            call.spills = [light.get(id(r), r) for r in call.spills]
+    if sink is not None:
+        sink.forget_contents()
+
+
+def record_contents(session: Any, contents: dict[str, int]) -> None:
+    """Note that `session`'s replays point to these contents (one row per distinct one)."""
+    if contents:
+        SpillContent.objects.bulk_create(
+            [SpillContent(session=session, sha256=d, size=n) for d, n in contents.items()],
+            ignore_conflicts=True)
+
+
+def forget_unreferenced(session: Any) -> None:
+    """Drop `session`'s content rows that none of its remaining runs points to, and, once
+    committed, the stored files no session points to any more."""
+    used: set[str] = set()
+    for run in ReplayRun.objects.filter(session=session).only("key", "spill_files"):
+        used.update(s.sha256 for s in spills_of(run))
+    gone = set(SpillContent.objects.filter(session=session)
+               .values_list("sha256", flat=True)) - used
+    if not gone:
+        return
+    SpillContent.objects.filter(session=session, sha256__in=gone).delete()
+    remove_orphans_on_commit(gone)
+
+
+def remove_orphans_on_commit(hashes: set[str]) -> None:
+    """After commit (storage is not transactional), delete the stored files of `hashes` that
+    no session's content rows name any more."""
+    def remove() -> None:
+        still_used = set(SpillContent.objects.filter(sha256__in=hashes)
+                         .values_list("sha256", flat=True))
+        for digest in hashes - still_used:
+            default_storage.delete(storage_name_for(digest))
+
+    transaction.on_commit(remove)
+
+
+def spill_bytes(spill: SpillRef) -> bytes:
     """The spilled file's bytes; Http404 when storage lost them (e.g. a bucket was cleaned)."""
     try:
         with default_storage.open(spill.storage_name, "rb") as handle:

@@ -17,9 +17,11 @@ urlpatterns = [
         "sessions/<int:session_id>/profiles/<int:profile_id>/delete/", views.profile_delete,
         name="profile-delete",
     ),
-    path("sessions/<int:session_id>/spills/<int:spill_id>/", views.spill_view, name="spill-view"),
+    # A spill is its run's key and its position in the run (`spills.SpillRef.ref`).
+    path("sessions/<int:session_id>/spills/<slug:run>/<int:seq>/", views.spill_view,
+         name="spill-view"),
     path(
-        "sessions/<int:session_id>/spills/<int:spill_id>/download/",
+        "sessions/<int:session_id>/spills/<slug:run>/<int:seq>/download/",
         views.spill_download,
         name="spill-download",
     ),

@@ -29,7 +29,7 @@ from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, call_view, page, profiles, services, spills
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
-from ctxsim.replays.models import SavedProfile, SpilledFile
+from ctxsim.replays.models import ReplayRun, SavedProfile
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -272,27 +272,29 @@ def _attachment(response: HttpResponse, name: str) -> None:
     response["Content-Disposition"] = f'attachment; filename="{safe}"'
 
 
-def _spill(request: HttpRequest, session_id: int, spill_id: int):
-    return get_scoped(
-        SpilledFile.objects.select_related("run__session"), request.user,
-        team_field="run__session__team", pk=spill_id, run__session_id=session_id,
+def _spill(request: HttpRequest, session_id: int, run: str, seq: int):
+    """The spill `seq` of the session's run `run` (its key), and the run (404 for outsiders)."""
+    stored, _ = get_scoped(
+        ReplayRun.objects.select_related("session").defer("calls", "totals"),
+        request.user, team_field="session__team", key=run, session_id=session_id,
     )
+    return spills.spill_at(stored, seq), stored
 
 
 @require_safe
-def spill_view(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
+def spill_view(request: HttpRequest, session_id: int, run: str, seq: int) -> HttpResponse:
     """A spilled file with line numbers and an optional line range, like an agent's ranged
     read (`?start=&end=`, 1-based, inclusive)."""
-    spill, _ = _spill(request, session_id, spill_id)
+    spill, stored = _spill(request, session_id, run, seq)
     data = spills.spill_bytes(spill)
     view = spills.spill_lines(data, request.GET.get("start"), request.GET.get("end"))
     return render(request, "replays/spill.html",
-                  {"spill": spill, "session": spill.run.session, **view})
+                  {"spill": spill, "session": stored.session, **view})
 
 
 @require_safe
-def spill_download(request: HttpRequest, session_id: int, spill_id: int) -> HttpResponse:
-    spill, _ = _spill(request, session_id, spill_id)
+def spill_download(request: HttpRequest, session_id: int, run: str, seq: int) -> HttpResponse:
+    spill, _ = _spill(request, session_id, run, seq)
     response = HttpResponse(spills.spill_bytes(spill), content_type="text/plain; charset=utf-8")
     _attachment(response, spill.name)
     response["X-Content-Type-Options"] = "nosniff"

@@ -7,8 +7,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from ctxsim.replays.models import SpilledFile
-from tests.factories import password_for
+from tests.factories import first_spill, password_for, spill_args
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +41,7 @@ def test_no_page_scrolls_sideways_at_390_px(browser, live_server, personas, gene
     page.goto(f"{live_server.url}{reverse('session-detail', args=[session])}"
               "?profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=3000&call=12")
     page.wait_for_load_state("networkidle")
-    spill = SpilledFile.objects.filter(run__session_id=session).first()
+    spill = first_spill(session)
     urls = {
         "sessions": reverse("home"),
         "upload": reverse("upload"),
@@ -55,7 +54,7 @@ def test_no_page_scrolls_sideways_at_390_px(browser, live_server, personas, gene
         "members": reverse("team-members", args=[personas.team.slug]),
     }
     if spill is not None:
-        urls["spill"] = reverse("spill-view", args=[session, spill.pk])
+        urls["spill"] = reverse("spill-view", args=spill_args(session, spill))
     for name, url in urls.items():
         page.goto(live_server.url + url)
         page.wait_for_load_state("networkidle")

@@ -29,13 +29,13 @@ from django.urls import reverse
 from ctxsim.analysis.models import Sweep
 from ctxsim.api.tokens import create_token
 from ctxsim.overview.models import CorpusSweep
-from ctxsim.replays.models import SavedProfile, SpilledFile
+from ctxsim.replays.models import SavedProfile
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.models import Membership, Role
 from ctxsim.teams.services import create_invite
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
-from tests.factories import PERSONAS, spilling_session, url_patterns
+from tests.factories import PERSONAS, first_spill, spilling_session, url_patterns
 
 pytestmark = pytest.mark.django_db
 
@@ -167,7 +167,7 @@ def world(personas):
     owner = personas.users["owner"]
     session = save_sessions([spilling_session()], team=personas.team, user=owner)[0]
     personas.client("owner").get(reverse("session-detail", args=[session.pk]))
-    spill = SpilledFile.objects.filter(run__session=session).first()
+    spill = first_spill(session)
     assert spill is not None, "the fixture session must spill"
     job = ImportJob.objects.create(team=personas.team, user=owner, file_name="big.jsonl",
                                    size=10, status=ImportJob.Status.FAILED)
@@ -185,7 +185,7 @@ def world(personas):
         "token_id": token.pk,
         "profile_id": saved.pk,
         "sweep_id": sweep.pk, "corpus_sweep_id": corpus.pk,
-        "session_id": session.pk, "spill_id": spill.pk, "job_id": job.pk,
+        "session_id": session.pk, "run": spill.run_key, "seq": spill.seq, "job_id": job.pk,
         "comment_id": comment.pk, "membership_id": spare_membership.pk,
         "invite_id": invite.pk, "token": invite.token, "slug": personas.team.slug,
         "batch": "not-a-batch-of-this-user", "index": 0,

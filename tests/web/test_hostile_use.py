@@ -211,12 +211,12 @@ def test_a_message_row_that_is_not_an_ascii_number_is_a_404(personas, stored, nu
 @pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
 def test_spill_line_bounds_that_are_not_ascii_numbers_are_reported(personas, stored, number):
     """issue 20 item 15: spill `start`/`end` of `²` crashed `spill_lines`."""
-    from ctxsim.replays.models import SpilledFile
+    from tests.factories import first_spill, spill_args
 
     client = personas.client("viewer")
     client.get(page_url(stored, "call=1"), follow=True)
-    spill = SpilledFile.objects.filter(run__session=stored).first()
-    url = reverse("spill-view", args=[stored.pk, spill.pk])
+    spill = first_spill(stored)
+    url = reverse("spill-view", args=spill_args(stored, spill))
     for query in (f"?start={number}", f"?end={number}"):
         response = client.get(url + query)
         assert response.status_code == 200

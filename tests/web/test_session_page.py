@@ -9,9 +9,16 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
-from ctxsim.replays.models import ReplayRun, SavedProfile, SpilledFile
+from ctxsim.replays.models import ReplayRun, SavedProfile
 from ctxsim.transcripts.store import save_sessions
-from tests.factories import SPILLED, SPILLED_LINES, UNTRUSTED, spilling_session
+from tests.factories import (
+    SPILLED,
+    SPILLED_LINES,
+    UNTRUSTED,
+    first_spill,
+    spill_args,
+    spilling_session,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -102,15 +109,15 @@ def test_chatcli_env_values_are_free_strings_with_their_effective_value(personas
 def test_every_endpoint_is_a_404_for_an_outsider(personas, stored):
     client = personas.client("outsider")
     personas.client("owner").get(page_url(stored))
-    spill = SpilledFile.objects.filter(run__session=stored).first()
+    spill = first_spill(stored)
     urls = [
         page_url(stored),
         reverse("session-message", args=[stored.pk]) + "?call=1&row=0",
         reverse("session-trace", args=[stored.pk]),
         reverse("session-compare", args=[stored.pk]),
         reverse("profile-export", args=[stored.pk]),
-        reverse("spill-view", args=[stored.pk, spill.pk]),
-        reverse("spill-download", args=[stored.pk, spill.pk]),
+        reverse("spill-view", args=spill_args(stored, spill)),
+        reverse("spill-download", args=spill_args(stored, spill)),
     ]
     for url in urls:
         assert client.get(url).status_code == 404, url
@@ -120,29 +127,29 @@ def test_every_endpoint_is_a_404_for_an_outsider(personas, stored):
 
 def test_a_spill_of_one_session_is_not_reachable_through_another(personas, stored):
     personas.client("owner").get(page_url(stored))
-    spill = SpilledFile.objects.filter(run__session=stored).first()
+    spill = first_spill(stored)
     other = save_sessions([spilling_session()], team=personas.other_team)[0]
-    url = reverse("spill-view", args=[other.pk, spill.pk])
+    url = reverse("spill-view", args=spill_args(other, spill))
     assert personas.client("outsider").get(url).status_code == 404
 
 
 def test_the_spill_viewer_shows_the_exact_content_and_line_ranges(personas, stored):
     client = personas.client("viewer")
     page = client.get(page_url(stored, "profile=chatcli&call=1")).content.decode()
-    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
-    assert reverse("spill-view", args=[stored.pk, spill.pk]) in page
+    spill = first_spill(stored, call=1)
+    assert reverse("spill-view", args=spill_args(stored, spill)) in page
     assert spill.path == "/tmp/chatcli-tool-results/budget_call_1_1.txt"
 
-    download = client.get(reverse("spill-download", args=[stored.pk, spill.pk]))
+    download = client.get(reverse("spill-download", args=spill_args(stored, spill)))
     assert download.content == SPILLED.encode()
 
-    ranged = client.get(reverse("spill-view", args=[stored.pk, spill.pk]) + "?start=10&end=12")
+    ranged = client.get(reverse("spill-view", args=spill_args(stored, spill)) + "?start=10&end=12")
     body = ranged.content.decode()
     assert SPILLED_LINES[9] in body and SPILLED_LINES[11] in body
     assert SPILLED_LINES[8] not in body and SPILLED_LINES[12] not in body
     assert 'id="L10"' in body
 
-    bad = client.get(reverse("spill-view", args=[stored.pk, spill.pk]) + "?start=0&end=x")
+    bad = client.get(reverse("spill-view", args=spill_args(stored, spill)) + "?start=0&end=x")
     assert bad.status_code == 200
     assert "start must be a line number" in bad.content.decode()
 
@@ -276,7 +283,7 @@ def test_an_owner_deletes_a_session_and_its_orphaned_contents_and_spills(
     from ctxsim.transcripts.models import Content, Session
 
     personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
-    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
+    spill = first_spill(stored, call=1)
     assert default_storage.exists(spill.storage_name)
     shared = save_sessions([spilling_session()], team=personas.team)[0]  # same contents
     with django_capture_on_commit_callbacks(execute=True):
@@ -300,9 +307,9 @@ def test_a_spill_lost_from_storage_is_a_404_not_an_error(personas, stored):
     from django.core.files.storage import default_storage
 
     personas.client("owner").get(page_url(stored, "profile=chatcli&call=1"))
-    spill = SpilledFile.objects.get(run__session=stored, created_in_call=1)
+    spill = first_spill(stored, call=1)
     default_storage.delete(spill.storage_name)
-    response = personas.client("owner").get(reverse("spill-view", args=[stored.pk, spill.pk]))
+    response = personas.client("owner").get(reverse("spill-view", args=spill_args(stored, spill)))
     assert response.status_code == 404
 
 
