@@ -12,16 +12,24 @@ Workers run `tokens.tokenize`, the function the serial counter runs, so the coun
 same; each returns the head and tail pieces it counted, for the caller's piece cache. The
 results come back in the order of the contents whatever the schedule (deterministic).
 
-The pool is started once per process on first use and kept (a web worker replays many
-sessions); its processes come from a `forkserver`, never a fork of the caller, which may run
-threads (gunicorn, the task worker), and each loads the BPE table once (about 0.15 s).
+The pool is started on first use and kept while it is used: it stops IDLE_SECONDS (60) after
+its last job, so a web or task worker holds no idle counting processes (each holds a BPE table,
+~40 MB) between cold replays. Its processes come from a `forkserver`, never a fork of the
+caller, which may run threads (gunicorn, the task worker); each loads the BPE table once (about
+0.15 s). Like any `multiprocessing` child they import the caller's `__main__` module, which
+must therefore be import-safe (manage.py, gunicorn and `python -m` modules are). Should the
+pool fail (stopped by the idle timer meanwhile, a worker killed), the contents are counted
+here instead: the same counts, more slowly.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor
+import threading
+import time
+from concurrent.futures import CancelledError, Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from . import tokens
@@ -29,8 +37,9 @@ from . import tokens
 PROCESSES_ENV = "CTXSIM_TOKEN_PROCESSES"
 MIN_BYTES = 4 * 1024 * 1024
 JOBS_PER_PROCESS = 4  # smaller jobs than one per process, so a slow one does not hold the rest
+IDLE_SECONDS = 60.0
 
-_POOL: dict[str, Any] = {"executor": None, "size": 0}
+_POOL: dict[str, Any] = {"executor": None, "size": 0, "busy": 0, "used": 0.0}
 
 Counted = tuple[int, list[tuple[bytes, int]]]
 
@@ -65,6 +74,17 @@ def shutdown() -> None:
         executor.shutdown(wait=True, cancel_futures=True)
 
 
+def _stop_when_idle() -> None:
+    """Stop the pool once IDLE_SECONDS pass with no job (a daemon timer, re-armed by use)."""
+    def check() -> None:
+        if _POOL["busy"] == 0 and time.monotonic() - _POOL["used"] >= IDLE_SECONDS:
+            shutdown()
+
+    timer = threading.Timer(IDLE_SECONDS, check)
+    timer.daemon = True
+    timer.start()
+
+
 def _count_job(name: str, contents: list[bytes], chunk_bytes: int) -> list[Counted]:
     """In a worker: each content's count and the pieces counted for it."""
     encoding = tokens.get_encoding(name)
@@ -88,6 +108,8 @@ def warm_up(name: str) -> None:
     if size >= 2:
         executor = _executor(size)
         list(executor.map(_load, [name] * size * 2))
+        _POOL["used"] = time.monotonic()
+        _stop_when_idle()
 
 
 def jobs(sizes: list[int], count: int) -> list[list[int]]:
@@ -109,14 +131,23 @@ def count_all(name: str, contents: list[bytes], chunk_bytes: int,
     size = processes()
     if size < 2 or sum(map(len, contents)) < min_bytes:
         return None
-    executor = _executor(size)
     split = jobs([len(c) for c in contents], size * JOBS_PER_PROCESS)
-    futures = [executor.submit(_count_job, name, [contents[i] for i in job], chunk_bytes)
-               for job in split]
     results: list[Counted | None] = [None] * len(contents)
-    for job, future in zip(split, futures, strict=True):
-        for index, counted in zip(job, future.result(), strict=True):
-            results[index] = counted
+    _POOL["busy"] += 1
+    try:
+        executor = _executor(size)
+        futures = [executor.submit(_count_job, name, [contents[i] for i in job], chunk_bytes)
+                   for job in split]
+        for job, future in zip(split, futures, strict=True):
+            for index, counted in zip(job, future.result(), strict=True):
+                results[index] = counted
+    except (BrokenProcessPool, CancelledError, RuntimeError, OSError):
+        shutdown()
+        return None
+    finally:
+        _POOL["busy"] -= 1
+        _POOL["used"] = time.monotonic()
+        _stop_when_idle()
     done = [r for r in results if r is not None]
     if len(done) != len(contents):
         raise RuntimeError("a token-counting job returned fewer counts than contents")

@@ -5,6 +5,7 @@ the worker processes of `token_pool`."""
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -162,3 +163,34 @@ def test_few_or_small_contents_stay_in_this_process(monkeypatch):
     assert token_pool.count_all("cl100k_base", [b"small"], 4096) is None
     monkeypatch.setenv(token_pool.PROCESSES_ENV, "1")
     assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0) is None
+
+
+def test_a_failing_pool_leaves_the_counting_to_this_process(monkeypatch):
+    class Stopped:
+        def submit(self, *args):
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    monkeypatch.setattr(token_pool, "_executor", lambda size: Stopped())
+    assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0) is None
+    counter = TiktokenCounter("cl100k_base")
+    monkeypatch.setattr(token_pool, "MIN_BYTES", 0)
+    counter.count_many([long_result()])
+    assert counter.cached(long_result()) == plain("cl100k_base", long_result())
+
+
+def test_the_pool_stops_after_its_idle_time(monkeypatch):
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    monkeypatch.setattr(token_pool, "IDLE_SECONDS", 0.2)
+    try:
+        assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0)
+        assert token_pool._POOL["executor"] is not None
+        deadline = time.monotonic() + 10
+        while token_pool._POOL["executor"] is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert token_pool._POOL["executor"] is None
+    finally:
+        token_pool.shutdown()
