@@ -137,12 +137,18 @@ class TiktokenCounter:
             return 0
         cached = self._cache.get(content)
         if cached is None:
-            digest = self._digest(content)
+            shape = digit_shape(content)
+            digest = hashlib.sha256(content if shape is None else shape).digest()
             cached = self._by_digest.get(digest)
             if cached is None:
                 cached = self._tokenize(content)
                 self._learn_digest(digest, cached)
-            self._remember(content, cached)
+                self._remember(content, cached)
+            elif shape is None:
+                self._remember(content, cached)
+            # A content found by its digit shape is not kept: it is a preview re-made at every
+            # call under a new number, and keeping each made the cache grow with the square of
+            # the calls until it started over mid-replay (4,000 calls, issue 21).
         return cached
 
     @staticmethod
@@ -213,7 +219,10 @@ class TiktokenCounter:
 
     def cached(self, content: bytes) -> int | None:
         """The count if it is already known, without tokenizing."""
-        return self._cache.get(content) if content else 0
+        if not content:
+            return 0
+        known = self._cache.get(content)
+        return known if known is not None else self._by_digest.get(self._digest(content))
 
     def shape_count(self, content: bytes) -> int | None:
         """The count already known for contents of this one's digit shape, if any."""
