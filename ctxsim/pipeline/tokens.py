@@ -143,12 +143,7 @@ class TiktokenCounter:
             if cached is None:
                 cached = self._tokenize(content)
                 self._learn_digest(digest, cached)
-                self._remember(content, cached)
-            elif shape is None:
-                self._remember(content, cached)
-            # A content found by its digit shape is not kept: it is a preview re-made at every
-            # call under a new number, and keeping each made the cache grow with the square of
-            # the calls until it started over mid-replay (4,000 calls, issue 21).
+            self._remember(content, cached)
         return cached
 
     @staticmethod

@@ -196,17 +196,13 @@ def test_the_pool_stops_after_its_idle_time(monkeypatch):
         token_pool.shutdown()
 
 
-def test_previews_re_made_under_new_numbers_do_not_fill_the_cache():
-    """A spill preview is re-made at every call with a new number in its path: its siblings
-    are counted from the first one's digit shape and not kept, so the cache does not grow with
-    the square of the calls (it started over mid-replay at 4,000 calls)."""
+
+def test_a_content_counted_by_its_digit_shape_is_known_to_cached():
+    """A content whose count came from a sibling of the same digit shape (or a digest another
+    process stored) is known without tokenizing: its count can be stored with the session."""
     counter = TiktokenCounter("cl100k_base")
-    content = long_result(60)
-    first = spill_preview(content, "/tmp/spill/budget_call_1_10.txt", True)
-    expected = counter.count(first)
-    size = counter._cached_bytes
-    for number in range(11, 100):  # one digit shape: numbers of two digits
-        again = spill_preview(content, f"/tmp/spill/budget_call_1_{number}.txt", True)
-        assert counter.count(again) == expected == plain("cl100k_base", again)
-        assert counter.cached(again) == expected  # known, though not kept by its bytes
-    assert counter._cached_bytes == size
+    first = spill_preview(long_result(60), "/tmp/spill/budget_call_1_10.txt", True)
+    again = first.replace(b"_10.txt", b"_47.txt")
+    counter.count(first)
+    assert counter.cached(again) == plain("cl100k_base", again)
+    assert counter.cached(b"never counted") is None
