@@ -19,9 +19,12 @@ figure is CPU time of this process (`time.process_time`), per repetition and sid
 - `raw_floor`: serial tiktoken (`encode_ordinary`) over the distinct raw contents of the first
   session (its messages' contents, tool-call names and arguments, tool-call ids), nothing else;
 - `cold` and `warm` replays as above.
+- `unmemoized`: the first session's warm replay again with the stages' memos off
+  (`Replay(use_memos=False)`: every stage redoes at every call what its memo would skip).
 `replay-physical` is (cold - warm) / raw_floor: the token-counting work a cold replay does
 (everything the warm replay does not) against tokenizing the transcript once; it is above 1 by
-what the previews and stubs cost and by the counter's own bookkeeping. `memo` is cold / warm.
+what the previews and stubs cost and by the counter's own bookkeeping. `memo` (SPEC §9: memos
+off / on, warm) is unmemoized / warm.
 
 Within a repetition the floor and every size run one after the other, so all of them see the
 same machine state (the linearity ratios compare two sizes measured side by side).
@@ -38,7 +41,7 @@ from bench.common import emit, median, note, timed
 from ctxsim.generator import generate_session
 from ctxsim.pipeline import token_pool, tokens
 from ctxsim.pipeline.calibration import calibrate
-from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.replay import Replay, replay
 
 PROFILE = "chatcli"
 COUNTER = "cl100k_base"
@@ -54,29 +57,40 @@ def counted_parts(message, into: set[bytes]) -> None:
         into.add(message.tool_call_id.encode("utf-8", "surrogatepass"))
 
 
-def _replay_once(messages, profile: str) -> dict:
+def _replay_once(messages, profile: str, use_memos: bool = True) -> dict:
     calls = 0
     sent = 0
-    for call in replay(messages, profile, {"counter": COUNTER}).calls():
+    config = replay(messages, profile, {"counter": COUNTER}).config
+    for call in Replay(messages, config, use_memos=use_memos).calls():
         calls += 1
         sent += call.sent_tokens
     return {"calls": calls, "sent_tokens": sent}
 
 
-def run_replay(messages, profile: str = PROFILE, clock=time.perf_counter) -> dict:
+def run_replay(messages, profile: str = PROFILE, clock=time.perf_counter,
+               unmemoized: bool = False) -> dict:
     """One full replay from a cold token cache (every call, raw and sent token counts), then
-    the same replay again with that counter (every count known): both timed by `clock`."""
+    the same replay again with that counter (every count known), and with `unmemoized` once
+    more with the stages' memos off: each timed by `clock`."""
+    timings = {}
     with tokens.isolated_counters():  # a fresh shared counter: empty content cache
         start = clock()
         outcome = _replay_once(messages, profile)
-        cold = clock() - start
+        timings["cold"] = clock() - start
         gc.collect()
         start = clock()
         again = _replay_once(messages, profile)
-        warm = clock() - start
+        timings["warm"] = clock() - start
+        if unmemoized:
+            gc.collect()
+            start = clock()
+            off = _replay_once(messages, profile, use_memos=False)
+            timings["unmemoized"] = clock() - start
+            if off != outcome:
+                raise SystemExit("a replay without memos counted differently")
     if again != outcome:
         raise SystemExit("a warm replay counted differently from the cold one")
-    return {**outcome, "cold": cold, "warm": warm}
+    return {**outcome, **timings}
 
 
 def raw_contents(messages) -> list[bytes]:
@@ -163,6 +177,7 @@ def main() -> None:
     raw = raw_contents(sessions[sizes[0]]) if args.physical else []
     cold_times: dict[int, list[float]] = {n: [] for n in sizes}
     warm_times: dict[int, list[float]] = {n: [] for n in sizes}
+    unmemoized_times: list[float] = []
     floor_times: list[float] = []
     raw_times: list[float] = []
     outcome: dict[int, dict] = {}
@@ -180,14 +195,18 @@ def main() -> None:
             raw_times.append(clock() - start)
         for n in sizes:
             gc.collect()
-            outcome[n] = run_replay(sessions[n], args.profile, clock)
+            outcome[n] = run_replay(sessions[n], args.profile, clock,
+                                    unmemoized=args.physical and n == sizes[0])
             cold_times[n].append(outcome[n].pop("cold"))
             warm_times[n].append(outcome[n].pop("warm"))
+            if "unmemoized" in outcome[n]:
+                unmemoized_times.append(outcome[n].pop("unmemoized"))
         note(f"rep {rep + 1}/{args.reps}: "
              + ", ".join(f"{n} calls {cold_times[n][-1]:.2f}s (warm {warm_times[n][-1]:.2f}s)"
                          for n in sizes)
              + (f", floor {floor_times[-1]:.2f}s" if args.floor else "")
-             + (f", raw floor {raw_times[-1]:.2f}s" if args.physical else ""))
+             + (f", raw floor {raw_times[-1]:.2f}s, memos off {unmemoized_times[-1]:.2f}s"
+                if args.physical else ""))
     # SPEC §11's calibration runs once per session beside the replay; its share of the replay
     # is printed for information (issue 15: at most 5 %). The generated session records no
     # usage, so every call is given some: the fit then sees all 2,000 calls.
@@ -211,6 +230,8 @@ def main() -> None:
         "floor_tokens": floor_tokens,
         "raw_floor_times": raw_times, "raw_floor": median(raw_times) if raw_times else None,
         "raw_contents": len(raw), "raw_bytes": sum(map(len, raw)), "raw_tokens": raw_tokens,
+        "unmemoized_times": unmemoized_times,
+        "unmemoized": median(unmemoized_times) if unmemoized_times else None,
     })
 
 
