@@ -13,6 +13,14 @@ stored summary) and nothing else: before each of those requests the process forg
 rendered call views and the replays it keeps in memory (`REPLAYS.forget_replays()`, the Django
 cache), as a request landing on another worker process would. The loaded session and its token
 counts stay, for both kinds of request: they are the replay's inputs, not its results.
+
+`--first` (the `retune-first` target, issue 21): each repetition stores a new generated session
+(seed + repetition), opens its page once with the default profile (the first open: its replay
+counts the transcript and makes the default's previews and stubs), then asks once for
+`CHATCLI_TOOL_RESULT_MAX_CHARS=6001`, a threshold whose previews were never made (every result
+between 6,001 and 20,000 bytes is spilled for the first time, at every call), and then for that
+same request three times from the replay cache as above. The target is the first against the
+median of the cached ones.
 """
 
 from __future__ import annotations
@@ -31,16 +39,18 @@ def main() -> None:
     parser.add_argument("calls", type=int)
     parser.add_argument("reps", type=int)
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--first", action="store_true",
+                        help="a new session per repetition, thresholds never asked before")
     args = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="ctxsim-bench-retune-")
     try:
-        emit(run(folder, args.calls, args.reps, args.seed))
+        emit(run(folder, args.calls, args.reps, args.seed, first=args.first))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run(folder: str, calls: int, reps: int, seed: int) -> dict:
+def run(folder: str, calls: int, reps: int, seed: int, *, first: bool = False) -> dict:
     setup_django(folder)
     from django.contrib.auth import get_user_model
     from django.core.cache import cache
@@ -48,22 +58,29 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
     from django.urls import reverse
 
     from ctxsim.generator import generate_session
+    from ctxsim.pipeline import token_pool, tokens
     from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.state import ReplaySettings
     from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.store import save_sessions
 
     team = Team.objects.create(name="Bench", slug="bench")
     user = get_user_model().objects.create_user("bench", password="bench-pass-123")
     Membership.objects.create(team=team, user=user, role=Role.OWNER)
-    session = generate_session(calls, seed)
-    row = save_sessions([session], team=team, user=user, source_name="bench.jsonl")[0]
-    note(f"stored a {calls}-call session ({row.message_count} messages)")
+    counter = ReplaySettings().counter
+    tokens.get_encoding(counter)  # once per process, outside the timings
+    token_pool.warm_up(counter)
+
+    def store(rep: int) -> str:
+        session = generate_session(calls, seed + rep)
+        row = save_sessions([session], team=team, user=user, source_name="bench.jsonl")[0]
+        note(f"stored a {calls}-call session ({row.message_count} messages)")
+        return reverse("session-detail", args=[row.pk])
 
     client = Client()
     client.force_login(user)
-    url = reverse("session-detail", args=[row.pk])
 
-    def get(query: str, forget: bool = False) -> float:
+    def get(url: str, query: str, forget: bool = False) -> float:
         if forget:
             REPLAYS.forget_replays()
             cache.clear()
@@ -72,13 +89,18 @@ def run(folder: str, calls: int, reps: int, seed: int) -> dict:
             raise SystemExit(f"GET {url}?{query} answered {response.status_code}")
         return seconds
 
-    warm = get("profile=chatcli")
+    url = store(0)
+    warm = get(url, "profile=chatcli")
     cold_times, cached_times = [], []
     for rep in range(reps):
-        value = 6001 + 1237 * rep  # a value never asked before: a replay-cache miss
+        if first and rep:
+            url = store(rep)
+            get(url, "profile=chatcli")
+        # A value never asked before: a replay-cache miss.
+        value = 6001 if first else 6001 + 1237 * rep
         query = f"profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS={value}"
-        cold_times.append(get(query))
-        cached = [get(query, forget=True) for _ in range(3)]
+        cold_times.append(get(url, query))
+        cached = [get(url, query, forget=True) for _ in range(3)]
         cached_times.append(median(cached))
         note(f"rep {rep + 1}/{reps}: threshold {value}: {cold_times[-1]:.3f}s, "
              f"cached {cached_times[-1]:.3f}s")

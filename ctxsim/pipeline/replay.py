@@ -153,6 +153,14 @@ class _Deltas:
         self.carried = self._next_carried
 
 
+def _counted_parts(messages: Sequence[Message]) -> Iterator[bytes]:
+    """The long parts the token formula counts of each message: contents and arguments."""
+    for m in messages:
+        yield m.content
+        for call in m.tool_calls:
+            yield call.arguments.encode("utf-8", "surrogatepass")
+
+
 @dataclass
 class Replay:
     """A replay of `messages` under `config`. Iterate `calls()` once, lazily."""
@@ -198,6 +206,11 @@ class Replay:
         never do; a failed call (context_overflow) is yielded and the replay goes on.
         """
         values = self.config.values
+        # Every raw content is counted below; a cold counter learns them all at once, over
+        # the machine's cores when there are enough (issue 21, `token_pool`).
+        count_many = getattr(self.counter, "count_many", None)
+        if count_many is not None:
+            count_many(_counted_parts(self.messages))
         agent_mode = values["loop_mode"] == "agent"
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
         persistent: list[Message] = []

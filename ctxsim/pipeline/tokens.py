@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import json
 import math
-import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,8 @@ from typing import Any, Protocol
 
 from .images import part_tokens
 from .messages import Message
+from .token_cuts import digit_shape, tokenize
+from .token_cuts import exact_chunks as exact_chunks  # tests and callers import it here
 
 BPE_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
@@ -93,66 +94,12 @@ def get_encoding(name: str) -> Any:
     # part that would touch the network, so it is handed the verified ranks instead.
     with mock.patch.object(public, "load_tiktoken_bpe", lambda *a, **k: ranks):
         spec = getattr(public, name)()
-    return tiktoken.Encoding(**spec)
-
-
-# Byte classes for `digit_shape`: ASCII digits become "0", non-ASCII bytes "\x80", the rest "a"
-# (bytes.translate runs in C; a regex over every spill preview cost more than its tokenizing).
-_CLASSES = bytes(
-    0x30 if 0x30 <= b <= 0x39 else 0x80 if b >= 0x80 else 0x61 for b in range(256)
-)
-_TO_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
-
-
-def digit_shape(content: bytes) -> bytes | None:
-    """`content` with every ASCII digit made `0`, when that provably keeps its token count.
-
-    In cl100k_base and o200k_base a run of digits is always split into pieces of its own (the
-    pre-tokenizer's `\\p{N}{1,3}`; no other alternative takes a digit), and every string of one
-    to three ASCII digits is a single token (checked in tests for all 1,110). So the values of
-    the digits never change the count, only the lengths of their runs. A spill preview is
-    re-made at every call with a new file counter in its path: with this key it is tokenized
-    once, not once per call. Returns None when there is no digit, or when a digit touches a
-    non-ASCII character (which could be another numeral of the same piece).
-    """
-    classes = content.translate(_CLASSES)
-    if b"0" not in classes or b"\x800" in classes or b"0\x80" in classes:
-        return None
-    return content.translate(_TO_ZERO)
-
-
-# Where a content may be cut without changing its count in cl100k_base or o200k_base. Both
-# encodings split text into pieces with a regex and count each piece on its own, so a cut is
-# exact when it falls between two pieces of the whole text's split, and the regex splits the
-# two sides alone the same way. That holds, with ASCII neighbours, at:
-#   - after a line break followed by a letter or digit: no piece runs from "\n" into a letter
-#     or digit (letter pieces take an optional leading character that is never \r or \n);
-#   - before a space between two letters: the letter run ends there and " word" begins;
-#   - between a letter and a digit, either way: letter runs and digit runs are separate pieces
-#     (digits are `\p{N}{1,3}`, and letter pieces take no leading digit).
-# The regex has no look-behind, and the only look-ahead (`\s+(?!\S)`) never decides a piece
-# ending at one of these points. Bytes are cut next to ASCII bytes, never inside a UTF-8
-# sequence, so decoding each chunk with "replace" gives the same text. Tests check the sum
-# against the whole count with hypothesis, for both encodings.
-_EXACT_CUT = re.compile(
-    rb"(?<=\n)(?=[A-Za-z0-9])|(?<=[A-Za-z])(?= [A-Za-z])|(?<=[A-Za-z])(?=[0-9])"
-    rb"|(?<=[0-9])(?=[A-Za-z])"
-)
-
-
-def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
-    """`content` in consecutive pieces of about `size` bytes or more, cut only where the token
-    count of cl100k_base and o200k_base is the sum of the pieces' counts. A stretch with no
-    such place (one 50 MB word) stays whole."""
-    start, n = 0, len(content)
-    while n - start > size:
-        found = _EXACT_CUT.search(content, start + size)
-        if found is None:
-            break
-        cut = found.start()
-        yield content[start:cut]
-        start = cut
-    yield content[start:]
+    encoding = tiktoken.Encoding(**spec)
+    # The tokenizer has its own copy of the ranks; tiktoken keeps the Python dict only to
+    # pickle the encoding, which ctxsim never does (counting workers load theirs by name).
+    # Dropping it gives back ~12 MB per encoding (issue 21: an import worker's peak memory).
+    encoding._mergeable_ranks = {}
+    return encoding
 
 
 class TiktokenCounter:
@@ -173,8 +120,11 @@ class TiktokenCounter:
         self.name = name
         self._encoding = get_encoding(name)
         self._cache: dict[bytes, int] = {}
-        self._by_shape: dict[bytes, int] = {}
+        # By SHA-256 of a content, or of its digit shape when it has one: a shape is looked up
+        # by its digest, never kept (shapes of a session's contents were a copy of them all:
+        # 82 MB of a 100 MB import's replay, issue 21).
         self._by_digest: dict[bytes, int] = {}
+        self._pieces: dict[bytes, int] = {}  # head and tail pieces (`tokenize`), by digest
         # Per thread: the dict `recording` collects into, if a block is open.
         self._recording = threading.local()
         self._cached_bytes = 0
@@ -188,27 +138,61 @@ class TiktokenCounter:
         cached = self._cache.get(content)
         if cached is None:
             shape = digit_shape(content)
-            if shape is not None:
-                cached = self._by_shape.get(shape)
+            digest = hashlib.sha256(content if shape is None else shape).digest()
+            cached = self._by_digest.get(digest)
             if cached is None:
-                digest = hashlib.sha256(content if shape is None else shape).digest()
-                cached = self._by_digest.get(digest)
-                if cached is None:
-                    cached = self._tokenize(content)
-                    self._by_digest[digest] = cached
-                    fresh = getattr(self._recording, "counts", None)
-                    if fresh is not None:
-                        fresh[digest] = cached
-                if shape is not None:
-                    self._by_shape[shape] = cached
-                    self._cached_bytes += len(shape)
+                cached = self._tokenize(content)
+                self._learn_digest(digest, cached)
             self._remember(content, cached)
         return cached
 
+    @staticmethod
+    def _digest(content: bytes) -> bytes:
+        shape = digit_shape(content)
+        return hashlib.sha256(content if shape is None else shape).digest()
+
+    def _learn_digest(self, digest: bytes, tokens: int) -> None:
+        self._by_digest[digest] = tokens
+        fresh = getattr(self._recording, "counts", None)
+        if fresh is not None:
+            fresh[digest] = tokens
+
     def _tokenize(self, content: bytes) -> int:
-        encode = self._encoding.encode_ordinary
-        return sum(len(encode(chunk.decode("utf-8", "replace")))
-                   for chunk in exact_chunks(content, self.CHUNK_BYTES))
+        before = len(self._pieces)
+        total = tokenize(self._encoding, content, self._pieces, self.CHUNK_BYTES)
+        self._cached_bytes += 64 * (len(self._pieces) - before)
+        return total
+
+    def count_many(self, contents: Iterable[bytes]) -> None:
+        """Count every content not known yet, now: a cold session's distinct contents are
+        spread over the machine's cores when there are enough of them (`token_pool`), else
+        tokenized here. Afterwards `count` finds each in the cache; the counts are the ones
+        `count` would have made (the same `tokenize`), recorded the same way."""
+        from . import token_pool
+
+        todo: dict[bytes, bytes] = {}  # digest -> content
+        for content in contents:
+            if not content or content in self._cache:
+                continue
+            digest = self._digest(content)
+            known = self._by_digest.get(digest)
+            if known is not None:
+                self._remember(content, known)
+            elif digest not in todo:
+                todo[digest] = content
+        if not todo:
+            return
+        items = list(todo.values())
+        counted = token_pool.count_all(self.name, items, self.CHUNK_BYTES)
+        if counted is None:  # not worth other processes: here, as `count` would
+            counted = [(self._tokenize(c), []) for c in items]
+        for digest, content, (tokens, pieces) in zip(todo, items, counted, strict=True):
+            for piece_digest, piece_tokens in pieces:
+                if piece_digest not in self._pieces:
+                    self._pieces[piece_digest] = piece_tokens
+                    self._cached_bytes += 64
+            self._learn_digest(digest, tokens)
+            self._remember(content, tokens)
 
     def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Counts by SHA-256 of a content (or of its digit shape), e.g. counted by another
@@ -230,12 +214,17 @@ class TiktokenCounter:
 
     def cached(self, content: bytes) -> int | None:
         """The count if it is already known, without tokenizing."""
-        return self._cache.get(content) if content else 0
+        if not content:
+            return 0
+        known = self._cache.get(content)
+        return known if known is not None else self._by_digest.get(self._digest(content))
 
     def shape_count(self, content: bytes) -> int | None:
         """The count already known for contents of this one's digit shape, if any."""
         shape = digit_shape(content)
-        return None if shape is None else self._by_shape.get(shape)
+        if shape is None:
+            return None
+        return self._by_digest.get(hashlib.sha256(shape).digest())
 
     def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Take counts computed earlier (e.g. stored with a session) so they are not redone."""
@@ -246,8 +235,8 @@ class TiktokenCounter:
     def _remember(self, content: bytes, tokens: int) -> None:
         if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
             self._cache.clear()
-            self._by_shape.clear()
             self._by_digest.clear()
+            self._pieces.clear()
             self._cached_bytes = 0
         self._cache[content] = tokens
         self._cached_bytes += len(content)
@@ -269,6 +258,9 @@ class Bytes4Counter:
 
     def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Nothing to remember."""
+
+    def count_many(self, contents: Iterable[bytes]) -> None:
+        """Nothing to count ahead."""
 
     @contextmanager
     def recording(self) -> Iterator[dict[bytes, int]]:

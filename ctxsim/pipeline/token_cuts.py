@@ -1,0 +1,132 @@
+"""Where a content may be cut without changing its token count, and the tokenizing of one
+content in pieces (SPEC §5, issue 21). Pure functions of the bytes; `tokens` builds its counter
+on them, and the counting worker processes (`token_pool`) run the same `tokenize`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+# Byte classes for `digit_shape`: ASCII digits become "0", non-ASCII bytes "\x80", the rest "a"
+# (bytes.translate runs in C; a regex over every spill preview cost more than its tokenizing).
+_CLASSES = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x80 if b >= 0x80 else 0x61 for b in range(256)
+)
+_TO_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
+
+
+def digit_shape(content: bytes) -> bytes | None:
+    """`content` with every ASCII digit made `0`, when that provably keeps its token count.
+
+    In cl100k_base and o200k_base a run of digits is always split into pieces of its own (the
+    pre-tokenizer's `\\p{N}{1,3}`; no other alternative takes a digit), and every string of one
+    to three ASCII digits is a single token (checked in tests for all 1,110). So the values of
+    the digits never change the count, only the lengths of their runs. A spill preview is
+    re-made at every call with a new file counter in its path: with this key it is tokenized
+    once, not once per call. Returns None when there is no digit, or when a digit touches a
+    non-ASCII character (which could be another numeral of the same piece).
+    """
+    if content.isascii():  # the common case: one pass to make the shape, none to classify
+        shape = content.translate(_TO_ZERO)
+        return None if shape == content else shape
+    classes = content.translate(_CLASSES)
+    if b"0" not in classes or b"\x800" in classes or b"0\x80" in classes:
+        return None
+    return content.translate(_TO_ZERO)
+
+
+# Where a content may be cut without changing its count in cl100k_base or o200k_base. Both
+# encodings split text into pieces with a regex and count each piece on its own, so a cut is
+# exact when it falls between two pieces of the whole text's split, and the regex splits the
+# two sides alone the same way. That holds, with ASCII neighbours, at:
+#   - after a line break followed by a letter or digit: no piece runs from "\n" into a letter
+#     or digit (letter pieces take an optional leading character that is never \r or \n);
+#   - before a space between two letters: the letter run ends there and " word" begins;
+#   - between a letter and a digit, either way: letter runs and digit runs are separate pieces
+#     (digits are `\p{N}{1,3}`, and letter pieces take no leading digit).
+# The regex has no look-behind, and the only look-ahead (`\s+(?!\S)`) never decides a piece
+# ending at one of these points. Bytes are cut next to ASCII bytes, never inside a UTF-8
+# sequence, so decoding each chunk with "replace" gives the same text. Tests check the sum
+# against the whole count with hypothesis, for both encodings.
+_EXACT_CUT = re.compile(
+    rb"(?<=\n)(?=[A-Za-z0-9])|(?<=[A-Za-z])(?= [A-Za-z])|(?<=[A-Za-z])(?=[0-9])"
+    rb"|(?<=[0-9])(?=[A-Za-z])"
+)
+
+
+def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
+    """`content` in consecutive pieces of about `size` bytes or more, cut only where the token
+    count of cl100k_base and o200k_base is the sum of the pieces' counts. A stretch with no
+    such place (one 50 MB word) stays whole."""
+    start, n = 0, len(content)
+    while n - start > size:
+        found = _EXACT_CUT.search(content, start + size)
+        if found is None:
+            break
+        cut = found.start()
+        yield content[start:cut]
+        start = cut
+    yield content[start:]
+
+
+# Pieces (issue 21): a long content is tokenized as a few head pieces of about HEAD_PIECE bytes
+# (up to HEAD_REGION), a middle, and a tail piece from the first exact cut at or after
+# TAIL_PIECE bytes before its end, all cut at `_EXACT_CUT` points of the content itself, so the
+# sum is its count whatever the pieces are. The head and tail pieces' counts are kept by digest:
+# the previews and stubs the stages make (a head of the content, a marker, its tail) cut the same
+# pieces where they share the content's bytes, so only the part around the marker is tokenized.
+PIECE_MIN = 2048
+HEAD_PIECE = 768
+HEAD_REGION = 5120
+TAIL_PIECE = 384
+
+
+def piece_cuts(content: bytes) -> tuple[list[int], int]:
+    """The head cuts of a long content and where its tail piece starts (`len(content)`: no
+    tail piece). A content shorter than PIECE_MIN has none: it is tokenized whole."""
+    n = len(content)
+    if n < PIECE_MIN:
+        return [], n
+    heads: list[int] = []
+    start = 0
+    while start + HEAD_PIECE <= HEAD_REGION:
+        found = _EXACT_CUT.search(content, start + HEAD_PIECE, n - TAIL_PIECE)
+        if found is None:
+            break
+        start = found.start()
+        heads.append(start)
+    found = _EXACT_CUT.search(content, max(n - TAIL_PIECE, start + 1))
+    return heads, found.start() if found is not None else n
+
+
+def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
+             chunk_bytes: int = 1024 * 1024) -> int:
+    """The token count of `content` (exactly `len(encode_ordinary(decoded))`), its head and tail
+    pieces looked up in and added to `pieces` (by SHA-256), long middles in exact chunks."""
+    encode = encoding.encode_ordinary
+
+    def whole(part: bytes) -> int:
+        return sum(len(encode(chunk.decode("utf-8", "replace")))
+                   for chunk in exact_chunks(part, chunk_bytes))
+
+    def piece(part: bytes) -> int:
+        digest = hashlib.sha256(part).digest()
+        known = pieces.get(digest)
+        if known is None:
+            known = pieces[digest] = len(encode(part.decode("utf-8", "replace")))
+        return known
+
+    heads, tail = piece_cuts(content)
+    if not heads and tail == len(content):
+        return whole(content)
+    total, start = 0, 0
+    for cut in heads:
+        total += piece(content[start:cut])
+        start = cut
+    total += whole(content[start:tail])
+    if tail < len(content):
+        total += piece(content[tail:])
+    return total

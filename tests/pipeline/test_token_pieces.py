@@ -1,0 +1,208 @@
+"""Cold counting's fast paths give exactly the counts of plain tokenization (issue 21):
+contents tokenized in pieces (`token_cuts.tokenize`), previews reusing a content's pieces, and
+the worker processes of `token_pool`."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxsim.pipeline import token_cuts, token_pool
+from ctxsim.pipeline.stages.budget import spill_preview
+from ctxsim.pipeline.stages.microcompact import preview as microcompact_preview
+from ctxsim.pipeline.stages.tool_cap import truncate_for_llm
+from ctxsim.pipeline.tokens import TiktokenCounter, get_encoding
+
+ENCODINGS = ("cl100k_base", "o200k_base")
+# Letters, digits, spaces and line breaks (where exact cuts are), and what sits next to them
+# in real contents: punctuation, tabs, CRs, non-ASCII letters, numerals and marks.
+ALPHABET = "aZ09 \n\n\r\t.,:;_-/[]{}\"'é½²٣—中🙂"
+
+
+def plain(name: str, content: bytes) -> int:
+    return len(get_encoding(name).encode_ordinary(content.decode("utf-8", "replace")))
+
+
+@contextmanager
+def small_pieces():
+    """Pieces a few bytes long, so short hypothesis texts have head, middle and tail pieces."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(token_cuts, "PIECE_MIN", 12)
+        patch.setattr(token_cuts, "HEAD_PIECE", 5)
+        patch.setattr(token_cuts, "HEAD_REGION", 40)
+        patch.setattr(token_cuts, "TAIL_PIECE", 7)
+        yield
+
+
+texts = st.text(alphabet=ALPHABET, max_size=160)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.binary(max_size=3), st.sampled_from(ENCODINGS))
+def test_a_content_in_pieces_counts_as_a_whole(text, junk, name):
+    content = text.encode("utf-8") + junk  # junk: bytes that are not UTF-8 at all
+    with small_pieces():
+        heads, tail = token_cuts.piece_cuts(content)
+        assert heads == sorted(heads) and all(cut < tail for cut in heads)
+        assert token_cuts.tokenize(get_encoding(name), content, {}, chunk_bytes=16) == (
+            plain(name, content))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.integers(0, 200), st.integers(0, 200), texts, st.sampled_from(ENCODINGS))
+def test_a_preview_counted_with_its_contents_pieces_is_exact(text, head, tail, marker, name):
+    """A head of the content, a marker, a tail of it: what the stages make. Counted after the
+    content, with the pieces its count left behind, it still counts as plain tokenization."""
+    content = text.encode("utf-8")
+    made = content[:head] + marker.encode("utf-8") + content[len(content) - tail:]
+    pieces: dict[bytes, int] = {}
+    encoding = get_encoding(name)
+    with small_pieces():
+        assert token_cuts.tokenize(encoding, content, pieces) == plain(name, content)
+        assert token_cuts.tokenize(encoding, made, pieces) == plain(name, made)
+
+
+def long_result(lines: int = 400) -> bytes:
+    words = ["alpha", "beta", "gamma", "delta", "error", "value=42", "0x7f3a", "path/to/file.py"]
+    return "".join(f"line {i}: {' '.join(words[(i + k) % 8] for k in range(9))}\n"
+                   for i in range(lines)).encode()
+
+
+class Spy:
+    """An encoding that records how many bytes it was handed."""
+
+    def __init__(self, name: str):
+        self.inner = get_encoding(name)
+        self.handed = 0
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.handed += len(text.encode("utf-8"))
+        return self.inner.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("make", [
+    lambda c: spill_preview(c, "/tmp/spill/budget_call_1_7.txt", True),
+    lambda c: spill_preview(c, "/tmp/spill/budget_call_1_7.txt", False),
+    lambda c: truncate_for_llm(c, 8000),
+    lambda c: microcompact_preview(c, 2000, 500) + b"\n[full content recoverable]",
+], ids=["spill-documented", "spill-as-implemented", "tool-cap", "microcompact"])
+def test_the_stages_previews_tokenize_only_what_is_not_the_contents(make):
+    counter = TiktokenCounter("cl100k_base")
+    content = long_result()
+    counter.count(content)
+    made = make(content)
+    spy = Spy("cl100k_base")
+    counter._encoding = spy
+    assert counter.count(made) == plain("cl100k_base", made)
+    # The head pieces (and the tail piece where the preview ends as the content does) were
+    # counted with the content: well under half the preview is tokenized again.
+    assert 0 < spy.handed < len(made) / 2
+
+
+def test_counting_many_at_once_records_what_count_would(monkeypatch):
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "1")
+    contents = [long_result(n) for n in (5, 50, 120)] + [b"", b"short", long_result(50)]
+    one, many = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
+    with one.recording() as by_count:
+        expected = [one.count(c) for c in contents]
+    with many.recording() as by_many:
+        many.count_many(contents)
+    assert [many.cached(c) for c in contents] == expected
+    assert by_many == by_count
+
+
+@pytest.mark.parametrize("value, expected", [("1", 1), ("0", 0), ("3", 3), ("x", None)])
+def test_the_env_var_sets_the_worker_processes(monkeypatch, value, expected):
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, value)
+    cpus = os.process_cpu_count() or 1
+    assert token_pool.processes() == (cpus if expected is None else expected)
+
+
+def test_jobs_split_every_content_once_into_balanced_jobs():
+    sizes = [50, 1, 30, 30, 7, 7, 7, 90]
+    jobs = token_pool.jobs(sizes, 3)
+    assert sorted(i for job in jobs for i in job) == list(range(len(sizes)))
+    loads = sorted(sum(sizes[i] for i in job) for job in jobs)
+    assert loads[-1] - loads[0] <= max(sizes)
+
+
+def test_worker_processes_count_exactly_as_this_one(monkeypatch):
+    """Deterministic and identical: the workers' counts and pieces, in the contents' order,
+    equal the serial counter's (unicode, digits, invalid UTF-8 and a chunked content too)."""
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    contents = [long_result(n) for n in range(1, 60, 7)]
+    contents += ["naïve café 中文 🙂 42\n".encode() * 300, b"\xff\xfe broken \x80" * 200,
+                 long_result(3000)]
+    try:
+        counted = token_pool.count_all("cl100k_base", contents, 4096, min_bytes=0)
+        assert counted is not None
+        assert [tokens for tokens, _ in counted] == [plain("cl100k_base", c) for c in contents]
+        again = token_pool.count_all("cl100k_base", list(reversed(contents)), 4096,
+                                     min_bytes=0)
+        assert again == list(reversed(counted))
+
+        serial = TiktokenCounter("cl100k_base")
+        expected = [serial.count(c) for c in contents]
+        pooled = TiktokenCounter("cl100k_base")
+        pooled.CHUNK_BYTES = serial.CHUNK_BYTES
+        monkeypatch.setattr(token_pool, "MIN_BYTES", 0)
+        pooled.count_many(contents)
+        assert [pooled.cached(c) for c in contents] == expected
+        assert pooled._pieces == serial._pieces  # the workers' pieces came back
+    finally:
+        token_pool.shutdown()
+
+
+def test_few_or_small_contents_stay_in_this_process(monkeypatch):
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    assert token_pool.count_all("cl100k_base", [b"small"], 4096) is None
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "1")
+    assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0) is None
+
+
+def test_a_failing_pool_leaves_the_counting_to_this_process(monkeypatch):
+    class Stopped:
+        def submit(self, *args):
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    monkeypatch.setattr(token_pool, "_executor", lambda size: Stopped())
+    assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0) is None
+    counter = TiktokenCounter("cl100k_base")
+    monkeypatch.setattr(token_pool, "MIN_BYTES", 0)
+    counter.count_many([long_result()])
+    assert counter.cached(long_result()) == plain("cl100k_base", long_result())
+
+
+def test_the_pool_stops_after_its_idle_time(monkeypatch):
+    monkeypatch.setenv(token_pool.PROCESSES_ENV, "2")
+    monkeypatch.setattr(token_pool, "IDLE_SECONDS", 0.2)
+    try:
+        assert token_pool.count_all("cl100k_base", [long_result()], 4096, min_bytes=0)
+        assert token_pool._POOL["executor"] is not None
+        deadline = time.monotonic() + 10
+        while token_pool._POOL["executor"] is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert token_pool._POOL["executor"] is None
+    finally:
+        token_pool.shutdown()
+
+
+
+def test_a_content_counted_by_its_digit_shape_is_known_to_cached():
+    """A content whose count came from a sibling of the same digit shape (or a digest another
+    process stored) is known without tokenizing: its count can be stored with the session."""
+    counter = TiktokenCounter("cl100k_base")
+    first = spill_preview(long_result(60), "/tmp/spill/budget_call_1_10.txt", True)
+    again = first.replace(b"_10.txt", b"_47.txt")
+    counter.count(first)
+    assert counter.cached(again) == plain("cl100k_base", again)
+    assert counter.cached(b"never counted") is None
