@@ -302,6 +302,10 @@ CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
 # New replays one user may run at the same time in one web process (more get a 429).
 CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
+# Sessions with more model calls than this are replayed by the worker when the session page
+# needs a replay that is not stored (the page polls its progress); shorter ones inline. A
+# 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
+CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,13 +87,14 @@ def warm_up(sessions: int | None = None) -> int:
 
 
 def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None, *,
-                user: Any = None) -> ReplayRun:
+                user: Any = None, progress: Callable[[int], None] | None = None) -> ReplayRun:
     """The stored replay summary for these settings; replays and stores it on a miss.
 
     On a miss the replay passes every call anyway, so it keeps the call a page is about to
     show (`keep`, or the one that sent the most, the page's default) for `call_detail`. With
     `user`, a miss takes one of their replay slots (`limits.replay_slot`: ReplayBusy when
-    they already replay as much as they may).
+    they already replay as much as they may). `progress(calls replayed)` is called after each
+    call of a new replay (the worker reports it, `ctxsim.overview.background`).
     """
     key = ReplayKey.of(session, settings.key)
     cached = _stored_run(session, key)
@@ -105,9 +107,15 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
         # The slot only around the work: a second request for the same settings waits above
         # for the first one's result instead of being refused.
         with replay_slot(user):
-            run = _replay_and_store(session, settings, key, keep)
+            run = _replay_and_store(session, settings, key, keep, progress)
         REPLAYS.runs.put(key, run)
         return run
+
+
+def stored_summary(session: Session, settings: ReplaySettings) -> ReplayRun | None:
+    """The replay summary for these settings when this process or the database has it; never
+    replays."""
+    return _stored_run(session, ReplayKey.of(session, settings.key))
 
 
 def _stored_run(session: Session, key: ReplayKey) -> ReplayRun | None:
@@ -120,7 +128,8 @@ def _stored_run(session: Session, key: ReplayKey) -> ReplayRun | None:
 
 
 def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey,
-                      keep: int | None) -> ReplayRun:
+                      keep: int | None,
+                      progress: Callable[[int], None] | None = None) -> ReplayRun:
     rc = settings.run_config()
     canonical = canonical_session(session, settings.counter, other_counts=True)
     counter = get_counter(settings.counter)
@@ -139,6 +148,8 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
                 peak = call
+            if progress is not None:
+                progress(len(calls))
     for call in (kept, peak):
         if call is not None:
             REPLAYS.kept.put(ReplayKey.of(session, key.run, call.call_index), (call, rep))
