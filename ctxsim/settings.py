@@ -291,8 +291,8 @@ CTXSIM_MAX_UPLOAD_BYTES = _int("CTXSIM_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, min
 CTXSIM_MAX_REQUEST_BYTES = _int("CTXSIM_MAX_REQUEST_BYTES", CTXSIM_MAX_UPLOAD_BYTES + 1024 * 1024,
                                 minimum=1)
 CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024 * 1024)
-# A background import still "running" after this long without a heartbeat is marked failed
-# (its worker died); the upload page then offers to re-queue it.
+# A background import still "running" after this long without a heartbeat lost its worker: it
+# is settled (done if stored, else queued again once, else failed; README).
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
 # The same for a sweep: running without a heartbeat this long, it is marked failed.
 CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)

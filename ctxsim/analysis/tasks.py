@@ -27,7 +27,7 @@ from django.utils import timezone
 from ctxsim.analysis.choices import cache_choice, price_text
 from ctxsim.analysis.models import Sweep
 from ctxsim.analysis.results import insights_for
-from ctxsim.heartbeat import Heartbeat
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.insights import sweep as sweeps
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import settings_from_query
@@ -172,6 +172,8 @@ def fail_stuck_sweeps(now=None, *, among: Iterable[Sweep] | None = None) -> int:
     settled = 0
     minutes = max(1, int(sweep_timeout().total_seconds() // 60))
     for sweep in Sweep.objects.filter(pk__in=ids, status=Sweep.Status.RUNNING):
+        settle_lost_tasks([sweep.task_id], f"the worker stopped: no heartbeat for over "
+                          f"{minutes} min")
         settled += Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING).update(
             status=Sweep.Status.FAILED, finished_at=now,
             message=(f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no "

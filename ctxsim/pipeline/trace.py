@@ -11,7 +11,7 @@ import base64
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
@@ -128,7 +128,7 @@ class _Items:
         self.render = render
         self.items = items
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return (self.render(item) for item in self.items)
 
 

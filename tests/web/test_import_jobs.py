@@ -54,6 +54,7 @@ def test_a_worker_killed_after_the_commit_leaves_a_job_that_says_its_sessions_ex
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE, job.message
     assert "nothing was stored" not in job.message
+    assert job.stored_name == ""  # settled done: its upload is deleted
     assert services.requeue(job) != ""  # nothing to re-queue: it is done
     assert Session.objects.count() == 1
 
@@ -65,6 +66,7 @@ def test_an_import_whose_job_was_given_up_meanwhile_stores_nothing(
     (and with a re-queue, imported twice). The import commits only while its job is still
     the running attempt; otherwise it rolls back and the job keeps saying what happened."""
     job = queued_job(personas, django_capture_on_commit_callbacks)
+    name = job.stored_name
     real_load = importers.load
 
     def slow_load(*args, **kwargs):
@@ -74,11 +76,42 @@ def test_an_import_whose_job_was_given_up_meanwhile_stores_nothing(
         return parsed
 
     monkeypatch.setattr(importers, "load", slow_load)
-    tasks.run_import_job(job.pk, 0)
+    with django_capture_on_commit_callbacks(execute=False):
+        tasks.run_import_job(job.pk, 0)
     job.refresh_from_db()
-    assert job.status == ImportJob.Status.FAILED
+    # Given up as stuck, it was queued again (once): the late first attempt stored nothing.
+    assert job.status == ImportJob.Status.QUEUED and job.attempts == 1
     assert not Session.objects.exists()
-    assert default_storage.exists(job.stored_name)  # kept, so the re-queue can run it
+    assert default_storage.exists(job.stored_name)  # kept, so the retry can run it
+    monkeypatch.setattr(importers, "load", real_load)
+    tasks.run_import_job(job.pk, 1)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE and Session.objects.count() == 1
+    assert job.stored_name == "" and not default_storage.exists(name)
+
+
+@pytest.mark.django_db
+def test_a_silent_parse_given_up_after_its_retry_leaves_no_upload_behind(
+        personas, monkeypatch, django_capture_on_commit_callbacks):
+    """issue 20 item 11: a parse that stayed silent past the timeout and never reached the
+    store step left its upload on disk. Settled as failed (after its one retry), the job's
+    upload is deleted, whichever side settles it first."""
+    job = queued_job(personas, django_capture_on_commit_callbacks)
+    ImportJob.objects.filter(pk=job.pk).update(attempts=tasks.AUTO_RETRIES)
+    name = job.stored_name
+    real_load = importers.load
+
+    def silent_load(*args, **kwargs):
+        parsed = real_load(*args, **kwargs)
+        services.fail_stuck_jobs(later(3600))  # the page gave it up meanwhile
+        return parsed
+
+    monkeypatch.setattr(importers, "load", silent_load)
+    assert tasks.run_import_job(job.pk, tasks.AUTO_RETRIES)["status"] == "given up"
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED and "upload the file again" in job.message
+    assert not Session.objects.exists()
+    assert job.stored_name == "" and not default_storage.exists(name)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -120,9 +153,12 @@ def test_the_worker_recovers_jobs_a_dead_worker_left_running(
         services.queue_import(upload("next.jsonl", claude_code_bytes(3)), team=personas.team,
                               user=None)
     fresh = ImportJob.objects.exclude(pk=stale.pk).get()
-    tasks.run_import_job(fresh.pk, 0)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        tasks.run_import_job(fresh.pk, 0)
     stale.refresh_from_db()
-    assert stale.status == ImportJob.Status.FAILED
+    # Nothing was stored: queued again once, with its upload, to finish it.
+    assert stale.status == ImportJob.Status.QUEUED and stale.attempts == 1
+    assert default_storage.exists(stale.stored_name) and len(sent) == 1
 
 
 def test_progress_counts_only_what_is_read_from_the_start_on():

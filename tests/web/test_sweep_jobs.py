@@ -47,6 +47,23 @@ def test_a_sweep_whose_worker_died_says_so_and_polling_stops(personas, long_sess
 
 
 @pytest.mark.django_db
+def test_the_task_row_of_a_sweep_whose_worker_died_is_settled_too(personas, long_session):
+    """issue 20 item 11: django-tasks-db's row stayed RUNNING while the sweep said failed."""
+    from django_tasks_db.models import DBTaskResult
+
+    old = timezone.now() - timedelta(hours=1)
+    task = DBTaskResult.objects.create(
+        status="RUNNING", args_kwargs={"args": [0], "kwargs": {}},
+        task_path="ctxsim.analysis.tasks.run_sweep", queue_name="sweeps",
+        backend_name="default", run_after=old, started_at=old)
+    sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, task_id=str(task.pk))
+    Sweep.objects.filter(pk=sweep.pk).update(heartbeat_at=old)
+    assert sweep_tasks.fail_stuck_sweeps() == 1
+    task.refresh_from_db()
+    assert task.status == "FAILED" and "no heartbeat" in task.traceback
+
+
+@pytest.mark.django_db
 def test_a_running_sweep_with_a_fresh_heartbeat_is_left_alone(personas, long_session):
     """issue 20 item 12: only a silent sweep is given up."""
     sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, heartbeat_at=timezone.now())
