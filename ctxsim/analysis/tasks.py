@@ -38,6 +38,24 @@ HEARTBEAT_EVERY = 5.0
 DEFAULT_SWEEP_TIMEOUT_SECONDS = 600
 
 
+# The phases of a running sweep, as its row shows them (`phase_of`). A worker killed in any
+# of them leaves a sweep that recovery settles as failed, saying how far it got
+# (`fail_stuck_sweeps`; the kill tests stop a real worker at each: test_worker_kills.py).
+CLAIMED = "claimed"  # running, no point computed yet
+BETWEEN_POINTS = "between points"  # some of the points computed
+ALL_COMPUTED = "all points computed"  # every point computed, the result not yet written
+PHASES = (CLAIMED, BETWEEN_POINTS, ALL_COMPUTED)
+
+
+def phase_of(sweep: Sweep) -> str | None:
+    """The phase a running sweep is in, by its row (None when it is not running)."""
+    if sweep.status != Sweep.Status.RUNNING:
+        return None
+    if not sweep.done:
+        return CLAIMED
+    return ALL_COMPUTED if sweep.done >= sweep.total else BETWEEN_POINTS
+
+
 class SweepStopped(Exception):
     """The sweep stopped being running while it ran (cancelled, or given up as stuck)."""
 

@@ -37,6 +37,17 @@ logger = logging.getLogger(__name__)
 
 # Share of the progress bar given to reading the file; saving and replay stats take the rest.
 READ_SHARE = 90
+
+# The phases of a background import, in order, as its job row names them while it runs (its
+# `message`); each begins with `JobReporter.enter`, and a worker killed in any of them leaves a
+# job that recovery settles truthfully (`fail_stuck_jobs`; the kill tests stop a real worker
+# at each phase of this list: tests/web/test_worker_kills.py).
+READING = "reading the file"  # parsing: nothing written yet
+SAVING = "saving the sessions"  # the write transaction, sessions linked to the job inside it
+STATS = "computing token peaks"  # committed: the list figures of the new sessions
+CLEANUP = "removing the upload"  # figures stored; the upload goes, then the job says done
+PHASES = (READING, SAVING, STATS, CLEANUP)
+PHASE_PERCENT = {READING: 0, SAVING: READ_SHARE, STATS: 97, CLEANUP: 99}
 DEFAULT_IMPORT_TIMEOUT_SECONDS = 600
 
 
@@ -115,6 +126,10 @@ class JobReporter:
         self.last_percent = -1
         self.last_write = 0.0
 
+    def enter(self, phase: str) -> None:
+        """The job enters one of PHASES: its row says so at once."""
+        self.update(PHASE_PERCENT[phase], phase, force=True)
+
     def reading(self, percent_of_file: int) -> None:
         self.update(percent_of_file * READ_SHARE // 100)
 
@@ -144,9 +159,13 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
         return {"job": job_id, "status": "skipped"}
     job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
     reporter = JobReporter(job)
-    reporter.update(0, "reading the file", force=True)
+    if job.session_ids:  # stored by an earlier attempt whose worker died: finish that one
+        return _complete(job, reporter)
+    reporter.enter(READING)
     beat = _ours(job).update
-    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), JobReporter.HEARTBEAT_EVERY,
+    # Well within the timeout, however short it is set (a test sets a few seconds).
+    every = min(JobReporter.HEARTBEAT_EVERY, import_timeout().total_seconds() / 4)
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), every,
                    f"import-{job.pk}-heartbeat"):
         return _import(job, reporter)
 
@@ -191,14 +210,28 @@ def _import(job: ImportJob, reporter: JobReporter) -> dict:
         return _finish(
             job, ImportJob.Status.FAILED, f"the import failed unexpectedly ({type(error).__name__})"
         )
-    reporter.update(97, "computing token peaks", force=True)
+    reporter.enter(STATS)
     finish_import(outcome.sessions)
     ids = [row.pk for row in outcome.sessions]
     message = "; ".join(outcome.warnings)
-    result = _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
-    # The sessions are stored; the upload is no longer needed.
+    # The sessions are stored; the upload is no longer needed. Deleted before the job says
+    # done: a worker killed in between leaves a running job with its sessions linked, which
+    # recovery settles as done, never a done job whose upload nothing deletes.
+    reporter.enter(CLEANUP)
     discard_uploads([job.pk])
-    return result
+    return _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
+
+
+def _complete(job: ImportJob, reporter: JobReporter) -> dict:
+    """The phases after the commit, for sessions an earlier attempt stored."""
+    rows = list(job.sessions())
+    reporter.enter(STATS)
+    finish_import(rows)
+    reporter.enter(CLEANUP)
+    discard_uploads([job.pk])
+    return _finish(job, ImportJob.Status.DONE,
+                   "the sessions were stored by an earlier attempt, whose worker stopped; "
+                   "this one computed their list figures", session_ids=[r.pk for r in rows])
 
 
 class _SavingHint:
@@ -208,7 +241,7 @@ class _SavingHint:
         self.reporter = reporter
 
     def __call__(self) -> None:
-        self.reporter.update(READ_SHARE, "saving the sessions", force=True)
+        self.reporter.enter(SAVING)
 
 
 def _ours(job: ImportJob):
@@ -224,10 +257,12 @@ def import_timeout() -> timedelta:
 
 def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
     """Settle jobs "running" without a heartbeat for longer than the timeout (their worker
-    died): done when their sessions were stored (linked inside the import's transaction);
-    else queued again once (AUTO_RETRIES), keeping the upload; else failed. The upload of a
-    job settled done or failed is deleted, and the task backend's row of the lost attempt
-    is marked failed (`settle_lost_tasks`). Returns how many were settled.
+    died): queued again once (AUTO_RETRIES), keeping the upload — the next attempt imports
+    the file, or only finishes the phases after the commit when the sessions were stored
+    (they are linked inside the import's transaction); after that, done when the sessions
+    were stored, else failed. The upload of a job settled done or failed is deleted, and the
+    task backend's row of the lost attempt is marked failed (`settle_lost_tasks`). Returns
+    how many were settled.
 
     Without `among` every team's jobs are checked (`check_stuck_imports`, and each job the
     worker starts). Pages pass the jobs they are about to show, already read: their check
@@ -250,15 +285,15 @@ def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> in
     span = f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
     running = ImportJob.objects.filter(pk__in=ids, status=ImportJob.Status.RUNNING)
     lost = list(running.values_list("task_id", flat=True))
+    retried = _queue_again(running.filter(attempts__lt=AUTO_RETRIES),
+                           f"the worker stopped while importing (no progress for over {span}); "
+                           "queued again")
     done = list(running.exclude(session_ids=[]).values_list("pk", flat=True))
     stored = ImportJob.objects.filter(pk__in=done, status=ImportJob.Status.RUNNING).update(
         status=ImportJob.Status.DONE, progress=100, finished_at=now,
         message=(f"the sessions were stored, then the worker stopped (no progress for over "
                  f"{span}); their list figures are computed when they are opened"),
     )
-    retried = _queue_again(running.filter(session_ids=[], attempts__lt=AUTO_RETRIES),
-                           f"the worker stopped while importing (no progress for over {span}); "
-                           "queued again")
     failed_ids = list(running.filter(session_ids=[]).values_list("pk", flat=True))
     failed = ImportJob.objects.filter(pk__in=failed_ids, status=ImportJob.Status.RUNNING).update(
         status=ImportJob.Status.FAILED,
@@ -274,8 +309,8 @@ def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> in
     return stored + retried + failed
 
 
-# A job whose worker died before it stored anything is queued again this many times (its
-# upload kept) before it is settled as failed: a worker restarted mid-import finishes it.
+# A job whose worker died is queued again this many times (its upload kept) before it is
+# settled: a worker restarted mid-import finishes it.
 AUTO_RETRIES = 1
 
 
