@@ -28,7 +28,7 @@ from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.overview.models import BackgroundReplay, Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -61,7 +61,7 @@ def pending_for(session: Session, settings: ReplaySettings) -> BackgroundReplay 
                 session=session, key=settings.key,
                 defaults={"query": settings.query(), "total": session.model_call_count})
             if created:
-                store_replay.enqueue(session.pk, settings.key)
+                _enqueue(row)
         return row
     if row.status == Status.DONE:
         if replays.stored_summary(session, settings) is not None:
@@ -86,9 +86,18 @@ def _queue_again(row: BackgroundReplay, was: str) -> BackgroundReplay:
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
                 status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
                 finished_at=None):
-            store_replay.enqueue(row.session_id, row.key)
+            if was == Status.RUNNING:  # the task backend's row of the dead worker's task
+                settle_lost_tasks([row.task_id], "the worker stopped: no heartbeat for over "
+                                  f"{int(import_timeout().total_seconds())} s")
+            _enqueue(row)
     row.refresh_from_db()
     return row
+
+
+def _enqueue(row: BackgroundReplay) -> None:
+    result = store_replay.enqueue(row.session_id, row.key)
+    BackgroundReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
+    row.task_id = str(result.id)[:64]
 
 
 def progress_of(row: BackgroundReplay) -> dict[str, Any]:

@@ -115,6 +115,7 @@ class BackgroundReplay(models.Model):
     done = models.PositiveIntegerField(default=0, help_text="calls replayed")
     total = models.PositiveIntegerField(default=0, help_text="calls of the session")
     message = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True, help_text="the queued task's id")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     # Beaten by the worker while it replays; a running row silent for longer than the

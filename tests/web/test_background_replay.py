@@ -161,13 +161,20 @@ def test_a_replay_whose_worker_went_away_is_queued_again(personas, short_bound, 
     long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
     BackgroundReplay.objects.update(status=Status.RUNNING, done=3, started_at=long_ago,
                                     heartbeat_at=long_ago)
+    first = DBTaskResult.objects.get()
+    assert str(first.pk) == BackgroundReplay.objects.get().task_id
+    DBTaskResult.objects.update(status="RUNNING", started_at=long_ago)  # as its worker left it
     personas.client("viewer").get(url(session, NEW), headers=PENDING)
     row = BackgroundReplay.objects.get()
     assert row.status == Status.QUEUED and row.done == 0
     assert DBTaskResult.objects.count() == 2
-    # Both tasks run: the first claims the row and stores the replay, the second finds it done.
-    run_queued_replays()
+    first.refresh_from_db()
+    assert first.status == "FAILED" and first.exception_class_path.endswith("WorkerLost")
+    assert row.task_id != str(first.pk)
+    run_queued_replays()  # the new task
     assert BackgroundReplay.objects.get().status == Status.DONE
+    # The lost task, were it run after all, finds the row done and does nothing.
+    assert background.run_background_replay(session.pk, row.key) == {"status": "skipped"}
 
 
 def test_a_fresh_running_replay_is_left_alone(personas, short_bound):
