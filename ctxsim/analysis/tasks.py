@@ -40,7 +40,8 @@ DEFAULT_SWEEP_TIMEOUT_SECONDS = 600
 
 # The phases of a running sweep, as its row shows them (`phase_of`). A worker killed in any
 # of them leaves a sweep that recovery settles as failed, saying how far it got
-# (`fail_stuck_sweeps`; the kill tests stop a real worker at each: test_worker_kills.py).
+# (`fail_stuck_sweeps`; the kill tests stop a real worker at each phase of this list, in
+# tests/web/test_sweep_jobs.py).
 CLAIMED = "claimed"  # running, no point computed yet
 BETWEEN_POINTS = "between points"  # some of the points computed
 ALL_COMPUTED = "all points computed"  # every point computed, the result not yet written
@@ -119,7 +120,8 @@ def run_sweep_job(sweep_id: int) -> dict:
         return {"status": "skipped"}
     running = Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING)
     beat = running.update
-    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), HEARTBEAT_EVERY,
+    every = min(HEARTBEAT_EVERY, sweep_timeout().total_seconds() / 4)  # however short it is
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), every,
                    f"sweep-{sweep.pk}-heartbeat"):
         return _run(sweep, running)
 

@@ -41,7 +41,7 @@ READ_SHARE = 90
 # The phases of a background import, in order, as its job row names them while it runs (its
 # `message`); each begins with `JobReporter.enter`, and a worker killed in any of them leaves a
 # job that recovery settles truthfully (`fail_stuck_jobs`; the kill tests stop a real worker
-# at each phase of this list: tests/web/test_worker_kills.py).
+# at each phase of this list: tests/web/test_import_jobs.py).
 READING = "reading the file"  # parsing: nothing written yet
 SAVING = "saving the sessions"  # the write transaction, sessions linked to the job inside it
 STATS = "computing token peaks"  # committed: the list figures of the new sessions
