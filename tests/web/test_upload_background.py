@@ -266,6 +266,8 @@ def test_a_job_whose_worker_died_is_queued_again_once_and_succeeds(
     assert "queued again" in job.message and default_storage.exists(job.stored_name)
     task = DBTaskResult.objects.get()
     assert task.args_kwargs["args"] == [job.pk, 1]
+    page = personas.client("owner").get(reverse("import-job", args=[job.pk])).content.decode()
+    assert "waiting for the worker — the worker stopped while importing" in page
     call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
                  verbosity=0)
     job.refresh_from_db()
