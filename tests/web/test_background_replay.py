@@ -278,3 +278,31 @@ def test_a_replay_another_process_runs_for_the_user_counts_against_their_limit(p
         assert django_cache.get(name) == 0  # given back after the replay
     finally:
         django_cache.delete(name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_arriving_together_queue_the_replay_once(personas, short_bound):
+    """Four reviewers open the same new settings at the same moment: one row, one task."""
+    import threading
+
+    from django.db import connections
+
+    barrier = threading.Barrier(4)
+    codes: list[int] = []
+
+    def open_page(name: str) -> None:
+        try:
+            client = personas.client(name)
+            barrier.wait()
+            codes.append(client.get(url(short_bound, NEW)).status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=open_page, args=(name,))
+               for name in ("owner", "reviewer", "viewer", "viewer")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert codes == [202] * 4
+    assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1
