@@ -306,3 +306,16 @@ def test_requests_arriving_together_queue_the_replay_once(personas, short_bound)
         t.join(timeout=60)
     assert codes == [202] * 4
     assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1
+
+
+def test_fragments_of_a_pending_replay_say_so_and_replay_nothing(personas, short_bound,
+                                                                 replays_run):
+    client = personas.client("viewer")
+    query = f"?profile=chatcli&{NEW}&call=3"
+    rows = client.get(reverse("session-rows", args=[short_bound.pk]) + query + "&from=0&to=5")
+    body = client.get(reverse("session-message", args=[short_bound.pk]) + query + "&row=1")
+    for response in (rows, body):
+        assert response.status_code == 202
+        assert "running in the background" in response.content.decode()
+    assert not replays_run
+    assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1
