@@ -5,16 +5,21 @@ point of a 20,000-call session), and a job whose heartbeat stops is taken for on
 worker died (issue 20 items 11 and 12). `Heartbeat(beat)` calls `beat()` every `every`
 seconds while its block runs; `beat` writes the job row (conditionally: only while the job is
 still running), and a failed write is tried again at the next beat.
+
+`settle_lost_tasks` is the other half of a dead worker's recovery: the task backend's rows of
+the jobs a recovery settled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import DatabaseError, connection, connections
+from django.utils import timezone
 
 
 class Heartbeat:
@@ -47,3 +52,31 @@ class Heartbeat:
                     self.beat()
         finally:
             connections.close_all()
+
+
+class WorkerLost(Exception):
+    """What a task row says when its worker died: named in `settle_lost_tasks`' rows."""
+
+
+def settle_lost_tasks(task_ids: Iterable[str], why: str) -> int:
+    """Mark the task backend's rows of these tasks failed while they still say "running": their
+    worker died (their job row, settled by the caller, says what happened). django-tasks-db
+    only writes a task's end from the worker that ran it, so without this its rows of a
+    killed worker stay RUNNING forever. Other backends keep no rows: nothing to do. Returns
+    how many rows were settled."""
+    ids = []
+    for raw in task_ids:
+        try:
+            ids.append(uuid.UUID(str(raw)))
+        except ValueError:
+            continue  # no task id recorded (yet), or another backend's
+    if not ids:
+        return 0
+    try:
+        from django_tasks_db.models import DBTaskResult
+    except ImportError:  # pragma: no cover - the database backend is a dependency
+        return 0
+    return DBTaskResult.objects.filter(pk__in=ids, status="RUNNING").update(
+        status="FAILED", finished_at=timezone.now(), return_value=None,
+        exception_class_path=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
+        traceback=why)

@@ -291,8 +291,8 @@ CTXSIM_MAX_UPLOAD_BYTES = _int("CTXSIM_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, min
 CTXSIM_MAX_REQUEST_BYTES = _int("CTXSIM_MAX_REQUEST_BYTES", CTXSIM_MAX_UPLOAD_BYTES + 1024 * 1024,
                                 minimum=1)
 CTXSIM_BACKGROUND_IMPORT_BYTES = _int("CTXSIM_BACKGROUND_IMPORT_BYTES", 2 * 1024 * 1024)
-# A background import still "running" after this long without a heartbeat is marked failed
-# (its worker died); the upload page then offers to re-queue it.
+# A background import still "running" after this long without a heartbeat lost its worker: it
+# is settled (done if stored, else queued again once, else failed; README).
 CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minimum=1)
 # The same for a sweep: running without a heartbeat this long, it is marked failed.
 CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
@@ -306,6 +306,10 @@ CTXSIM_RUNS_PER_SESSION = _int("CTXSIM_RUNS_PER_SESSION", 16, minimum=1)
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
 # New replays one user may run at the same time in one web process (more get a 429).
 CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
+# Sessions with more model calls than this are replayed by the worker when the session page
+# needs a replay that is not stored (the page polls its progress); shorter ones inline. A
+# 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
+CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).

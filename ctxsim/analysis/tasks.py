@@ -27,7 +27,7 @@ from django.utils import timezone
 from ctxsim.analysis.choices import cache_choice, price_text
 from ctxsim.analysis.models import Sweep
 from ctxsim.analysis.results import insights_for
-from ctxsim.heartbeat import Heartbeat
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.insights import sweep as sweeps
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import settings_from_query
@@ -36,6 +36,25 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY = 5.0
 DEFAULT_SWEEP_TIMEOUT_SECONDS = 600
+
+
+# The phases of a running sweep, as its row shows them (`phase_of`). A worker killed in any
+# of them leaves a sweep that recovery settles as failed, saying how far it got
+# (`fail_stuck_sweeps`; the kill tests stop a real worker at each phase of this list, in
+# tests/web/test_sweep_jobs.py).
+CLAIMED = "claimed"  # running, no point computed yet
+BETWEEN_POINTS = "between points"  # some of the points computed
+ALL_COMPUTED = "all points computed"  # every point computed, the result not yet written
+PHASES = (CLAIMED, BETWEEN_POINTS, ALL_COMPUTED)
+
+
+def phase_of(sweep: Sweep) -> str | None:
+    """The phase a running sweep is in, by its row (None when it is not running)."""
+    if sweep.status != Sweep.Status.RUNNING:
+        return None
+    if not sweep.done:
+        return CLAIMED
+    return ALL_COMPUTED if sweep.done >= sweep.total else BETWEEN_POINTS
 
 
 class SweepStopped(Exception):
@@ -101,7 +120,8 @@ def run_sweep_job(sweep_id: int) -> dict:
         return {"status": "skipped"}
     running = Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING)
     beat = running.update
-    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), HEARTBEAT_EVERY,
+    every = min(HEARTBEAT_EVERY, sweep_timeout().total_seconds() / 4)  # however short it is
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), every,
                    f"sweep-{sweep.pk}-heartbeat"):
         return _run(sweep, running)
 
@@ -172,6 +192,8 @@ def fail_stuck_sweeps(now=None, *, among: Iterable[Sweep] | None = None) -> int:
     settled = 0
     minutes = max(1, int(sweep_timeout().total_seconds() // 60))
     for sweep in Sweep.objects.filter(pk__in=ids, status=Sweep.Status.RUNNING):
+        settle_lost_tasks([sweep.task_id], f"the worker stopped: no heartbeat for over "
+                          f"{minutes} min")
         settled += Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING).update(
             status=Sweep.Status.FAILED, finished_at=now,
             message=(f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no "

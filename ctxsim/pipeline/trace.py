@@ -11,7 +11,7 @@ import base64
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from .agents_common import COMPACTION_EVENTS, merge_compactions, recorded_compactions
@@ -116,7 +116,20 @@ def build_trace(rep: Replay, summary: bool = False, *, calibration: Any = AUTO,
     calls: list[dict[str, Any]] = []
     trace = _render(rep, summary, calls.append, calibration=calibration, provider=provider)
     trace["calls"] = calls
-    return trace
+    return {k: list(v) if isinstance(v, _Items) else v for k, v in trace.items()}
+
+
+class _Items:
+    """A list of the trace rendered item by item when it is written (`write_trace`): the
+    final history of a long session is every message it holds (tens of MB of text), and
+    rendering it whole, then as one JSON string, doubled the download's peak memory."""
+
+    def __init__(self, render: Any, items: Iterable[Any]) -> None:
+        self.render = render
+        self.items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.render(item) for item in self.items)
 
 
 def _render(rep: Replay, summary: bool, on_call: Any, *, calibration: Any = AUTO,
@@ -137,8 +150,8 @@ def _render(rep: Replay, summary: bool, on_call: Any, *, calibration: Any = AUTO
         "effective_config": rep.config.effective_config(),
         "dispatch": rep.dispatch,
         "calls": None,
-        "final_history": history_json(rep.final_history),
-        "spilled_files": [spill_json(s) for s in rep.spilled_files],
+        "final_history": _Items(message_json, rep.final_history),
+        "spilled_files": _Items(spill_json, rep.spilled_files),
         "calibration": calibration.as_json() if calibration else None,
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
@@ -163,7 +176,9 @@ def write_trace(rep: Replay, out: BinaryIO, summary: bool = False, *,
 
     Invariant: the bytes are exactly those of `build_trace`'s JSON (both render through
     `_render`), but at most one call's JSON is in memory at a time: the calls are spooled to
-    a temporary file as they are made, since keys before "calls" are known only at the end.
+    a temporary file as they are made, since keys before "calls" are known only at the end;
+    the other lists (final history, spilled files, dispatch reports) are written item by item
+    (`json.dumps` of a list is its items' joined by ", " in brackets).
     """
     def dumps(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -179,6 +194,11 @@ def write_trace(rep: Replay, out: BinaryIO, summary: bool = False, *,
                 out.write(b"[")
                 calls.seek(0)
                 shutil.copyfileobj(calls, out)
+                out.write(b"]")
+            elif isinstance(value, (list, _Items)):
+                out.write(b"[")
+                for i, item in enumerate(value):
+                    out.write((b", " if i else b"") + dumps(item))
                 out.write(b"]")
             else:
                 out.write(dumps(value))

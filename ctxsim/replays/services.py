@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -90,13 +91,14 @@ def warm_up(sessions: int | None = None) -> int:
 
 
 def summary_for(session: Session, settings: ReplaySettings, keep: int | None = None, *,
-                user: Any = None) -> ReplayRun:
+                user: Any = None, progress: Callable[[int], None] | None = None) -> ReplayRun:
     """The stored replay summary for these settings; replays and stores it on a miss.
 
     On a miss the replay passes every call anyway, so it keeps the call a page is about to
     show (`keep`, or the one that sent the most, the page's default) for `call_detail`. With
     `user`, a miss takes one of their replay slots (`limits.replay_slot`: ReplayBusy when
-    they already replay as much as they may).
+    they already replay as much as they may). `progress(calls replayed)` is called after each
+    call of a new replay (the worker reports it, `ctxsim.overview.background`).
     """
     key = ReplayKey.of(session, settings.key)
     cached = _stored_run(session, key)
@@ -109,13 +111,19 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
         # The slot only around the work: a second request for the same settings waits above
         # for the first one's result instead of being refused.
         with replay_slot(user):
-            run = _replay_and_store(session, settings, key, keep)
+            run = _replay_and_store(session, settings, key, keep, progress)
         REPLAYS.runs.put(key, run)
         return run
 
 
 # A served run's `used_at` is written again at most this often (eviction is by it, roughly).
 TOUCH_SECONDS = 300
+
+
+def stored_summary(session: Session, settings: ReplaySettings) -> ReplayRun | None:
+    """The replay summary for these settings when this process or the database has it; never
+    replays."""
+    return _stored_run(session, ReplayKey.of(session, settings.key))
 
 
 def _stored_run(session: Session, key: ReplayKey) -> ReplayRun | None:
@@ -198,7 +206,8 @@ def _evict_runs(session: Session, keep: ReplayRun) -> None:
 
 
 def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey,
-                      keep: int | None) -> ReplayRun:
+                      keep: int | None,
+                      progress: Callable[[int], None] | None = None) -> ReplayRun:
     rc = settings.run_config()
     canonical = canonical_session(session, settings.counter, other_counts=True)
     counter = get_counter(settings.counter)
@@ -217,6 +226,8 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
                 peak = call
+            if progress is not None:
+                progress(len(calls))
     packed, contents = spills.pack_spills(rep.spilled_files, sink.sha256)
     # The bytes are in storage now: the kept replay needs the spills' names only.
     spills.drop_contents(rep, [c for c in (kept, peak) if c is not None], sink)

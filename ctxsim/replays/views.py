@@ -22,14 +22,22 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget
+from django_htmx.http import (
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    push_url,
+    reswap,
+    retarget,
+)
 
-from ctxsim.htmx import partial_for, render_page_or_partial
+from ctxsim.htmx import partial_for, render_page_or_partial, target_id
+from ctxsim.overview import background
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import analysis, call_view, page, profiles, services, spills
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import ReplayRun, SavedProfile
+from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -58,7 +66,12 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         # Keep the last good result on screen: only the error list is swapped.
         response = render(request, f"{TEMPLATE}#form-errors", {"errors": errors})
         return reswap(retarget(response, "#form-errors"), "outerHTML")
-    run, call = _run_and_call(request, session, settings)
+    try:
+        run, call = _run_and_call(request, session, settings)
+    except ReplayPending as pending:
+        return pending_page(request, session, settings, pending.row, PAGE_PARTIALS)
+    if target_id(request) == PENDING_REGION:
+        return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
     numbers = page.numbers_choice(request.GET.get("numbers"))
     numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
@@ -74,8 +87,12 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
 
 def _run_and_call(request: HttpRequest, session, settings):
     """The replay summary for these settings and the call the query asks for (on a miss the
-    replay keeps that call, which the request shows next)."""
+    replay keeps that call, which the request shows next). A long session's replay that is
+    not stored is handed to the worker: ReplayPending."""
     requested = request.GET.get("call", "")
+    pending = background.pending_for(session, settings)
+    if pending is not None:
+        raise ReplayPending(pending)
     run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
     return run, page.selected_call(run, requested)
 
@@ -190,7 +207,10 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
     open on a page of their own."""
     session, membership = _session(request, session_id)
     settings, _errors = settings_from_query(request.GET, session.team)
-    run, call = _run_and_call(request, session, settings)
+    try:
+        run, call = _run_and_call(request, session, settings)
+    except ReplayPending:
+        return still_replaying()
     start, end = request.GET.get("from", ""), request.GET.get("to", "")
     if not (start.isdigit() and end.isdigit()) or int(start) >= int(end):
         raise Http404("No such rows in this call.")
@@ -221,7 +241,10 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     session, _ = _session(request, session_id)
     settings, _errors = settings_from_query(request.GET, session.team,
                                            default_profile_for(session.format))
-    run, call = _run_and_call(request, session, settings)
+    try:
+        run, call = _run_and_call(request, session, settings)
+    except ReplayPending:
+        return still_replaying()
     detail = services.call_detail(session, settings, run, call)
     position = ascii_index(request.GET.get("row"))
     if position is None or position >= len(detail.view.rows):

@@ -36,9 +36,9 @@ from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
 from ctxsim.transcripts.tasks import (
     ProgressStream,
+    enqueue,
     fail_stuck_jobs,
     import_timeout,
-    run_import,
     run_import_job,
 )
 
@@ -351,15 +351,6 @@ def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: 
     )
     enqueue(job)
     return job
-
-
-def enqueue(job: ImportJob) -> None:
-    """Hand the job to the task backend once the job row is committed (the worker reads it)."""
-    def send() -> None:
-        result = run_import.enqueue(job.pk, job.attempts)
-        ImportJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
-
-    transaction.on_commit(send)
 
 
 def requeue(job: ImportJob) -> str:

@@ -14,6 +14,7 @@ jobs a dead worker left "running".
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -22,11 +23,12 @@ from typing import IO
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db import transaction
 from django.db.models import Q
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import ImportJob
@@ -35,6 +37,17 @@ logger = logging.getLogger(__name__)
 
 # Share of the progress bar given to reading the file; saving and replay stats take the rest.
 READ_SHARE = 90
+
+# The phases of a background import, in order, as its job row names them while it runs (its
+# `message`); each begins with `JobReporter.enter`, and a worker killed in any of them leaves a
+# job that recovery settles truthfully (`fail_stuck_jobs`; the kill tests stop a real worker
+# at each phase of this list: tests/web/test_import_jobs.py).
+READING = "reading the file"  # parsing: nothing written yet
+SAVING = "saving the sessions"  # the write transaction, sessions linked to the job inside it
+STATS = "computing token peaks"  # committed: the list figures of the new sessions
+CLEANUP = "removing the upload"  # figures stored; the upload goes, then the job says done
+PHASES = (READING, SAVING, STATS, CLEANUP)
+PHASE_PERCENT = {READING: 0, SAVING: READ_SHARE, STATS: 97, CLEANUP: 99}
 DEFAULT_IMPORT_TIMEOUT_SECONDS = 600
 
 
@@ -113,6 +126,10 @@ class JobReporter:
         self.last_percent = -1
         self.last_write = 0.0
 
+    def enter(self, phase: str) -> None:
+        """The job enters one of PHASES: its row says so at once."""
+        self.update(PHASE_PERCENT[phase], phase, force=True)
+
     def reading(self, percent_of_file: int) -> None:
         self.update(percent_of_file * READ_SHARE // 100)
 
@@ -142,9 +159,13 @@ def run_import_job(job_id: int, attempt: int | None = None) -> dict:
         return {"job": job_id, "status": "skipped"}
     job = ImportJob.objects.select_related("team", "user").get(pk=job_id)
     reporter = JobReporter(job)
-    reporter.update(0, "reading the file", force=True)
+    if job.session_ids:  # stored by an earlier attempt whose worker died: finish that one
+        return _complete(job, reporter)
+    reporter.enter(READING)
     beat = _ours(job).update
-    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), JobReporter.HEARTBEAT_EVERY,
+    # Well within the timeout, however short it is set (a test sets a few seconds).
+    every = min(JobReporter.HEARTBEAT_EVERY, import_timeout().total_seconds() / 4)
+    with Heartbeat(lambda: beat(heartbeat_at=timezone.now()), every,
                    f"import-{job.pk}-heartbeat"):
         return _import(job, reporter)
 
@@ -189,15 +210,28 @@ def _import(job: ImportJob, reporter: JobReporter) -> dict:
         return _finish(
             job, ImportJob.Status.FAILED, f"the import failed unexpectedly ({type(error).__name__})"
         )
-    reporter.update(97, "computing token peaks", force=True)
+    reporter.enter(STATS)
     finish_import(outcome.sessions)
     ids = [row.pk for row in outcome.sessions]
     message = "; ".join(outcome.warnings)
-    result = _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
-    # The sessions are stored; the upload is no longer needed (failed jobs keep it to re-queue).
-    default_storage.delete(job.stored_name)
-    ImportJob.objects.filter(pk=job.pk).update(stored_name="")
-    return result
+    # The sessions are stored; the upload is no longer needed. Deleted before the job says
+    # done: a worker killed in between leaves a running job with its sessions linked, which
+    # recovery settles as done, never a done job whose upload nothing deletes.
+    reporter.enter(CLEANUP)
+    discard_uploads([job.pk])
+    return _finish(job, ImportJob.Status.DONE, message, session_ids=ids)
+
+
+def _complete(job: ImportJob, reporter: JobReporter) -> dict:
+    """The phases after the commit, for sessions an earlier attempt stored."""
+    rows = list(job.sessions())
+    reporter.enter(STATS)
+    finish_import(rows)
+    reporter.enter(CLEANUP)
+    discard_uploads([job.pk])
+    return _finish(job, ImportJob.Status.DONE,
+                   "the sessions were stored by an earlier attempt, whose worker stopped; "
+                   "this one computed their list figures", session_ids=[r.pk for r in rows])
 
 
 class _SavingHint:
@@ -207,7 +241,7 @@ class _SavingHint:
         self.reporter = reporter
 
     def __call__(self) -> None:
-        self.reporter.update(READ_SHARE, "saving the sessions", force=True)
+        self.reporter.enter(SAVING)
 
 
 def _ours(job: ImportJob):
@@ -223,8 +257,12 @@ def import_timeout() -> timedelta:
 
 def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
     """Settle jobs "running" without a heartbeat for longer than the timeout (their worker
-    died): done when their sessions were stored (linked inside the import's transaction),
-    failed otherwise. Returns how many were settled.
+    died): queued again once (AUTO_RETRIES), keeping the upload — the next attempt imports
+    the file, or only finishes the phases after the commit when the sessions were stored
+    (they are linked inside the import's transaction); after that, done when the sessions
+    were stored, else failed. The upload of a job settled done or failed is deleted, and the
+    task backend's row of the lost attempt is marked failed (`settle_lost_tasks`). Returns
+    how many were settled.
 
     Without `among` every team's jobs are checked (`check_stuck_imports`, and each job the
     worker starts). Pages pass the jobs they are about to show, already read: their check
@@ -246,20 +284,67 @@ def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> in
     minutes = int(timeout.total_seconds() // 60)
     span = f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
     running = ImportJob.objects.filter(pk__in=ids, status=ImportJob.Status.RUNNING)
-    stored = running.exclude(session_ids=[]).update(
+    lost = list(running.values_list("task_id", flat=True))
+    retried = _queue_again(running.filter(attempts__lt=AUTO_RETRIES),
+                           f"the worker stopped while importing (no progress for over {span}); "
+                           "queued again")
+    done = list(running.exclude(session_ids=[]).values_list("pk", flat=True))
+    stored = ImportJob.objects.filter(pk__in=done, status=ImportJob.Status.RUNNING).update(
         status=ImportJob.Status.DONE, progress=100, finished_at=now,
         message=(f"the sessions were stored, then the worker stopped (no progress for over "
                  f"{span}); their list figures are computed when they are opened"),
     )
-    failed = running.filter(session_ids=[]).update(
+    failed_ids = list(running.filter(session_ids=[]).values_list("pk", flat=True))
+    failed = ImportJob.objects.filter(pk__in=failed_ids, status=ImportJob.Status.RUNNING).update(
         status=ImportJob.Status.FAILED,
         message=(
             f"the import stopped without finishing (no progress for over {span}; was the "
-            "worker stopped?); nothing was stored, re-queue it to try again"
+            "worker stopped?), also after being queued again; nothing was stored, upload the "
+            "file again"
         ),
         finished_at=now,
     )
-    return stored + failed
+    discard_uploads([*done, *failed_ids])
+    settle_lost_tasks(lost, f"the worker stopped: no heartbeat for over {span}")
+    return stored + retried + failed
+
+
+# A job whose worker died is queued again this many times (its upload kept) before it is
+# settled: a worker restarted mid-import finishes it.
+AUTO_RETRIES = 1
+
+
+def _queue_again(jobs, message: str) -> int:
+    """Queue these running jobs again as their next attempt (the task is sent once the
+    caller's transaction commits; a stale task of the lost attempt is skipped)."""
+    count = 0
+    for job in list(jobs):
+        if ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING,
+                                    attempts=job.attempts).update(
+                status=ImportJob.Status.QUEUED, attempts=job.attempts + 1, progress=0,
+                message=message, started_at=None, heartbeat_at=None, task_id=""):
+            job.attempts += 1
+            enqueue(job)
+            count += 1
+    return count
+
+
+def enqueue(job: ImportJob) -> None:
+    """Hand the job to the task backend once the job row is committed (the worker reads it)."""
+    def send() -> None:
+        result = run_import.enqueue(job.pk, job.attempts)
+        ImportJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
+
+    transaction.on_commit(send)
+
+
+def discard_uploads(job_ids: Iterable[int]) -> None:
+    """Delete the stored uploads of these jobs (settled: nothing will read them again)."""
+    for pk, name in ImportJob.objects.filter(pk__in=list(job_ids)).exclude(
+            stored_name="").values_list("pk", "stored_name"):
+        with contextlib.suppress(Exception):  # a storage error must not undo the settling
+            default_storage.delete(name)
+        ImportJob.objects.filter(pk=pk, stored_name=name).update(stored_name="")
 
 
 def _stuck(job: ImportJob, cutoff) -> bool:
@@ -273,8 +358,10 @@ def _stuck(job: ImportJob, cutoff) -> bool:
 
 def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dict:
     # Only the running attempt writes its end: a job given up (or re-queued) meanwhile keeps
-    # what the page already told the user.
-    _ours(job).update(
+    # what the page already told the user. A failure here is the file's own (it cannot be
+    # read, or the importer refused it): running it again gives the same answer, so its
+    # upload is deleted with it.
+    finished = _ours(job).update(
         status=status,
         progress=100 if status == ImportJob.Status.DONE else job.progress,
         message=message,
@@ -282,4 +369,6 @@ def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dic
         finished_at=timezone.now(),
         heartbeat_at=timezone.now(),
     )
+    if finished and status == ImportJob.Status.FAILED:
+        discard_uploads([job.pk])
     return {"job": job.pk, "status": status, "sessions": list(session_ids)}

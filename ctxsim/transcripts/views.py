@@ -61,7 +61,7 @@ def _upload_page(request: HttpRequest, form, results, batch: str = "") -> HttpRe
     membership = current_membership(request)
     team = membership.team if membership is not None else None
     jobs = list(services.jobs_to_show(team, besides=results)) if team else []
-    # A job whose worker went away is shown as failed (with its re-queue button), not running.
+    # A job whose worker went away is shown settled (queued again, done or failed), not running.
     if jobs and services.fail_stuck_jobs(among=jobs):
         jobs = list(services.jobs_to_show(team, besides=results))
     context = {

@@ -47,6 +47,23 @@ def test_a_sweep_whose_worker_died_says_so_and_polling_stops(personas, long_sess
 
 
 @pytest.mark.django_db
+def test_the_task_row_of_a_sweep_whose_worker_died_is_settled_too(personas, long_session):
+    """issue 20 item 11: django-tasks-db's row stayed RUNNING while the sweep said failed."""
+    from django_tasks_db.models import DBTaskResult
+
+    old = timezone.now() - timedelta(hours=1)
+    task = DBTaskResult.objects.create(
+        status="RUNNING", args_kwargs={"args": [0], "kwargs": {}},
+        task_path="ctxsim.analysis.tasks.run_sweep", queue_name="sweeps",
+        backend_name="default", run_after=old, started_at=old)
+    sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, task_id=str(task.pk))
+    Sweep.objects.filter(pk=sweep.pk).update(heartbeat_at=old)
+    assert sweep_tasks.fail_stuck_sweeps() == 1
+    task.refresh_from_db()
+    assert task.status == "FAILED" and "no heartbeat" in task.traceback
+
+
+@pytest.mark.django_db
 def test_a_running_sweep_with_a_fresh_heartbeat_is_left_alone(personas, long_session):
     """issue 20 item 12: only a silent sweep is given up."""
     sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, heartbeat_at=timezone.now())
@@ -141,3 +158,53 @@ def test_sweeps_have_their_own_worker_so_imports_never_wait_behind_one(script):
     assert subprocess.run(["bash", "-n", str(ROOT / "bin" / script)]).returncode == 0
     assert "db_worker --queue-name sweeps" in text
     assert "db_worker --queue-name '*' --exclude-queues sweeps" in text
+
+
+# --- a real worker killed in every phase (issue 20 acceptance 5) -----------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("phase", sweep_tasks.PHASES)
+def test_a_worker_killed_in_any_phase_of_a_sweep_leaves_a_sweep_that_says_how_far_it_got(
+        phase, personas, long_session, settings, tmp_path):
+    """issue 20 acceptance 5: a real `db_worker` is SIGKILLed when the sweep's row shows it in
+    `phase` (each phase a sweep declares), a new worker starts, and the sweep page settles
+    the dead run: one sweep, failed with a message saying how far it got and that the worker
+    stopped, polling over; the dead run's task row says its worker was lost."""
+    from django_tasks_db.models import DBTaskResult
+
+    from tests.web import workers
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.CTXSIM_SWEEP_TIMEOUT_SECONDS = 2
+    env = workers.worker_env(settings, CTXSIM_SWEEP_TIMEOUT_SECONDS="2")
+    sweep = make_sweep(long_session)
+    task = sweep_tasks.run_sweep.enqueue(sweep.pk)
+    Sweep.objects.filter(pk=sweep.pk).update(task_id=str(task.id))
+
+    def in_phase():
+        row = Sweep.objects.get(pk=sweep.pk)
+        return row if sweep_tasks.phase_of(row) == phase else None
+
+    with workers.running(env, stop_at=phase) as first:
+        row = workers.wait_for(in_phase, 120, f"the sweep to reach {phase!r}", first)
+        workers.kill(first)
+    done = Sweep.objects.get(pk=sweep.pk).done
+    assert done == row.done  # nothing moved after the kill
+    client = personas.client("viewer")
+
+    def settled():
+        body = polled(client, sweep)  # the page settles a stuck sweep
+        return body if Sweep.objects.get(pk=sweep.pk).status != Sweep.Status.RUNNING else None
+
+    with workers.running(env) as second:
+        body = workers.wait_for(settled, 60, "the sweep to be settled", second)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.FAILED
+    assert f"after {done} of {sweep.total}" in sweep.message and "worker" in sweep.message
+    assert f"after {done} of {sweep.total}" in body and "every 1s" not in body
+    assert Sweep.objects.count() == 1
+    assert not DBTaskResult.objects.filter(status="RUNNING").exists()
+    (lost,) = DBTaskResult.objects.all()
+    assert lost.status == "FAILED"
+    assert lost.exception_class_path == "ctxsim.heartbeat.WorkerLost"

@@ -105,14 +105,15 @@ def test_a_failed_background_import_shows_its_message_and_stores_nothing(
     job = ImportJob.objects.get()
     assert job.status == ImportJob.Status.FAILED
     assert job.message.startswith("unknown transcript format")
-    assert job.can_requeue  # the upload is kept for a retry
+    # The importer's answer would be the same on a retry: the upload is deleted with it.
+    assert job.stored_name == "" and not job.can_requeue
     after = row_counts()
     assert {k: after[k] - before[k] for k in after} == {
         "Session": 0, "Message": 0, "Content": 0, "ImportJob": 1
     }
     page = personas.client("owner").get(reverse("upload")).content.decode()
     assert "unknown transcript format" in page
-    assert reverse("import-job-requeue", args=[job.pk]) in page
+    assert reverse("import-job-requeue", args=[job.pk]) not in page
 
 
 def test_the_job_page_works_without_javascript(personas, django_capture_on_commit_callbacks):
@@ -194,11 +195,14 @@ def test_a_worker_killed_mid_import_leaves_no_half_session(
     assert ImportJob.objects.get().status == ImportJob.Status.RUNNING
 
 
-def _running_job(team, *, seconds_ago: int) -> ImportJob:
+def _running_job(team, *, seconds_ago: int, attempts: int = 1) -> ImportJob:
+    """A running job; by default one already queued again once after its worker died (the
+    next stuck check settles it as failed)."""
     stamp = timezone.now() - timedelta(seconds=seconds_ago)
     job = ImportJob.objects.create(
         team=team, file_name="stuck.jsonl", size=5000, status=ImportJob.Status.RUNNING,
         stored_name=default_storage.save("uploads/stuck.upload", io.BytesIO(claude_code_bytes(4))),
+        attempts=attempts,
     )
     ImportJob.objects.filter(pk=job.pk).update(started_at=stamp, heartbeat_at=stamp)
     return job
@@ -211,8 +215,10 @@ def test_a_job_without_heartbeat_past_the_timeout_is_marked_failed(personas):
     stuck.refresh_from_db()
     alive.refresh_from_db()
     assert stuck.status == ImportJob.Status.FAILED
-    assert "re-queue" in stuck.message
-    assert alive.status == ImportJob.Status.RUNNING
+    assert "upload the file again" in stuck.message
+    # Settled as failed, nothing will read its upload again (issue 20 item 11).
+    assert stuck.stored_name == "" and not default_storage.exists("uploads/stuck.upload")
+    assert alive.status == ImportJob.Status.RUNNING and default_storage.exists(alive.stored_name)
 
 
 @override_settings(CTXSIM_IMPORT_TIMEOUT_SECONDS=10)
@@ -229,13 +235,13 @@ def test_the_check_command_marks_stuck_jobs(personas):
     assert ImportJob.objects.get().status == ImportJob.Status.FAILED
 
 
-def test_opening_the_upload_page_runs_the_check_and_offers_a_requeue(personas):
+def test_opening_the_upload_page_runs_the_check_and_says_what_happened(personas):
     job = _running_job(personas.team, seconds_ago=3600)
     body = personas.client("owner").get(reverse("upload")).content.decode()
     job.refresh_from_db()
     assert job.status == ImportJob.Status.FAILED
-    assert "stopped without finishing" in body
-    assert reverse("import-job-requeue", args=[job.pk]) in body
+    assert "stopped without finishing" in body and "upload the file again" in body
+    assert reverse("import-job-requeue", args=[job.pk]) not in body  # its upload is gone
 
 
 def test_polling_a_job_runs_the_check(personas):
@@ -248,21 +254,47 @@ def test_polling_a_job_runs_the_check(personas):
 
 
 @worker_test
-def test_a_requeued_job_runs_again_and_succeeds(personas, django_capture_on_commit_callbacks):
-    job = _running_job(personas.team, seconds_ago=3600)
-    services.fail_stuck_jobs()
+def test_a_job_whose_worker_died_is_queued_again_once_and_succeeds(
+        personas, django_capture_on_commit_callbacks):
+    """issue 20 item 11: a worker restarted mid-import leaves a job that finishes, its upload
+    kept for the retry."""
+    job = _running_job(personas.team, seconds_ago=3600, attempts=0)
     with django_capture_on_commit_callbacks(execute=True):
-        response = personas.client("reviewer").post(reverse("import-job-requeue", args=[job.pk]))
-    assert response.status_code == 302
+        assert services.fail_stuck_jobs() == 1
     job.refresh_from_db()
-    assert job.status == ImportJob.Status.QUEUED and job.attempts == 1 and job.message == ""
+    assert job.status == ImportJob.Status.QUEUED and job.attempts == 1
+    assert "queued again" in job.message and default_storage.exists(job.stored_name)
     task = DBTaskResult.objects.get()
     assert task.args_kwargs["args"] == [job.pk, 1]
+    page = personas.client("owner").get(reverse("import-job", args=[job.pk])).content.decode()
+    assert "waiting for the worker — the worker stopped while importing" in page
     call_command("db_worker", "--batch", "--queue-name", "*", "--no-startup-delay", "--no-reload",
                  verbosity=0)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE
     assert Session.objects.filter(pk__in=job.session_ids).count() == 1
+
+
+def test_the_task_row_of_a_dead_worker_is_settled_with_its_job(personas):
+    """issue 20 item 11: the task backend's row of a killed worker's task stayed RUNNING while
+    the job it ran was settled."""
+    job = _running_job(personas.team, seconds_ago=3600)
+    task = DBTaskResult.objects.create(
+        status="RUNNING", args_kwargs={"args": [job.pk, 1], "kwargs": {}},
+        task_path="ctxsim.transcripts.tasks.run_import", queue_name="imports",
+        backend_name="default", run_after=timezone.now(), started_at=timezone.now())
+    other = DBTaskResult.objects.create(
+        status="RUNNING", args_kwargs={"args": [0, 0], "kwargs": {}},
+        task_path="ctxsim.transcripts.tasks.run_import", queue_name="imports",
+        backend_name="default", run_after=timezone.now(), started_at=timezone.now())
+    ImportJob.objects.filter(pk=job.pk).update(task_id=str(task.pk))
+    services.fail_stuck_jobs()
+    task.refresh_from_db()
+    other.refresh_from_db()
+    assert task.status == "FAILED" and task.finished_at is not None
+    assert task.exception_class_path == "ctxsim.heartbeat.WorkerLost"
+    assert "no heartbeat" in task.traceback
+    assert other.status == "RUNNING"  # another job's task, still running for all we know
 
 
 def test_a_stale_task_of_an_earlier_attempt_does_nothing(personas):
@@ -274,7 +306,7 @@ def test_a_stale_task_of_an_earlier_attempt_does_nothing(personas):
 
 def test_a_viewer_may_not_requeue(personas):
     job = _running_job(personas.team, seconds_ago=3600)
-    services.fail_stuck_jobs()
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.FAILED)  # file kept
     assert personas.client("viewer").post(
         reverse("import-job-requeue", args=[job.pk])
     ).status_code == 403

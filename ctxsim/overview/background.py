@@ -1,0 +1,150 @@
+"""The session page's replays of long sessions, handed to the worker (issue 20 item 4).
+
+Four GETs with new thresholds on a 20,000-call session held every request thread for 34 s. A
+session with more than CTXSIM_INLINE_REPLAY_CALLS model calls is therefore never replayed on
+a request thread when its replay is neither kept by the process nor stored: `pending_for`
+queues one `store_replay` task on the `replays` queue (the overview's queue) and the page
+answers at once with the replay's progress, polled until the summary is stored. One
+`BackgroundReplay` row per (session, run key), created in the transaction that queues its
+task, so a second
+request — the same user's poll or another reviewer's — joins the pending replay instead of
+queueing it again. Shorter sessions replay inline as before.
+
+A row left "running" by a worker that died (no heartbeat for longer than the import timeout)
+is queued again by the next request that finds it; a row marked done whose summary is gone
+(dropped by the replay store's bounds) is queued again too, and so is one that failed longer
+than that ago (the page says why meanwhile, without polling). The worker writes its progress
+and outcome only while the row is still its own attempt (claimed at `started_at`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.http import QueryDict
+from django.tasks import task
+from django.utils import timezone
+
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.overview.models import BackgroundReplay, Status
+from ctxsim.replays import services as replays
+from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.tasks import import_timeout
+
+logger = logging.getLogger(__name__)
+
+# How often the worker writes a running replay's progress (the page polls every second).
+HEARTBEAT_EVERY = 1.0
+
+
+def inline_bound() -> int:
+    """Sessions with more model calls replay in the worker (CTXSIM_INLINE_REPLAY_CALLS)."""
+    return django_settings.CTXSIM_INLINE_REPLAY_CALLS
+
+
+def pending_for(session: Session, settings: ReplaySettings) -> BackgroundReplay | None:
+    """The background replay a session page request for these settings waits for, queued when
+    needed; None when the request may go on: a session short enough to replay inline, or a
+    summary this process or the database holds."""
+    if session.model_call_count <= inline_bound():
+        return None
+    if replays.stored_summary(session, settings) is not None:
+        return None
+    row = BackgroundReplay.objects.filter(session=session, key=settings.key).first()
+    if row is None:
+        with transaction.atomic():
+            row, created = BackgroundReplay.objects.get_or_create(
+                session=session, key=settings.key,
+                defaults={"query": settings.query(), "total": session.model_call_count})
+            if created:
+                _enqueue(row)
+        return row
+    if row.status == Status.DONE:
+        if replays.stored_summary(session, settings) is not None:
+            return None  # stored between the two reads
+        return _queue_again(row, Status.DONE)  # stored once, dropped since
+    if row.status == Status.RUNNING and _older(row.heartbeat_at or row.started_at):
+        return _queue_again(row, Status.RUNNING)  # its worker went away
+    if row.status == Status.FAILED and _older(row.finished_at):
+        return _queue_again(row, Status.FAILED)  # said so for a while; try once more
+    return row
+
+
+def _older(moment) -> bool:
+    """Longer ago than the import timeout (a worker that beats no more is gone)."""
+    return moment is not None and moment < timezone.now() - import_timeout()
+
+
+def _queue_again(row: BackgroundReplay, was: str) -> BackgroundReplay:
+    """Queue the replay again, once however many requests find it at the same moment: only the
+    request whose conditional update wins queues the task."""
+    with transaction.atomic():
+        if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
+                status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
+                finished_at=None):
+            if was == Status.RUNNING:  # the task backend's row of the dead worker's task
+                settle_lost_tasks([row.task_id], "the worker stopped: no heartbeat for over "
+                                  f"{int(import_timeout().total_seconds())} s")
+            _enqueue(row)
+    row.refresh_from_db()
+    return row
+
+
+def _enqueue(row: BackgroundReplay) -> None:
+    result = store_replay.enqueue(row.session_id, row.key)
+    BackgroundReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
+    row.task_id = str(result.id)[:64]
+
+
+def progress_of(row: BackgroundReplay) -> dict[str, Any]:
+    """What the pending page says: "queued", or "N of M calls", or why it failed."""
+    return {"status": row.status, "done": row.done, "total": row.total,
+            "percent": row.percent, "failed": row.status == Status.FAILED,
+            "message": row.message}
+
+
+# --- the worker's side ---------------------------------------------------------------------
+
+
+@task(queue_name="replays")
+def store_replay(session_id: int, key: str) -> dict:
+    """Replay a stored session under the settings of its `BackgroundReplay` row and store the
+    summary, as the session page would have."""
+    return run_background_replay(session_id, key)
+
+
+def run_background_replay(session_id: int, key: str) -> dict:
+    started = timezone.now()
+    claim = BackgroundReplay.objects.filter(session_id=session_id, key=key, status=Status.QUEUED)
+    if not claim.update(status=Status.RUNNING, started_at=started, heartbeat_at=started, done=0):
+        return {"status": "skipped"}  # done already, or taken by another worker
+    row = BackgroundReplay.objects.select_related("session__team").get(session_id=session_id,
+                                                                      key=key)
+    ours = BackgroundReplay.objects.filter(pk=row.pk, status=Status.RUNNING, started_at=started)
+    done = [0]
+
+    def beat() -> None:
+        ours.update(done=done[0], heartbeat_at=timezone.now())
+
+    def replayed(calls: int) -> None:
+        done[0] = calls
+
+    try:
+        settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+        if settings.key != row.key:
+            raise ValueError("the settings changed before the replay ran (a team profile was "
+                             "edited or deleted); open the page again")
+        with Heartbeat(beat, HEARTBEAT_EVERY, f"replay-{row.pk}-heartbeat"):
+            run = replays.summary_for(row.session, settings, progress=replayed)
+    except Exception as exc:  # the row must say it failed, whatever went wrong
+        logger.exception("background replay of session %s failed", session_id)
+        ours.update(status=Status.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000],
+                    finished_at=timezone.now())
+        return {"status": "failed"}
+    ours.update(status=Status.DONE, done=len(run.calls), finished_at=timezone.now(),
+                heartbeat_at=timezone.now())
+    return {"status": "done", "calls": len(run.calls)}

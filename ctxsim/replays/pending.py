@@ -1,0 +1,54 @@
+"""What the session page answers while a long session's replay runs in the worker.
+
+`ctxsim.overview.background` decides when a replay is handed to the worker; the views raise
+`ReplayPending` with its row and answer with `pending_page`: "Replaying in the background — N
+of M calls", polled every second, in place of the region an htmx request reloads (the replay
+or the call view, which the poll then receives as usual), or as a page of its own (202) whose
+poll reloads it as the session page once the summary is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django_htmx.http import push_url
+
+from ctxsim.htmx import target_id
+from ctxsim.overview import background
+
+TEMPLATE = "replays/pending.html"
+# The region of the pending page of its own; its poll gets a client refresh once stored.
+PENDING_REGION = "replay-pending"
+
+
+class ReplayPending(Exception):
+    """The replay runs in the worker: the request shows its progress instead of replaying."""
+
+    def __init__(self, row) -> None:
+        super().__init__(row)
+        self.row = row
+
+
+def pending_page(request: HttpRequest, session, settings, row,
+                 regions: Mapping[str, str]) -> HttpResponse:
+    """The pending replay's progress, in the region the request swaps (one of `regions`, the
+    page's partials by DOM id) or as a page of its own."""
+    target = target_id(request)
+    region = target if target in regions else PENDING_REGION
+    context = {"session": session, "settings": settings, "replay": row,
+               "progress": background.progress_of(row), "region": region,
+               "bound": background.inline_bound(), "poll_url": request.get_full_path()}
+    if request.htmx:
+        response = render(request, f"{TEMPLATE}#replay-pending", context)
+        if region != PENDING_REGION:
+            push_url(response, request.get_full_path())
+        return response
+    return render(request, TEMPLATE, context, status=202)
+
+
+def still_replaying() -> HttpResponse:
+    """A fragment of a replay that is not stored yet (its rows, a message body)."""
+    return HttpResponse("This replay is running in the background; open the session page to "
+                        "follow it.\n", status=202, content_type="text/plain; charset=utf-8")

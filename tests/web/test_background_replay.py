@@ -1,0 +1,321 @@
+"""Issue 20 item 4: a long session's new replay goes to the worker, never to a request thread,
+and one user cannot hold every thread (the per-user limit holds across processes)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache as django_cache
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from ctxsim.overview import background
+from ctxsim.overview.models import BackgroundReplay, Status
+from ctxsim.replays import limits, services
+from ctxsim.replays.cache import REPLAYS
+from ctxsim.replays.models import ReplayRun
+
+pytestmark = pytest.mark.django_db
+
+NEW = "env.CHATCLI_TOOL_RESULT_MAX_CHARS=4321"  # thresholds never asked before
+REPLAY = {"HX-Request": "true", "HX-Target": "section#replay"}
+CALL_VIEW = {"HX-Request": "true", "HX-Target": "div#call-view"}
+PENDING = {"HX-Request": "true", "HX-Target": "section#replay-pending"}
+
+
+@pytest.fixture
+def short_bound(settings, long_session):
+    """The 24-call session counts as long: past the bound, replays go to the worker."""
+    settings.CTXSIM_INLINE_REPLAY_CALLS = long_session.model_call_count - 1
+    REPLAYS.clear()
+    return long_session
+
+
+@pytest.fixture
+def replays_run(monkeypatch):
+    """Counts the replays this process runs (every summary and call replay goes through it)."""
+    seen = []
+    real = services.replay
+
+    def counted(*args, **kwargs):
+        seen.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(services, "replay", counted)
+    return seen
+
+
+def url(row, query: str = "") -> str:
+    return reverse("session-detail", args=[row.pk]) + (f"?profile=chatcli&{query}" if query
+                                                       else "?profile=chatcli")
+
+
+def run_queued_replays() -> None:
+    """What the worker does, in this process (for tests that keep their transaction)."""
+    for task in DBTaskResult.objects.filter(status="READY", queue_name="replays"):
+        background.run_background_replay(*task.args_kwargs["args"])
+        DBTaskResult.objects.filter(pk=task.pk).update(status="SUCCESSFUL")
+
+
+def test_a_long_session_is_replayed_by_the_worker_and_the_page_answers_at_once(
+        personas, short_bound, replays_run):
+    session = short_bound
+    response = personas.client("viewer").get(url(session, NEW))
+    assert response.status_code == 202
+    html = response.content.decode()
+    assert "Replaying in the background" in html
+    assert f"0 of {session.model_call_count} calls" in html
+    assert 'id="replay-pending"' in html and 'hx-trigger="every 1s"' in html
+    assert not replays_run  # nothing replayed on the request thread
+    assert not ReplayRun.objects.filter(session=session).exclude(
+        key=services.default_settings(session).key).exists()
+    (task,) = DBTaskResult.objects.all()
+    assert task.queue_name == "replays" and task.task_path.endswith("store_replay")
+    (row,) = BackgroundReplay.objects.all()
+    assert row.status == Status.QUEUED and row.total == session.model_call_count
+    assert task.args_kwargs["args"] == [session.pk, row.key]
+
+    run_queued_replays()
+    row.refresh_from_db()
+    assert row.status == Status.DONE and row.done == row.total
+    assert ReplayRun.objects.filter(session=session, key=row.key).exists()
+    # The pending page's poll reloads it as the session page; opening it shows the replay.
+    poll = personas.client("viewer").get(url(session, NEW), headers=PENDING)
+    assert poll.status_code == 200 and poll["HX-Refresh"] == "true"
+    page = personas.client("viewer").get(url(session, NEW), follow=True)
+    assert page.status_code == 200
+    assert "Replaying in the background" not in page.content.decode()
+    assert 'id="call-view"' in page.content.decode()
+    assert DBTaskResult.objects.count() == 1
+
+
+def test_requests_for_a_pending_replay_join_it_whoever_asks(personas, short_bound,
+                                                            replays_run):
+    session = short_bound
+    personas.client("viewer").get(url(session, NEW))
+    again = personas.client("viewer").get(url(session, NEW), headers=PENDING)
+    other = personas.client("reviewer").get(url(session, NEW))
+    assert again.status_code == 200 and "Replaying in the background" in again.content.decode()
+    assert other.status_code == 202 and "Replaying in the background" in other.content.decode()
+    assert DBTaskResult.objects.count() == 1 and BackgroundReplay.objects.count() == 1
+    assert not replays_run
+    # Progress as the worker writes it.
+    BackgroundReplay.objects.update(status=Status.RUNNING, done=7, started_at=timezone.now(),
+                                    heartbeat_at=timezone.now())
+    body = personas.client("reviewer").get(url(session, NEW), headers=PENDING).content.decode()
+    assert f"7 of {session.model_call_count} calls" in body
+
+
+def test_a_threshold_change_and_a_call_step_show_the_progress_in_their_region(
+        personas, short_bound, replays_run):
+    session = short_bound
+    client = personas.client("viewer")
+    region = client.get(url(session, NEW), headers=REPLAY)
+    html = region.content.decode()
+    assert region.status_code == 200
+    assert html.lstrip().startswith('<section id="replay"') and "every 1s" in html
+    step = client.get(url(session, NEW + "&call=3"), headers=CALL_VIEW).content.decode()
+    assert step.lstrip().startswith('<section id="call-view"')
+    assert not replays_run and DBTaskResult.objects.count() == 1
+    run_queued_replays()
+    done = client.get(url(session, NEW + "&call=3"), headers=CALL_VIEW).content.decode()
+    assert 'id="call-view"' in done and "Replaying in the background" not in done
+    assert "Call 3" in done
+    replay = client.get(url(session, NEW), headers=REPLAY).content.decode()
+    assert 'id="tokens-chart"' in replay
+
+
+def test_a_short_session_still_replays_inline(personas, long_session, replays_run):
+    REPLAYS.clear()
+    response = personas.client("viewer").get(url(long_session, NEW), follow=True)
+    assert response.status_code == 200
+    assert "Replaying in the background" not in response.content.decode()
+    assert replays_run
+    assert not BackgroundReplay.objects.exists() and not DBTaskResult.objects.exists()
+
+
+def test_a_stored_replay_of_a_long_session_opens_without_the_worker(personas, short_bound):
+    session = short_bound
+    services.compute_default_stats(session)  # what an import does: the default replay stored
+    REPLAYS.clear()
+    response = personas.client("viewer").get(reverse("session-detail", args=[session.pk]),
+                                             follow=True)
+    assert response.status_code == 200 and 'id="call-view"' in response.content.decode()
+    assert not BackgroundReplay.objects.exists()
+
+
+def test_outsiders_get_404_and_queue_nothing(personas, short_bound):
+    for name in ("outsider",):
+        assert personas.client(name).get(url(short_bound, NEW)).status_code == 404
+    anonymous = personas.client("anonymous").get(url(short_bound, NEW))
+    assert anonymous.status_code in (302, 404)
+    assert not BackgroundReplay.objects.exists() and not DBTaskResult.objects.exists()
+
+
+def test_a_replay_whose_worker_went_away_is_queued_again(personas, short_bound, settings):
+    session = short_bound
+    personas.client("viewer").get(url(session, NEW))
+    long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
+    BackgroundReplay.objects.update(status=Status.RUNNING, done=3, started_at=long_ago,
+                                    heartbeat_at=long_ago)
+    first = DBTaskResult.objects.get()
+    assert str(first.pk) == BackgroundReplay.objects.get().task_id
+    DBTaskResult.objects.update(status="RUNNING", started_at=long_ago)  # as its worker left it
+    personas.client("viewer").get(url(session, NEW), headers=PENDING)
+    row = BackgroundReplay.objects.get()
+    assert row.status == Status.QUEUED and row.done == 0
+    assert DBTaskResult.objects.count() == 2
+    first.refresh_from_db()
+    assert first.status == "FAILED" and first.exception_class_path.endswith("WorkerLost")
+    assert row.task_id != str(first.pk)
+    run_queued_replays()  # the new task
+    assert BackgroundReplay.objects.get().status == Status.DONE
+    # The lost task, were it run after all, finds the row done and does nothing.
+    assert background.run_background_replay(session.pk, row.key) == {"status": "skipped"}
+
+
+def test_a_fresh_running_replay_is_left_alone(personas, short_bound):
+    personas.client("viewer").get(url(short_bound, NEW))
+    BackgroundReplay.objects.update(status=Status.RUNNING, started_at=timezone.now(),
+                                    heartbeat_at=timezone.now())
+    personas.client("viewer").get(url(short_bound, NEW), headers=PENDING)
+    assert BackgroundReplay.objects.get().status == Status.RUNNING
+    assert DBTaskResult.objects.count() == 1
+
+
+def test_a_summary_dropped_after_it_was_stored_is_replayed_again(personas, short_bound):
+    session = short_bound
+    personas.client("viewer").get(url(session, NEW))
+    run_queued_replays()
+    key = BackgroundReplay.objects.get().key
+    ReplayRun.objects.filter(session=session, key=key).delete()
+    REPLAYS.clear()
+    response = personas.client("viewer").get(url(session, NEW))
+    assert response.status_code == 202
+    assert BackgroundReplay.objects.get().status == Status.QUEUED
+    assert DBTaskResult.objects.filter(status="READY").count() == 1
+
+
+def test_a_failed_background_replay_says_why_and_stops_polling(personas, short_bound,
+                                                               monkeypatch):
+    session = short_bound
+    personas.client("viewer").get(url(session, NEW))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(services, "_replay_and_store", broken)
+    run_queued_replays()
+    row = BackgroundReplay.objects.get()
+    assert row.status == Status.FAILED and "the disk is full" in row.message
+    body = personas.client("viewer").get(url(session, NEW)).content.decode()
+    assert "the disk is full" in body and "every 1s" not in body
+
+
+def test_the_worker_reports_progress_per_call(personas, long_session):
+    from ctxsim.pipeline.profiles import PROFILES
+    from ctxsim.replays.state import ReplaySettings
+
+    seen = []
+    settings = ReplaySettings(profile_ref="none", profile=PROFILES["none"])
+    services.summary_for(long_session, settings, progress=seen.append)
+    assert seen == list(range(1, long_session.model_call_count + 1))
+
+
+def test_the_settings_a_row_was_queued_with_must_still_replay_alike(personas, short_bound):
+    """A team profile edited between the queueing and the replay: the worker does not store a
+    replay under a key it does not belong to, and says so."""
+    personas.client("viewer").get(url(short_bound, NEW))
+    BackgroundReplay.objects.update(key="0" * 64)
+    DBTaskResult.objects.update(args_kwargs={"args": [short_bound.pk, "0" * 64], "kwargs": {}})
+    run_queued_replays()
+    row = BackgroundReplay.objects.get()
+    assert row.status == Status.FAILED and "settings changed" in row.message
+    assert not ReplayRun.objects.filter(key="0" * 64).exists()
+
+
+# db_worker closes its database connection after a task, which would break PostgreSQL's test
+# transaction: this test commits for real.
+@pytest.mark.django_db(transaction=True)
+def test_the_real_worker_stores_the_replay_the_page_waits_for(personas, short_bound):
+    personas.client("viewer").get(url(short_bound, NEW))
+    call_command("db_worker", "--batch", "--queue-name", "replays", "--no-startup-delay",
+                 "--no-reload", verbosity=0)
+    assert BackgroundReplay.objects.get().status == Status.DONE
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    response = personas.client("viewer").get(url(short_bound, NEW), follow=True)
+    assert response.status_code == 200 and 'id="call-view"' in response.content.decode()
+
+
+# --- the per-user limit, across processes ------------------------------------------------------
+
+
+def test_a_replay_another_process_runs_for_the_user_counts_against_their_limit(personas,
+                                                                                stored):
+    """issue 20 item 4: the limit was per process, so a user's requests spread over several
+    gunicorn workers each got a slot. The count is shared through Django's cache: here
+    another process (as far as this one knows) holds the viewer's only slot."""
+    viewer = personas.users["viewer"]
+    name = limits.shared_slot_name(viewer.pk)
+    django_cache.set(name, 1, timeout=60)
+    try:
+        with REPLAYS.another_process():
+            busy = personas.client("viewer").get(
+                reverse("session-detail", args=[stored.pk]) + f"?{NEW}", follow=True)
+            assert busy.status_code == 429
+            assert django_cache.get(name) == 1  # refused: nothing taken, nothing given back
+            other = personas.client("reviewer").get(
+                reverse("session-detail", args=[stored.pk]) + f"?{NEW}", follow=True)
+            assert other.status_code == 200
+        django_cache.set(name, 0, timeout=60)
+        fine = personas.client("viewer").get(
+            reverse("session-detail", args=[stored.pk]) + "?env.CHATCLI_TOOL_RESULT_MAX_CHARS=4322",
+            follow=True)
+        assert fine.status_code == 200
+        assert django_cache.get(name) == 0  # given back after the replay
+    finally:
+        django_cache.delete(name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_arriving_together_queue_the_replay_once(personas, short_bound):
+    """Four reviewers open the same new settings at the same moment: one row, one task."""
+    import threading
+
+    from django.db import connections
+
+    barrier = threading.Barrier(4)
+    codes: list[int] = []
+
+    def open_page(name: str) -> None:
+        try:
+            client = personas.client(name)
+            barrier.wait()
+            codes.append(client.get(url(short_bound, NEW)).status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=open_page, args=(name,))
+               for name in ("owner", "reviewer", "viewer", "viewer")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert codes == [202] * 4
+    assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1
+
+
+def test_fragments_of_a_pending_replay_say_so_and_replay_nothing(personas, short_bound,
+                                                                 replays_run):
+    client = personas.client("viewer")
+    query = f"?profile=chatcli&{NEW}&call=3"
+    rows = client.get(reverse("session-rows", args=[short_bound.pk]) + query + "&from=0&to=5")
+    body = client.get(reverse("session-message", args=[short_bound.pk]) + query + "&row=1")
+    for response in (rows, body):
+        assert response.status_code == 202
+        assert "running in the background" in response.content.decode()
+    assert not replays_run
+    assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1

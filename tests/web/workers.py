@@ -1,0 +1,138 @@
+"""Real task workers for the kill tests (issue 20 acceptance 5): `manage.py db_worker` in a
+subprocess on the test's own database, killed with SIGKILL where the test wants it.
+
+`running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
+for good when a job enters PHASE — one of the phases the code declares
+(`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps),
+after the job's row already says so — so the test sees the phase in the database and kills
+the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER_ARGS = ["--queue-name", "*", "--interval", "0.1", "--no-reload", "--no-startup-delay"]
+
+
+def worker_env(settings, **extra: str) -> dict[str, str]:
+    """The environment of a worker on this test's database (a transaction=True test: the
+    worker sees what the test commits) and media folder."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        url = (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+               f"{db['PORT'] or 5432}/{db['NAME']}")
+    env = {**os.environ, "DATABASE_URL": url, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+           "CTXSIM_WARM_SESSIONS": "0", "PYTHONPATH": str(ROOT), **extra}
+    env.pop("CACHE_URL", None)
+    return env
+
+
+@contextlib.contextmanager
+def running(env: dict[str, str], stop_at: str | None = None) -> Iterator[subprocess.Popen]:
+    """A worker for the block (killed at the end if it still runs)."""
+    if stop_at is None:
+        command = [sys.executable, "manage.py", "db_worker", *WORKER_ARGS]
+    else:
+        command = [sys.executable, "-m", "tests.web.workers", *WORKER_ARGS]
+        env = {**env, "CTXSIM_STOP_AT": stop_at}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def kill(process: subprocess.Popen) -> None:
+    """SIGKILL: no handler runs, nothing is written on the way out."""
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
+                process: subprocess.Popen | None = None) -> T:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if process is not None and process.poll() is not None:
+            err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            raise AssertionError(f"the worker exited waiting for {what}: {err[-3000:]}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
+
+
+# --- the worker that stops at a phase (run as `python -m tests.web.workers ARGS`) ---------------
+
+
+def _stop_at(target: str) -> None:
+    """Make the phases of `target`'s kind block forever once their job is in `target`."""
+    from ctxsim.analysis import tasks as sweep_tasks
+    from ctxsim.analysis.models import Sweep
+    from ctxsim.insights import sweep as sweeps
+    from ctxsim.transcripts import tasks as imports
+
+    forever = threading.Event()
+    if target in imports.PHASES:
+        enter = imports.JobReporter.enter
+
+        def entering(self, phase: str) -> None:
+            enter(self, phase)  # the row says the phase now
+            if phase == target:
+                forever.wait()
+
+        imports.JobReporter.enter = entering  # type: ignore[method-assign]
+    elif target in sweep_tasks.PHASES:
+        def pause_if_there() -> None:
+            row = Sweep.objects.filter(status=Sweep.Status.RUNNING).first()
+            if row is not None and sweep_tasks.phase_of(row) == target:
+                forever.wait()
+
+        point = sweep_tasks.insights_for  # each point starts with its insights
+
+        def next_point(*args: Any, **kwargs: Any):
+            pause_if_there()
+            return point(*args, **kwargs)
+
+        run_sweep = sweeps.run_sweep
+
+        def whole_sweep(*args: Any, **kwargs: Any):
+            points = run_sweep(*args, **kwargs)
+            pause_if_there()  # every point computed, the result not written yet
+            return points
+
+        sweep_tasks.insights_for = next_point
+        sweeps.run_sweep = whole_sweep
+    else:
+        raise SystemExit(f"no phase {target!r} is declared")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxsim.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    _stop_at(os.environ["CTXSIM_STOP_AT"])
+    call_command("db_worker", *sys.argv[1:])
