@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult
 
+from .cache import shared_prefix
+
 _EXT = (r"py|pyi|go|js|mjs|ts|tsx|jsx|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md|rst|json|"
         r"yaml|yml|toml|ini|cfg|sh|sql|txt|html|css|lock|xml|proto")
 IDENTIFIER = re.compile(
@@ -106,7 +108,13 @@ def _how(raw: Message, sent: Message | None, spill_paths: Sequence[bytes]) -> st
 
 
 class LossTracker:
-    """Feed every call of a replay in order with `step`; read `report` at the end."""
+    """Feed every call of one replay in order with `step`; read `report` at the end.
+
+    A call's work is proportional to what changed since the previous call (issue 21): the raw
+    history only grows, and the sent prompt changes after its first changed message (the
+    replay's `sent_kept`), so only the new results and the results whose origin was sent
+    differently are looked at again. The results not sent intact are kept as a set.
+    """
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = messages
@@ -127,77 +135,156 @@ class LossTracker:
         self._results = [m for m in messages if m.role == "tool"]
         self._generic_at = max(GENERIC_MIN_RESULTS, -(-len(self._results) * GENERIC_SHARE // 1))
         self._generic: dict[str, bool] = {}
+        # The previous call's prompt, and the positions of each origin in it.
+        self._sent: list[Message] = []
+        self._sent_at: dict[int, list[int]] = {}
+        self._raw_history: tuple[Message, ...] = ()
+        self._positions: dict[int, list[int]] = {}  # origin -> raw positions of its results
+        self._by_key: dict[tuple[str, str], list[int]] = {}  # call key -> raw positions
+        self._dropped: set[int] = set()  # raw positions of results not sent intact
+        self._dropped_origins: dict[int, int] = {}  # origin -> how many of those
 
     def step(self, call: CallResult) -> None:
-        sent_by_origin = {m.origin: m for m in call.sent if m.origin is not None}
         for s in call.spills:
             self.spill_dirs.add(s.path.rsplit("/", 1)[0].encode("utf-8", "surrogatepass"))
-        dropped: list[Drop] = []
-        for raw in call.raw_history:
+        raw_history = call.raw_history
+        known = len(self._raw_history)
+        if len(raw_history) < known or (known and raw_history[known - 1]
+                                         is not self._raw_history[known - 1]):
+            self._forget()  # not the next call of the same replay: start over
+            known = 0
+        touched = self._resend(call)
+        fresh = []
+        for j in range(known, len(raw_history)):
+            raw = raw_history[j]
             if raw.role != "tool" or raw.origin is None:
                 continue
             if raw.origin not in self._raw:
                 self._raw[raw.origin] = raw
                 self._seen.append(raw)
-            sent = sent_by_origin.get(raw.origin)
-            if sent is not None and (sent is raw or sent == raw):
+            first = self._raw[raw.origin]
+            self._positions.setdefault(raw.origin, []).append(j)
+            if first.tool_call_id in self.calls:
+                self._by_key.setdefault(self.calls[first.tool_call_id], []).append(j)
+            fresh.append(j)
+        self._raw_history = raw_history
+        for origin in touched:
+            fresh.extend(j for j in self._positions.get(origin, ()) if j < known)
+        newly = []
+        for j in fresh:
+            raw = raw_history[j]
+            sent = self._sent_as(raw.origin)
+            intact = sent is not None and (sent is raw or sent == raw)
+            if intact:
+                if j in self._dropped:
+                    self._dropped.discard(j)
+                    self._count(raw.origin, -1)
+            elif j not in self._dropped:
+                self._dropped.add(j)
+                self._count(raw.origin, 1)
+                newly.append(j)
+        for j in sorted(newly):  # in raw order, as a scan of the history would find them
+            raw = raw_history[j]
+            if raw.origin in self.first_drop:
                 continue
-            drop = self.first_drop.get(raw.origin)
-            if drop is None:
-                name = self.calls.get(raw.tool_call_id, ("", ""))[0]
-                drop = Drop(raw.origin, call.call_index,
-                            _how(raw, sent, tuple(self.spill_dirs)), name)
-                self.first_drop[raw.origin] = drop
-                self.report.drops.append(drop)
-            dropped.append(drop)
+            name = self.calls.get(raw.tool_call_id, ("", ""))[0]
+            drop = Drop(raw.origin, call.call_index,
+                        _how(raw, self._sent_as(raw.origin), tuple(self.spill_dirs)), name)
+            self.first_drop[raw.origin] = drop
+            self.report.drops.append(drop)
         answer_index = call.response_input_index
-        if not dropped or answer_index is None:
+        if not self._dropped or answer_index is None:
             return
         answer = self.messages[answer_index]
-        self._rereads(call, answer_index, answer, dropped)
-        self._lost_references(call, answer_index, answer, dropped)
+        self._rereads(call, answer_index, answer)
+        self._lost_references(call, answer_index, answer)
 
-    def _rereads(self, call: CallResult, answer_index: int, answer: Message,
-                 dropped: list[Drop]) -> None:
-        by_key: dict[tuple[str, str], list[Drop]] = {}
-        for d in dropped:
-            raw = self._raw[d.origin]
-            if raw.tool_call_id in self.calls:
-                by_key.setdefault(self.calls[raw.tool_call_id], []).append(d)
+    def _forget(self) -> None:
+        self._sent, self._sent_at, self._raw_history = [], {}, ()
+        self._positions, self._by_key = {}, {}
+        self._dropped, self._dropped_origins = set(), {}
+
+    def _resend(self, call: CallResult) -> set[int]:
+        """Take this call's prompt; returns the origins it may send differently."""
+        old, sent = self._sent, call.sent
+        kept = call.sent_kept if call.sent_kept is not None else 0
+        position = shared_prefix(old, sent, min(kept, len(old), len(sent)))
+        touched = set()
+        at = self._sent_at
+        for i in range(len(old) - 1, position - 1, -1):
+            origin = old[i].origin
+            if origin is not None:
+                places = at[origin]
+                places.pop()
+                if not places:
+                    del at[origin]
+                touched.add(origin)
+        del old[position:]
+        for i in range(position, len(sent)):
+            m = sent[i]
+            old.append(m)
+            if m.origin is not None:
+                at.setdefault(m.origin, []).append(i)
+                touched.add(m.origin)
+        return touched
+
+    def _sent_as(self, origin: int | None) -> Message | None:
+        """What this call sent for a transcript message (its last copy), None: nothing."""
+        places = self._sent_at.get(origin) if origin is not None else None
+        return self._sent[places[-1]] if places else None
+
+    def _count(self, origin: int | None, by: int) -> None:
+        if origin is None:
+            return
+        left = self._dropped_origins.get(origin, 0) + by
+        if left:
+            self._dropped_origins[origin] = left
+        else:
+            del self._dropped_origins[origin]
+
+    def _rereads(self, call: CallResult, answer_index: int, answer: Message) -> None:
+        raw_history = self._raw_history
         for c in answer.tool_calls:
-            for d in by_key.get(call_key(c.name, c.arguments), ()):
-                if d.origin not in self.reread_done:
-                    self.reread_done.add(d.origin)
-                    self.report.rereads.append(ReRead(call.call_index, answer_index, d,
-                                                      c.arguments))
+            places = self._by_key.get(call_key(c.name, c.arguments))
+            if not places:
+                continue
+            for j in places:
+                origin = raw_history[j].origin
+                if j in self._dropped and origin not in self.reread_done:
+                    assert origin is not None  # a seen result has its origin
+                    self.reread_done.add(origin)
+                    self.report.rereads.append(ReRead(call.call_index, answer_index,
+                                                      self.first_drop[origin], c.arguments))
+            # A result re-read once never counts again: keep only the others.
+            places[:] = [j for j in places if raw_history[j].origin not in self.reread_done]
 
-    def _lost_references(self, call: CallResult, answer_index: int, answer: Message,
-                         dropped: list[Drop]) -> None:
+    def _lost_references(self, call: CallResult, answer_index: int, answer: Message) -> None:
         mentioned = identifiers(answer.text)
         for c in answer.tool_calls:
             mentioned |= identifiers(c.arguments)
         # Search the answer's few identifiers in the dropped results (fast substring search)
         # rather than extracting every identifier of every result.
-        by_origin = {d.origin: d for d in dropped}
+        dropped = self._dropped_origins
         for ident in sorted(mentioned - self.lost_done):
             needle = ident.encode("utf-8")
             if self._is_generic(ident, needle):
                 continue
-            source = next((by_origin[o] for o in self._holding(ident, needle)
-                           if o in by_origin), None)
+            source = next((self.first_drop[o] for o in self._holding(ident, needle)
+                           if o in dropped), None)
             if source is None or _sent_mentions(call.sent, needle):
                 continue
             self.lost_done.add(ident)
             self.report.lost.append(LostReference(call.call_index, answer_index, ident, source))
 
-
     def _holding(self, ident: str, needle: bytes) -> list[int]:
         """Origins of the tool results seen so far whose content contains `needle`."""
         searched, found = self._containing.get(ident, (0, []))
-        for m in self._seen[searched:]:
+        seen = self._seen
+        for i in range(searched, len(seen)):
+            m = seen[i]
             if needle in m.content and m.origin is not None:  # a seen result has its origin
                 found.append(m.origin)
-        self._containing[ident] = (len(self._seen), found)
+        self._containing[ident] = (len(seen), found)
         return found
 
     def _is_generic(self, ident: str, needle: bytes) -> bool:
