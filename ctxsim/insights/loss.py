@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -128,8 +129,10 @@ class LossTracker:
         self.lost_done: set[str] = set()
         self._raw: dict[int, Message] = {}  # every tool result seen so far, by origin
         self._seen: list[Message] = []  # the same, in the order they were seen
-        # identifier -> (results searched, origins of those containing it), grown lazily.
-        self._containing: dict[str, tuple[int, list[int]]] = {}
+        # identifier -> (index lines searched, results searched, lines holding it, origins of
+        # the results holding it), grown lazily.
+        self._containing: dict[str, tuple[int, int, list[int], list[int]]] = {}
+        self._index = _Lines()
         self.spill_dirs: set[bytes] = set()
         self.report = LossReport()
         self._results = [m for m in messages if m.role == "tool"]
@@ -185,8 +188,8 @@ class LossTracker:
                 newly.append(j)
         for j in sorted(newly):  # in raw order, as a scan of the history would find them
             raw = raw_history[j]
-            if raw.origin in self.first_drop:
-                continue
+            if raw.origin is None or raw.origin in self.first_drop:
+                continue  # (every tracked result has its origin)
             name = self.calls.get(raw.tool_call_id, ("", ""))[0]
             drop = Drop(raw.origin, call.call_index,
                         _how(raw, self._sent_as(raw.origin), tuple(self.spill_dirs)), name)
@@ -277,14 +280,31 @@ class LossTracker:
             self.report.lost.append(LostReference(call.call_index, answer_index, ident, source))
 
     def _holding(self, ident: str, needle: bytes) -> list[int]:
-        """Origins of the tool results seen so far whose content contains `needle`."""
-        searched, found = self._containing.get(ident, (0, []))
-        seen = self._seen
-        for i in range(searched, len(seen)):
-            m = seen[i]
-            if needle in m.content and m.origin is not None:  # a seen result has its origin
-                found.append(m.origin)
-        self._containing[ident] = (len(seen), found)
+        """Origins of the tool results seen so far whose content contains `needle`, in the
+        order they were seen. Answered from an index of the results' distinct lines (a needle
+        without a newline is in a content exactly when it is in one of its lines), and grown
+        only by what was seen since this identifier was last looked up (issue 21)."""
+        seen, index = self._seen, self._index
+        if b"\n" in needle:  # never for an identifier; searched the plain way
+            return [m.origin for m in seen if needle in m.content and m.origin is not None]
+        while index.size < len(seen):
+            index.add(seen[index.size].content)
+        offset, upto, lines, found = self._containing.get(ident) or (0, 0, [], [])
+        postings = index.postings
+        hits: set[int] = set()
+        for line in lines:  # lines found before: the results seen since that hold them
+            places = postings[line]
+            if places[-1] >= upto:
+                hits.update(places[bisect_left(places, upto):])
+        fresh, offset = index.lines_with(needle, offset)
+        for line in fresh:
+            hits.update(postings[line])
+        lines.extend(fresh)
+        for j in sorted(hits):
+            origin = seen[j].origin
+            if origin is not None:  # a seen result has its origin
+                found.append(origin)
+        self._containing[ident] = (offset, index.size, lines, found)
         return found
 
     def _is_generic(self, ident: str, needle: bytes) -> bool:
@@ -302,6 +322,46 @@ class LossTracker:
                             break
             self._generic[ident] = known
         return known
+
+
+class _Lines:
+    """The distinct lines of the tool results seen so far, each with the results holding it
+    (in the order they were seen). Tool output repeats lines a lot (files read again, logs),
+    so a substring search over the distinct lines is far shorter than one over every result.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.text = bytearray()  # every distinct line, each followed by a newline
+        self.starts: list[int] = []  # where each line starts in `text`
+        self.postings: list[list[int]] = []  # line -> indices of the results holding it
+        self.size = 0  # results indexed
+
+    def add(self, content: bytes) -> None:
+        result, ids, postings, starts, text = self.size, self.ids, self.postings, self.starts, \
+            self.text
+        self.size += 1
+        lines = set(content.split(b"\n"))
+        for line in lines.difference(ids):
+            ids[line] = len(postings)
+            starts.append(len(text))
+            text += line
+            text += b"\n"
+            postings.append([])
+        for known in map(ids.__getitem__, lines):
+            postings[known].append(result)
+
+    def lines_with(self, needle: bytes, offset: int) -> tuple[list[int], int]:
+        """The lines from `offset` of `text` on that contain `needle` (no newline in it), and
+        the offset to resume from."""
+        text, starts = self.text, self.starts
+        out = []
+        at = text.find(needle, offset)
+        while at >= 0:
+            line = bisect_right(starts, at) - 1
+            out.append(line)
+            at = text.find(needle, starts[line + 1]) if line + 1 < len(starts) else -1
+        return out, len(text)
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:
