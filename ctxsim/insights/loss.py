@@ -129,10 +129,10 @@ class LossTracker:
         self.lost_done: set[str] = set()
         self._raw: dict[int, Message] = {}  # every tool result seen so far, by origin
         self._seen: list[Message] = []  # the same, in the order they were seen
-        # identifier -> (index lines searched, results searched, lines holding it, origins of
-        # the results holding it), grown lazily.
-        self._containing: dict[str, tuple[int, int, list[int], list[int]]] = {}
-        self._index = _Lines()
+        # identifier -> its search state in `_index`, the words and lines holding it, and the
+        # origins of the results holding it; grown lazily.
+        self._containing: dict[str, tuple[list[int], list[int], list[int], list[int]]] = {}
+        self._index = _Words()
         self.spill_dirs: set[bytes] = set()
         self.report = LossReport()
         self._results = [m for m in messages if m.role == "tool"]
@@ -281,31 +281,21 @@ class LossTracker:
 
     def _holding(self, ident: str, needle: bytes) -> list[int]:
         """Origins of the tool results seen so far whose content contains `needle`, in the
-        order they were seen. Answered from an index of the results' distinct lines (a needle
-        without a newline is in a content exactly when it is in one of its lines), and grown
+        order they were seen; answered from an index of their words (`_Words`), and grown
         only by what was seen since this identifier was last looked up (issue 21)."""
         seen, index = self._seen, self._index
-        if b"\n" in needle:  # never for an identifier; searched the plain way
+        if not _Words.searchable(needle):  # never for an identifier: searched the plain way
             return [m.origin for m in seen if needle in m.content and m.origin is not None]
         while index.size < len(seen):
             index.add(seen[index.size].content)
-        offset, upto, lines, found = self._containing.get(ident) or (0, 0, [], [])
-        postings = index.postings
-        hits: set[int] = set()
-        for line in lines:  # lines found before: the results seen since that hold them
-            places = postings[line]
-            if places[-1] >= upto:
-                hits.update(places[bisect_left(places, upto):])
-        fresh, offset = index.lines_with(needle, offset)
-        for line in fresh:
-            hits.update(postings[line])
-        lines.extend(fresh)
-        for j in sorted(hits):
+        memo = self._containing.get(ident)
+        if memo is None:
+            memo = self._containing[ident] = ([0, 0, 0], [], [], [])
+        for j in index.search(needle, *memo[:3]):
             origin = seen[j].origin
             if origin is not None:  # a seen result has its origin
-                found.append(origin)
-        self._containing[ident] = (offset, index.size, lines, found)
-        return found
+                memo[3].append(origin)
+        return memo[3]
 
     def _is_generic(self, ident: str, needle: bytes) -> bool:
         """A name (not a path, file or number) found in many of the session's results."""
@@ -324,44 +314,78 @@ class LossTracker:
         return known
 
 
-class _Lines:
-    """The distinct lines of the tool results seen so far, each with the results holding it
-    (in the order they were seen). Tool output repeats lines a lot (files read again, logs),
-    so a substring search over the distinct lines is far shorter than one over every result.
+_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-"
+_TO_SPACES = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
+
+
+class _Words:
+    """Which seen tool results contain a needle made of word bytes (letters, digits and
+    `_./-`, which is all an identifier holds): exactly those with a line holding a word (a
+    maximal run of word bytes) that contains it. Tool output repeats lines and words a lot
+    (files read again, logs), so the substring search runs over the distinct words only,
+    then goes word -> distinct lines -> results, each list in the order things were seen.
     """
 
     def __init__(self) -> None:
-        self.ids: dict[bytes, int] = {}
-        self.text = bytearray()  # every distinct line, each followed by a newline
-        self.starts: list[int] = []  # where each line starts in `text`
-        self.postings: list[list[int]] = []  # line -> indices of the results holding it
+        self.lines: dict[bytes, int] = {}
+        self.results_of: list[list[int]] = []  # line -> indices of the results holding it
+        self.words: dict[bytes, int] = {}
+        self.text = bytearray()  # every distinct word, each followed by a newline
+        self.starts: list[int] = []  # where each word starts in `text`
+        self.lines_of: list[list[int]] = []  # word -> the lines holding it
         self.size = 0  # results indexed
 
-    def add(self, content: bytes) -> None:
-        result, ids, postings, starts, text = self.size, self.ids, self.postings, self.starts, \
-            self.text
-        self.size += 1
-        lines = set(content.split(b"\n"))
-        for line in lines.difference(ids):
-            ids[line] = len(postings)
-            starts.append(len(text))
-            text += line
-            text += b"\n"
-            postings.append([])
-        for known in map(ids.__getitem__, lines):
-            postings[known].append(result)
+    @staticmethod
+    def searchable(needle: bytes) -> bool:
+        return bool(needle) and needle.translate(_TO_SPACES) == needle and b" " not in needle
 
-    def lines_with(self, needle: bytes, offset: int) -> tuple[list[int], int]:
-        """The lines from `offset` of `text` on that contain `needle` (no newline in it), and
-        the offset to resume from."""
+    def add(self, content: bytes) -> None:
+        result, lines, results_of = self.size, self.lines, self.results_of
+        self.size += 1
+        found = set(content.split(b"\n"))
+        for line in found.difference(lines):
+            number = lines[line] = len(results_of)
+            results_of.append([])
+            for word in set(line.translate(_TO_SPACES).split()):
+                known = self.words.get(word)
+                if known is None:
+                    known = self.words[word] = len(self.lines_of)
+                    self.starts.append(len(self.text))
+                    self.text += word
+                    self.text += b"\n"
+                    self.lines_of.append([])
+                self.lines_of[known].append(number)
+        for known in map(lines.__getitem__, found):
+            results_of[known].append(result)
+
+    def search(self, needle: bytes, state: list[int], words: list[int],
+               lines: list[int]) -> list[int]:
+        """The results indexed since the last search of this needle that contain it, in
+        order. `state` (text searched, lines and results indexed then), `words` and
+        `lines` (those found to contain it) are the needle's memo, updated here."""
+        text_done, lines_done, results_done = state
         text, starts = self.text, self.starts
-        out = []
-        at = text.find(needle, offset)
+        new_lines: set[int] = set()
+        for word in words:  # words found before: the lines seen since that hold them
+            places = self.lines_of[word]
+            if places[-1] >= lines_done:
+                new_lines.update(places[bisect_left(places, lines_done):])
+        at = text.find(needle, text_done)
         while at >= 0:
-            line = bisect_right(starts, at) - 1
-            out.append(line)
-            at = text.find(needle, starts[line + 1]) if line + 1 < len(starts) else -1
-        return out, len(text)
+            word = bisect_right(starts, at) - 1
+            words.append(word)
+            new_lines.update(self.lines_of[word])
+            at = text.find(needle, starts[word + 1]) if word + 1 < len(starts) else -1
+        hits: set[int] = set()
+        for line in lines:  # lines found before: the results seen since that hold them
+            places = self.results_of[line]
+            if places[-1] >= results_done:
+                hits.update(places[bisect_left(places, results_done):])
+        for line in new_lines:
+            hits.update(self.results_of[line])
+        lines.extend(sorted(new_lines))
+        state[:] = [len(text), len(self.results_of), self.size]
+        return sorted(hits)
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:

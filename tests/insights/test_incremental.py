@@ -209,7 +209,11 @@ def test_the_loss_tracker_finds_what_the_full_scan_finds(session):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(
     st.lists(st.sampled_from(LINES), min_size=1, max_size=5).map(b"\n".join),
+    st.binary(max_size=30).map(lambda b: b.replace(b"\x00", b"a/b")),
+    st.lists(st.sampled_from([b"main.py", b"src/app/main.py", b"parse_args", b"x", b"(Error)"]),
+             max_size=4).map(b" ".join),  # known words in new lines
     st.sampled_from(["main.py", "parse_args", "src/app", "1234567", "render", "Error"]),
+    st.text(alphabet="ab./_-\n :", min_size=1, max_size=4),
 ), max_size=30))
 def test_the_line_index_finds_what_a_substring_search_finds(events):
     """Results (bytes) and lookups (str) interleaved: every lookup lists the results seen so
