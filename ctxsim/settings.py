@@ -298,8 +298,13 @@ CTXSIM_IMPORT_TIMEOUT_SECONDS = _int("CTXSIM_IMPORT_TIMEOUT_SECONDS", 600, minim
 CTXSIM_SWEEP_TIMEOUT_SECONDS = _int("CTXSIM_SWEEP_TIMEOUT_SECONDS", 600, minimum=1)
 # Loaded sessions each web process keeps in memory for the session page (MB of contents).
 CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
-# Call replays (session calls × compared profiles) the insights page may run in one request.
+# The insights page (issue 20 item 5): call replays (session calls × profiles not stored yet)
+# one request computes itself; past that the task worker does (queue "replays") while the
+# page polls; past the maximum nothing is computed. A job silent past the timeout is requeued.
+CTXSIM_INSIGHTS_INLINE_CALLS = _int("CTXSIM_INSIGHTS_INLINE_CALLS", 2_000, minimum=0)
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
+CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS = _int("CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS", 3600,
+                                           minimum=1)
 # New replays one user may run at the same time in one web process (more get a 429).
 CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
