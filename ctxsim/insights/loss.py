@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult
 
 from .cache import shared_prefix
+from .words import WordIndex
 
 _EXT = (r"py|pyi|go|js|mjs|ts|tsx|jsx|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md|rst|json|"
         r"yaml|yml|toml|ini|cfg|sh|sql|txt|html|css|lock|xml|proto")
@@ -132,7 +134,12 @@ class LossTracker:
         # identifier -> its search state in `_index`, the words and lines holding it, and the
         # origins of the results holding it; grown lazily.
         self._containing: dict[str, tuple[list[int], list[int], list[int], list[int]]] = {}
-        self._index = _Words()
+        self._index = WordIndex()
+        # How many results seen are the session's first results (same contents, in order),
+        # and the index of the whole session with what was looked up in it.
+        self._aligned = 0
+        self._session_index: WordIndex | None = None
+        self._session_hits: dict[str, list[int]] = {}
         self.spill_dirs: set[bytes] = set()
         self.report = LossReport()
         self._results = [m for m in messages if m.role == "tool"]
@@ -165,6 +172,10 @@ class LossTracker:
             if raw.origin not in self._raw:
                 self._raw[raw.origin] = raw
                 self._seen.append(raw)
+                results = self._results
+                if self._aligned == len(self._seen) - 1 and self._aligned < len(results) and (
+                        results[self._aligned].content == raw.content):
+                    self._aligned += 1
             first = self._raw[raw.origin]
             self._positions.setdefault(raw.origin, []).append(j)
             if first.tool_call_id in self.calls:
@@ -279,13 +290,32 @@ class LossTracker:
             self.lost_done.add(ident)
             self.report.lost.append(LostReference(call.call_index, answer_index, ident, source))
 
+    def _in_session(self, ident: str, needle: bytes) -> list[int]:
+        """Indices in `_results` (every tool result of the session) of those containing
+        `needle`, from an index of the whole session built once, when first needed."""
+        found = self._session_hits.get(ident)
+        if found is None:
+            index = self._session_index
+            if index is None:
+                index = self._session_index = WordIndex()
+                for m in self._results:
+                    index.add(m.content)
+            found = self._session_hits[ident] = index.search(needle, [0, 0, 0], [], [])
+        return found
+
     def _holding(self, ident: str, needle: bytes) -> list[int]:
         """Origins of the tool results seen so far whose content contains `needle`, in the
-        order they were seen; answered from an index of their words (`_Words`), and grown
-        only by what was seen since this identifier was last looked up (issue 21)."""
+        order they were seen (issue 21). The results seen are those of the session, in
+        order, as long as their contents are (`_aligned`): then from the session's index;
+        else from an index of the seen results (`WordIndex`), grown only by what was seen since
+        this identifier was last looked up."""
         seen, index = self._seen, self._index
-        if not _Words.searchable(needle):  # never for an identifier: searched the plain way
+        if not WordIndex.searchable(needle):  # never for an identifier: searched the plain way
             return [m.origin for m in seen if needle in m.content and m.origin is not None]
+        if self._aligned == len(seen):
+            hits = self._in_session(ident, needle)
+            return [o for o in (seen[j].origin for j in islice(hits, bisect_left(hits, len(seen))))
+                    if o is not None]
         while index.size < len(seen):
             index.add(seen[index.size].content)
         memo = self._containing.get(ident)
@@ -303,89 +333,18 @@ class LossTracker:
         if known is None:
             known = False
             if "/" not in ident and "." not in ident and not (ident.isascii() and ident.isdigit()):
-                count = 0
-                for m in self._results:
-                    if needle in m.content:
-                        count += 1
-                        if count >= self._generic_at:
-                            known = True
-                            break
+                if WordIndex.searchable(needle):
+                    known = len(self._in_session(ident, needle)) >= self._generic_at
+                else:  # never for an identifier: counted the plain way
+                    count = 0
+                    for m in self._results:
+                        if needle in m.content:
+                            count += 1
+                            if count >= self._generic_at:
+                                known = True
+                                break
             self._generic[ident] = known
         return known
-
-
-_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-"
-_TO_SPACES = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
-
-
-class _Words:
-    """Which seen tool results contain a needle made of word bytes (letters, digits and
-    `_./-`, which is all an identifier holds): exactly those with a line holding a word (a
-    maximal run of word bytes) that contains it. Tool output repeats lines and words a lot
-    (files read again, logs), so the substring search runs over the distinct words only,
-    then goes word -> distinct lines -> results, each list in the order things were seen.
-    """
-
-    def __init__(self) -> None:
-        self.lines: dict[bytes, int] = {}
-        self.results_of: list[list[int]] = []  # line -> indices of the results holding it
-        self.words: dict[bytes, int] = {}
-        self.text = bytearray()  # every distinct word, each followed by a newline
-        self.starts: list[int] = []  # where each word starts in `text`
-        self.lines_of: list[list[int]] = []  # word -> the lines holding it
-        self.size = 0  # results indexed
-
-    @staticmethod
-    def searchable(needle: bytes) -> bool:
-        return bool(needle) and needle.translate(_TO_SPACES) == needle and b" " not in needle
-
-    def add(self, content: bytes) -> None:
-        result, lines, results_of = self.size, self.lines, self.results_of
-        self.size += 1
-        found = set(content.split(b"\n"))
-        for line in found.difference(lines):
-            number = lines[line] = len(results_of)
-            results_of.append([])
-            for word in set(line.translate(_TO_SPACES).split()):
-                known = self.words.get(word)
-                if known is None:
-                    known = self.words[word] = len(self.lines_of)
-                    self.starts.append(len(self.text))
-                    self.text += word
-                    self.text += b"\n"
-                    self.lines_of.append([])
-                self.lines_of[known].append(number)
-        for known in map(lines.__getitem__, found):
-            results_of[known].append(result)
-
-    def search(self, needle: bytes, state: list[int], words: list[int],
-               lines: list[int]) -> list[int]:
-        """The results indexed since the last search of this needle that contain it, in
-        order. `state` (text searched, lines and results indexed then), `words` and
-        `lines` (those found to contain it) are the needle's memo, updated here."""
-        text_done, lines_done, results_done = state
-        text, starts = self.text, self.starts
-        new_lines: set[int] = set()
-        for word in words:  # words found before: the lines seen since that hold them
-            places = self.lines_of[word]
-            if places[-1] >= lines_done:
-                new_lines.update(places[bisect_left(places, lines_done):])
-        at = text.find(needle, text_done)
-        while at >= 0:
-            word = bisect_right(starts, at) - 1
-            words.append(word)
-            new_lines.update(self.lines_of[word])
-            at = text.find(needle, starts[word + 1]) if word + 1 < len(starts) else -1
-        hits: set[int] = set()
-        for line in lines:  # lines found before: the results seen since that hold them
-            places = self.results_of[line]
-            if places[-1] >= results_done:
-                hits.update(places[bisect_left(places, results_done):])
-        for line in new_lines:
-            hits.update(self.results_of[line])
-        lines.extend(sorted(new_lines))
-        state[:] = [len(text), len(self.results_of), self.size]
-        return sorted(hits)
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:

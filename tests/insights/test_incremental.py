@@ -229,6 +229,23 @@ def test_the_line_index_finds_what_a_substring_search_finds(events):
                 m.origin for m in tracker._seen if needle in m.content]
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions(), st.integers(0, 6))
+def test_a_tracker_whose_transcript_differs_from_the_replayed_one_matches_too(session, where):
+    """The session's own index serves lookups only while the results seen are the session's
+    (same contents, in order); past a difference the seen results are indexed instead."""
+    results = [i for i, m in enumerate(session.messages) if m.role == "tool"]
+    messages = list(session.messages)
+    for i in results[where:]:
+        messages[i] = Message(role="tool", content=b"other " + messages[i].content[::-1],
+                              tool_call_id=messages[i].tool_call_id, origin=i)
+    fast, slow = LossTracker(messages), ReferenceLossTracker(messages)
+    for call in session.results:
+        fast.step(call)
+        slow.step(call)
+    assert fast.report == slow.report
+
+
 def test_a_tracker_fed_an_unrelated_history_starts_over():
     messages = rereading_transcript()
     calls = list(replay(messages, "anthropic-clear-tool-uses", {
