@@ -36,7 +36,8 @@ from bench.common import ROOT, child, median, output_dir
 
 IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
 TARGETS = ["replay", "replay-physical", "memo", "linearity", "linearity-warm", "retune",
-           "retune-first", "import", "import-worker-memory", "pages", "overview"]
+           "retune-first", "import", "import-worker-memory", "pages", "overview", "insights",
+           "insights-linearity"]
 PAGE_LIMIT_BYTES = 1_000_000  # the session page of the 2,000-call session (SPEC §9)
 IMPORT_SEED = 0
 
@@ -103,6 +104,33 @@ def overview(sessions: int) -> list[bool]:
          f"{measured['two_cpu']:.1f}s); second open (everything stored) "
          f"{measured['second_open']:.3f}s")
     return [stored]
+
+
+def insights(only: set[str], scale: int, reps: int) -> list[bool]:
+    """Issue 21: the cache & information-loss analysis of a generated session against the
+    warm replays it needs (profiles `none` and `chatcli`, see bench/insights.py), and
+    4,000 calls against 2,000 measured side by side."""
+    sizes = [2000 // scale] + ([4000 // scale] if "insights-linearity" in only else [])
+    measured = child("bench.insights", ",".join(map(str, sizes)), str(reps))
+    small = measured["sizes"][0]
+    results = []
+    about = f"profiles {', '.join(measured['profiles'])}, {measured['rule']}"
+    if "insights" in only:
+        results.append(line("insights", small["insights"] / small["replay"], 5))
+        info(f"{small['calls']} calls ({about}): insights {small['insights']:.2f}s (runs "
+             f"{', '.join(f'{t:.2f}' for t in small['insights_times'])}) vs the warm replays "
+             f"{small['replay']:.2f}s; {small['breaks']} breaks, {small['rereads']} re-reads, "
+             f"{small['lost']} lost references; peak RSS {measured['peak_rss_mb']:.0f} MB")
+    if "insights-linearity" in only:
+        large = measured["sizes"][1]
+        results.append(line("insights-linearity", large["insights"] / small["insights"], 2.3))
+        beyond = (large["insights"] - large["replay"]) / (small["insights"] - small["replay"])
+        info(f"{large['calls']} calls: insights {large['insights']:.2f}s (warm replays "
+             f"{large['replay']:.2f}s) vs {small['calls']} calls: {small['insights']:.2f}s "
+             f"(warm replays {small['replay']:.2f}s), measured side by side; the replays alone "
+             f"{large['replay'] / small['replay']:.2f}x, the analysis beyond them "
+             f"{beyond:.2f}x (for information)")
+    return results
 
 
 def main() -> int:
@@ -238,6 +266,9 @@ def main() -> int:
 
     if "overview" in only:
         results += overview(OVERVIEW_SESSIONS // scale)
+
+    if only & {"insights", "insights-linearity"}:
+        results += insights(only, scale, reps)
 
     info(f"bench finished in {time.perf_counter() - started:.0f}s")
     return 0 if all(results) else 1

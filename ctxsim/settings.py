@@ -302,8 +302,13 @@ CTXSIM_SESSION_CACHE_MB = _int("CTXSIM_SESSION_CACHE_MB", 512, minimum=1)
 # Stored replays a session keeps for settings other than its default and saved profiles' (the
 # least recently used one goes first, with the spill files nothing else points to).
 CTXSIM_RUNS_PER_SESSION = _int("CTXSIM_RUNS_PER_SESSION", 16, minimum=1)
-# Call replays (session calls × compared profiles) the insights page may run in one request.
+# The insights page (issue 20 item 5): call replays (session calls × profiles not stored yet)
+# one request computes itself; past that the task worker does (queue "replays") while the
+# page polls; past the maximum nothing is computed. A job silent past the timeout is requeued.
+CTXSIM_INSIGHTS_INLINE_CALLS = _int("CTXSIM_INSIGHTS_INLINE_CALLS", 2_000, minimum=0)
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
+CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS = _int("CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS", 3600,
+                                           minimum=1)
 # New replays one user may run at the same time in one web process (more get a 429).
 CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # Sessions with more model calls than this are replayed by the worker when the session page

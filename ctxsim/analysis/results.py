@@ -44,3 +44,14 @@ def insights_for(session, settings: ReplaySettings, rule: CacheRule,
     except IntegrityError:  # stored concurrently by another request or worker
         pass
     return insights
+
+
+def stored_insights(session, keys: list[str], rule: CacheRule) -> dict[str, ProfileInsights]:
+    """The results already stored for these settings keys under `rule`, by key (one query)."""
+    rows = InsightsResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule))
+    out = {}
+    for key, data in rows.values_list("key", "data"):
+        insights = from_data(rule, data)
+        if insights is not None:
+            out[key] = insights
+    return out

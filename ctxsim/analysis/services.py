@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,22 +18,21 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils import timezone
 
 # The page's cache choice is part of this module's API (the views call it through here).
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
-from ctxsim.analysis.models import Sweep
-from ctxsim.analysis.results import insights_for
-from ctxsim.analysis.tasks import run_sweep, run_sweep_job
+from ctxsim.analysis.models import InsightsJob, Sweep
+from ctxsim.analysis.results import insights_for, rule_key, stored_insights
+from ctxsim.analysis.tasks import compute_insights, run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
-from ctxsim.insights.report import ProfileInsights, analyse
+from ctxsim.insights.report import ProfileInsights
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.params import env_var_of
-from ctxsim.pipeline.replay import replay
-from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
@@ -43,8 +43,12 @@ DEFAULT_PROFILES = ("none", "chatcli", "aivax")
 # Sweeps whose work (combinations x model calls) is above this run in the task worker.
 INLINE_SWEEP_WORK = 1200
 
-# Call replays (calls × profiles) one insights page may run in a request.
+# The insights page (issue 20 item 5): call replays (session calls × profiles not stored yet)
+# one request computes itself; past that they go to the task worker, and past the maximum
+# nothing runs. A worker's job queued or running longer than the timeout is taken as lost.
+DEFAULT_INSIGHTS_INLINE_CALLS = 2_000
 DEFAULT_INSIGHTS_MAX_CALLS = 40_000
+DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS = 3600
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -83,12 +87,62 @@ def profile_refs(query: QueryDict) -> tuple[list[str], bool]:
 
 def insight_columns(session, query: QueryDict, rule: CacheRule, canonical=None, *,
                     user: Any = None) -> tuple[list[Column], dict[str, str]]:
-    """Replay the session under each chosen profile and simulate the cache over each.
+    """The columns ready now and the errors (`insights_view` without what is pending)."""
+    view = insights_view(session, query, rule, canonical, user=user)
+    return view.columns, view.errors
 
-    At most CTXSIM_INSIGHTS_MAX_CALLS calls are replayed in one request (calls × profiles):
-    past that nothing is, and the errors say why (issue 20 item 5). With `user` the replays
-    take one of their replay slots (`replays.limits`). A replay seen through the same rule
-    before (a visit, a sweep point) is read from the stored results instead (issue 21)."""
+
+@dataclass
+class InsightsView:
+    columns: list[Column]  # ready, in the page's order
+    errors: dict[str, str]
+    pending: list[tuple[str, InsightsJob]]  # (label, job) the worker is computing
+
+    @property
+    def computing(self) -> bool:
+        """Whether the page should poll: a job is queued or running."""
+        return any(job.status != InsightsJob.Status.FAILED for _, job in self.pending)
+
+
+def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
+                  user: Any = None) -> InsightsView:
+    """Each chosen profile's replay seen through the cache (issue 20 item 5, issue 21).
+
+    A result stored before (a visit, a sweep point, the worker) is read whatever the size of
+    the session. The others are computed here while their work (calls × profiles still to
+    compute) is at most CTXSIM_INSIGHTS_INLINE_CALLS, taking one of the user's replay slots
+    (`replays.limits`); past that each goes to the task worker (queue "replays", one job per
+    session, settings and rule however often the page is opened) and the page polls. Past
+    CTXSIM_INSIGHTS_MAX_CALLS nothing is computed or queued, and the errors say why."""
+    wanted, errors = _wanted(session, query)
+    stored = stored_insights(session, [s.key for _, s in wanted], rule)
+    missing = list({s.key: s for _, s in wanted if s.key not in stored}.values())
+    calls = max(session.model_call_count, 1)
+    limit = getattr(django_settings, "CTXSIM_INSIGHTS_MAX_CALLS", DEFAULT_INSIGHTS_MAX_CALLS)
+    inline = getattr(django_settings, "CTXSIM_INSIGHTS_INLINE_CALLS",
+                     DEFAULT_INSIGHTS_INLINE_CALLS)
+    work = len(missing) * calls
+    jobs: dict[str, InsightsJob] = {}
+    if work > limit:
+        errors["profiles"] = (
+            f"this session is too long to compare {len(missing)} more profile(s): "
+            f"{session.model_call_count} calls × {len(missing)} = {work} call replays, over "
+            f"the {limit} one page may run, even in the background; choose fewer profiles, or "
+            "run a sweep (it runs in the background)")
+    elif work > inline:
+        jobs = {s.key: _queue_insights(session, s, rule) for s in missing}
+    elif missing:
+        with replay_slot(user):
+            for settings in missing:
+                stored[settings.key] = insights_for(session, settings, rule, canonical)
+    columns = [Column(s.profile_ref, label, s, stored[s.key]) for label, s in wanted
+               if s.key in stored]
+    pending = [(label, jobs[s.key]) for label, s in wanted if s.key in jobs]
+    return InsightsView(columns, errors, pending)
+
+
+def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]],
+                                                dict[str, str]]:
     refs, with_current = profile_refs(query)
     errors: dict[str, str] = {}
     wanted: list[tuple[str, ReplaySettings]] = []
@@ -103,21 +157,37 @@ def insight_columns(session, query: QueryDict, rule: CacheRule, canonical=None, 
             errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
             continue
         wanted.append((settings.profile.name, settings))
-    limit = getattr(django_settings, "CTXSIM_INSIGHTS_MAX_CALLS", DEFAULT_INSIGHTS_MAX_CALLS)
-    work = len(wanted) * max(session.model_call_count, 1)
-    if work > limit:
-        errors["profiles"] = (
-            f"this session is too long to compare {len(wanted)} profile(s) here: "
-            f"{session.model_call_count} calls × {len(wanted)} = {work} call replays, over "
-            f"the {limit} one page may run; choose fewer profiles, or run a sweep (it runs in "
-            "the background)")
-        return [], errors
-    columns = []
-    with replay_slot(user):
-        for label, settings in wanted:
-            columns.append(Column(settings.profile_ref, label, settings,
-                                  insights_for(session, settings, rule, canonical)))
-    return columns, errors
+    return wanted, errors
+
+
+def _queue_insights(session, settings: ReplaySettings, rule: CacheRule) -> InsightsJob:
+    """The worker's job for this column: the one already queued or running, else a new one
+    (also in place of one that failed, or was lost, longer than the timeout ago)."""
+    cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
+    fields = {"query": settings.query(), "cache": cache}
+    key = rule_key(rule)
+    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
+                                                     rule=key, defaults=fields)
+    timeout = timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
+                                        DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+    since = job.started_at or job.created_at
+    if not created:
+        if timezone.now() - since <= timeout:
+            return job  # queued, running or failed recently: never queued twice
+        reset = InsightsJob.objects.filter(pk=job.pk, status=job.status,
+                                           started_at=job.started_at)
+        if not reset.update(status=InsightsJob.Status.QUEUED, message="", started_at=None,
+                            created_at=timezone.now(), **fields):
+            job.refresh_from_db()
+            return job  # another request took it over
+        job.refresh_from_db()
+
+    def send() -> None:
+        result = compute_insights.enqueue(job.pk)
+        InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
+
+    transaction.on_commit(send)
+    return job
 
 
 @dataclass
@@ -131,7 +201,8 @@ class RecordedView:
 
 def recorded_view(session, columns: list[Column], rule: CacheRule,
                   canonical=None) -> RecordedView | None:
-    """None when the transcript records no usage per call."""
+    """None when the transcript records no usage per call, or when profile `none` is not
+    computed yet and too long to compute in the request."""
     canonical = canonical or replays.canonical_session(session)
     recorded = recorded_per_call(canonical.messages)
     if not any(recorded):
@@ -139,11 +210,15 @@ def recorded_view(session, columns: list[Column], rule: CacheRule,
     column = next((c for c in columns if c.ref == "none"), None)
     settings = column.settings if column else settings_from_query({"profile": "none"},
                                                                    session.team)[0]
-    if column is None:
-        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-        insights = analyse(rep, rule)
-    else:
+    if column is not None:
         insights = column.insights
+    else:  # stored, or computed here within the page's inline bound, or not shown yet
+        found = stored_insights(session, [settings.key], rule).get(settings.key)
+        inline = getattr(django_settings, "CTXSIM_INSIGHTS_INLINE_CALLS",
+                         DEFAULT_INSIGHTS_INLINE_CALLS)
+        if found is None and session.model_call_count > inline:
+            return None
+        insights = found or insights_for(session, settings, rule, canonical)
     calls = insights.calls
     per_call = [recorded[i] if i < len(recorded) else None for i in range(len(calls))]
     rc = settings.run_config()

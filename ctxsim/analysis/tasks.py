@@ -25,7 +25,7 @@ from django.tasks import task
 from django.utils import timezone
 
 from ctxsim.analysis.choices import cache_choice, price_text
-from ctxsim.analysis.models import Sweep
+from ctxsim.analysis.models import InsightsJob, Sweep
 from ctxsim.analysis.results import insights_for
 from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.insights import sweep as sweeps
@@ -65,6 +65,33 @@ class SweepStopped(Exception):
 def run_sweep(sweep_id: int) -> dict:
     """Replay every combination of a stored sweep; the row records progress and points."""
     return run_sweep_job(sweep_id)
+
+
+@task(queue_name="replays")
+def compute_insights(job_id: int) -> dict:
+    """One cache & information-loss column too long for a request (issue 20 item 5)."""
+    return compute_insights_job(job_id)
+
+
+def compute_insights_job(job_id: int) -> dict:
+    """Claim the job, compute and store its `InsightsResult`, then delete the job (the page
+    polling it then finds the result); on an error the job says why."""
+    claimed = InsightsJob.objects.filter(pk=job_id, status=InsightsJob.Status.QUEUED).update(
+        status=InsightsJob.Status.RUNNING, started_at=timezone.now())
+    if not claimed:
+        return {"status": "skipped"}  # done already, or taken by another worker
+    job = InsightsJob.objects.select_related("session__team").get(pk=job_id)
+    try:
+        settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
+        cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
+        insights_for(job.session, settings, cache.rule())
+    except Exception as exc:
+        logger.exception("insights job %s failed", job.pk)
+        InsightsJob.objects.filter(pk=job.pk).update(status=InsightsJob.Status.FAILED,
+                                                     message=str(exc)[:2000])
+        return {"status": "failed"}
+    InsightsJob.objects.filter(pk=job.pk).delete()
+    return {"status": "done"}
 
 
 class _StopRequest:

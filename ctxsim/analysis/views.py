@@ -27,14 +27,19 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 
 @require_safe
 def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
-    """Hit rate, cost, breaks, break-even and information lost, one column per profile."""
+    """Hit rate, cost, breaks, break-even and information lost, one column per profile; the
+    columns the task worker is computing show as such, and the section polls until done."""
     session, _ = _session(request, session_id)
     cache, errors = services.cache_choice(request.GET)
-    columns, problems = services.insight_columns(session, request.GET, cache.rule(),
-                                                 user=request.user)
+    view = services.insights_view(session, request.GET, cache.rule(), user=request.user)
+    columns, problems = view.columns, view.errors
     refs, _ = services.profile_refs(request.GET)
-    recorded = services.recorded_view(session, columns, cache.rule())
+    recorded = services.recorded_view(session, columns, cache.rule()) if not view.pending \
+        else None
     context = {
+        "pending": view.pending,
+        "computing": view.computing,
+        "poll_url": request.get_full_path(),
         "session": session,
         "cache": cache,
         "rule": cache.rule(),

@@ -7,7 +7,7 @@ a provider cache stops matching.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from ctxsim.pipeline.messages import Message
@@ -78,16 +78,19 @@ def _injector(message: Message) -> str:
     return "pairing" if message.role == "tool" else "anchor"
 
 
-def explain_break(call: CallResult, previous: Sequence[Message], position: int) -> BreakCause:
+def explain_break(call: CallResult, previous: Sequence[Message], position: int,
+                  sent_origins: Container[int | None] | None = None) -> BreakCause:
     """Say why `call.sent` does not extend `previous` at `position` (their first difference).
 
     A rewrite already in the persistent history at this call (done at an earlier call) reports
-    "earlier call" as its stage.
+    "earlier call" as its stage. `sent_origins`: the origins `call.sent` holds, when the
+    caller keeps them (else they are collected here).
     """
     sent = call.sent
     prev = previous[position]
     cur = sent[position] if position < len(sent) else None
-    sent_origins = {m.origin for m in sent if m.origin is not None}
+    if sent_origins is None:
+        sent_origins = {m.origin for m in sent if m.origin is not None}
     if prev.origin is not None and prev.origin not in sent_origins:
         return BreakCause(position, REMOVED, prev.origin,
                           _stage_changing(call, prev.origin) or "earlier call", prev.role)

@@ -51,60 +51,134 @@ class CallCache:
 
 
 class CacheSimulator:
-    """Feed prompts in call order with `step`; it remembers what is cached and when."""
+    """Feed prompts in call order with `step`; it remembers what is cached and when.
+
+    Consecutive prompts mostly share a prefix, so a step resumes from the previous prompt's
+    path through the trie at the first position that may differ and walks only the rest:
+    time proportional to what changed, not to the prompt (issue 21). What the full walk would
+    find on the shared part is kept alongside the path:
+    - Anthropic: the positions on the path of entries that may still be alive (a stack).
+      An entry found idle stays dead, since time never moves back and only a write at the
+      end of a prompt revives one, which pushes it again; so dead ones are popped for good.
+    - OpenAI: every write stamps a whole path, so along a path the last use never grows with
+      depth and the live prefixes are an initial run, found by bisection. The stamp of the
+      latest write is kept once for the shared part (`_stamp` up to `_until`) and stored in
+      the nodes only as they leave the path.
+    """
 
     def __init__(self, rule: CacheRule) -> None:
         self.rule = rule
         self.root = _Node(0)
         self.now = 0.0
+        self._keys: list[Hashable] = []  # the previous prompt
+        self._path: list[_Node] = []  # its nodes: _path[i] ends with _keys[i]
+        self._marks: list[int] = []  # Anthropic: path positions of possibly live entries
+        self._stamp = 0.0  # OpenAI: the last write's time, for _path[:_until]
+        self._until = 0
 
     def step(self, keys: Sequence[Hashable], costs: Sequence[int],
-             at: float | None = None) -> CallCache:
+             at: float | None = None, kept: int | None = None) -> CallCache:
         """Send one prompt at time `at` (seconds; None: right after the previous call).
+
+        `kept`: how many leading keys are known equal to the previous prompt's (a lower bound
+        is enough; None: compared here). Only `keys[kept:]` and `costs[kept:]` are read.
 
         Invariant: cached <= input tokens; cached is 0 or at least the minimum; Anthropic reads
         only whole earlier prompts; nothing expires between calls without timestamps.
         """
+        if len(keys) != len(costs):
+            raise ValueError("one cost per key")
         if at is not None:
             self.now = max(self.now, at)  # out-of-order stamps never move time backwards
         now, rule = self.now, self.rule
-        alive = lambda n: n.used is not None and now - n.used <= rule.ttl_seconds  # noqa: E731
-        path: list[_Node] = []
-        node = self.root
-        reading = True
-        read: _Node | None = None
-        for key, part in zip(keys, costs, strict=True):
+        ttl = rule.ttl_seconds
+        path, marks = self._path, self._marks
+        anthropic = rule.style == ANTHROPIC
+        if kept is None:
+            kept = shared_prefix(self._keys, keys)
+        kept = max(0, min(kept, len(path), len(keys)))
+        if anthropic:
+            while marks and marks[-1] >= kept:
+                marks.pop()
+        elif self._until > kept:
+            stamp = self._stamp
+            for n in path[kept:self._until]:  # leaving the path: store the pending stamp
+                if n.used is None or n.used < stamp:
+                    n.used = stamp
+            self._until = kept
+        del path[kept:]
+        del self._keys[kept:]
+        node = path[-1] if path else self.root
+        for i in range(kept, len(keys)):
+            key = keys[i]
             child = node.children.get(key)
             if child is None:
-                child = node.children[key] = _Node(node.tokens + part)
-            if reading and alive(child):
-                read = child
-            elif rule.style != ANTHROPIC:
-                # An idle prefix expired, and so did everything after it. (Anthropic entries
-                # sit only at breakpoints, so a deeper one may still be alive.)
-                reading = False
+                child = node.children[key] = _Node(node.tokens + costs[i])
+            elif anthropic and child.used is not None and now - child.used <= ttl:
+                marks.append(i)
             path.append(child)
+            self._keys.append(key)
             node = child
         total = node.tokens
-        prefix = read.tokens if read is not None else 0
-        if rule.style == ANTHROPIC:
-            cached = prefix
+        if anthropic:
+            while marks and not self._alive(path[marks[-1]].used, now):
+                marks.pop()
+            read = path[marks[-1]] if marks else None
+            cached = read.tokens if read is not None else 0
             if read is not None:
                 read.used = now
             written = total - cached if total >= rule.min_tokens else 0
             if written:
                 node.used = now
+                if not marks or marks[-1] != len(path) - 1:
+                    marks.append(len(path) - 1)
         else:
-            cached = rule.cacheable(prefix)
+            live = self._live_prefix(now)
+            cached = rule.cacheable(path[live - 1].tokens if live else 0)
             written = 0
             if total >= rule.min_tokens:
                 written = total - cached
-                for n in path:
-                    n.used = now
+                self._stamp, self._until = now, len(path)  # every node of the path, lazily
         uncached = total - cached
         cost = rule.dollars(cached * rule.read_multiplier + written * rule.write_multiplier
                             + (uncached - written))
         return CallCache(total, cached, written, uncached, cost, rule.dollars(total), now)
+
+    def _alive(self, used: float | None, now: float) -> bool:
+        return used is not None and now - used <= self.rule.ttl_seconds
+
+    def _live_prefix(self, now: float) -> int:
+        """OpenAI: how many leading nodes of the path are alive (they form an initial run)."""
+        path, until, stamp = self._path, self._until, self._stamp
+        low, high = 0, len(path)
+        while low < high:
+            mid = (low + high) // 2
+            used = path[mid].used
+            if mid < until and (used is None or used < stamp):
+                used = stamp
+            if self._alive(used, now):
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+
+def shared_prefix(previous: Sequence[Hashable], current: Sequence[Hashable],
+                  start: int = 0) -> int:
+    """Number of leading items two sequences share (the same object or equal), knowing the
+    first `start` are shared. Blocks are compared as tuples (identity, then equality, in C),
+    doubling in size, and only the first differing block is looked at item by item."""
+    n = min(len(previous), len(current))
+    i, size = min(start, n), 8
+    while i < n:
+        end = min(i + size, n)
+        if tuple(previous[i:end]) != tuple(current[i:end]):
+            for j in range(i, end):
+                a, b = previous[j], current[j]
+                if a is not b and a != b:
+                    return j
+        i, size = end, size * 2
+    return n
 
 
 def break_even(rewritten: int, saved: int, rule: CacheRule, remaining_calls: int

@@ -6,7 +6,9 @@ explanation (`breaks`) and the information-loss tracker (`loss`) side by side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from bisect import bisect_right
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +17,8 @@ from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, Replay
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
-from .breaks import BreakCause, common_prefix, explain_break
-from .cache import BreakEven, CacheSimulator, break_even
+from .breaks import BreakCause, explain_break
+from .cache import BreakEven, CacheSimulator, break_even, shared_prefix
 from .loss import Drop, LossReport, LossTracker, LostReference, ReRead
 from .prices import CacheRule
 
@@ -143,33 +145,41 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
 
     Invariant: per call, cached + uncached = input tokens = the engine's sent tokens; a failed
     call (context overflow) sends nothing and leaves the cache as it was.
+
+    Work per call is proportional to what changed since the previous prompt (issue 21): the
+    replay says how much of it was kept (`CallResult.sent_kept`), the prompt's costs, prefix
+    sums and positions by origin are updated from the first changed message on, and the cache
+    resumes its walk there.
     """
     out = ProfileInsights(rule)
-    cost = _Costs(replay.counter)
+    prompt = _Prompt(_Costs(replay.counter))
     sim = CacheSimulator(rule)
     tracker = LossTracker(replay.messages)
-    prev: tuple[Message, ...] | None = None
-    prev_costs: list[int] = []
     prev_input = 0
+    kept: int | None = _ALL  # leading messages shared with the last prompt sent, at least
     pending: list[tuple[int, BreakCause, int, int]] = []
+    sent_indices: list[int] = []
     for call in replay.calls():
         tracker.step(call)
+        if kept is not None:
+            kept = None if call.sent_kept is None else min(kept, call.sent_kept)
         if call.error:
             out.calls.append(CallRow(call.call_index, failed=True))
             continue
-        costs = [cost(m) for m in call.sent]
-        extras = call.sent_tokens - sum(costs)
-        # Tool definitions (and the gateway's instructions) lead the prompt and never change.
-        keys = [("tools+instructions", extras), *call.sent]
-        result = sim.step(keys, [extras, *costs], call_time(call, replay.messages))
+        first = prompt.sent is None
+        prev = prompt.sent or ()
+        position = shared_prefix(prev, call.sent, kept or 0)
+        old_tail, old_costs = prev[position:], prompt.costs[position + 1:]
+        resume = prompt.update(call, position)
+        result = sim.step(prompt.keys, prompt.costs, call_time(call, replay.messages), resume)
         cause = None
         expired = False
-        if prev is not None:
-            position = common_prefix(prev, call.sent)
+        if not first:
             if position < len(prev):
-                cause = explain_break(call, prev, position)
+                cause = explain_break(call, prev, position, prompt.at)
                 if cause.is_compaction:
-                    rewritten, saved = _region(prev, prev_costs, position, call.sent, costs)
+                    rewritten = sum(old_costs)
+                    saved = rewritten - prompt.still(old_tail, old_costs)
                     cached_before = rule.cacheable(prev_input) > 0
                     pending.append((call.call_index, cause,
                                     rewritten if cached_before else 0, saved))
@@ -179,25 +189,84 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
             call.call_index, result.input_tokens, result.cached, result.written,
             result.uncached, result.cost, result.no_cache_cost, expired=expired, cause=cause,
         ))
-        prev, prev_costs, prev_input = call.sent, costs, result.input_tokens
-    sent_indices = [c.index for c in out.calls if not c.failed]
+        sent_indices.append(call.call_index)
+        prev_input = result.input_tokens
+        kept = _ALL
     for index, cause, rewritten, saved in pending:
-        remaining = sum(1 for i in sent_indices if i > index)
+        remaining = len(sent_indices) - bisect_right(sent_indices, index)
         out.events.append(BreakEvent(index, cause, rewritten, saved,
                                      break_even(rewritten, saved, rule, remaining)))
     out.loss = tracker.report
     return out
 
 
-def _region(prev: Sequence[Message], prev_costs: Sequence[int], position: int,
-            sent: Sequence[Message], costs: Sequence[int]) -> tuple[int, int]:
-    """Tokens of the previous prompt from `position` on, and how many fewer the same messages
-    cost now (a removed message saves all of it; an injected one is assumed still there)."""
-    now = {m.origin: c for m, c in zip(sent, costs, strict=True) if m.origin is not None}
-    rewritten = sum(prev_costs[position:])
-    still = sum(now.get(m.origin, 0) if m.origin is not None else c
-                for m, c in zip(prev[position:], prev_costs[position:], strict=True))
-    return rewritten, rewritten - still
+_ALL = sys.maxsize  # nothing known to differ yet
+
+
+class _Prompt:
+    """The last prompt sent, as the cache sees it: keys (tool definitions and instructions,
+    then one per message), their costs with prefix sums, and the positions of each origin.
+    Updated in place from the first changed message on."""
+
+    def __init__(self, cost: _Costs) -> None:
+        self.cost = cost
+        self.sent: tuple[Message, ...] | None = None
+        self.keys: list[Hashable] = []
+        self.costs: list[int] = []  # per key
+        self.sums: list[int] = [0]  # sums[i]: the first i costs
+        self.at: dict[int, list[int]] = {}  # origin -> positions in `sent`, ascending
+
+    def update(self, call: CallResult, position: int) -> int:
+        """Take `call.sent`, the same as the last prompt up to `position`; returns how many
+        leading keys are unchanged."""
+        old = self.sent or ()
+        keys, costs, sums, at = self.keys, self.costs, self.sums, self.at
+        for i in range(len(old) - 1, position - 1, -1):
+            origin = old[i].origin
+            if origin is not None:
+                places = at[origin]
+                places.pop()
+                if not places:
+                    del at[origin]
+        del keys[position + 1:], costs[position + 1:], sums[position + 2:]
+        sent = call.sent
+        cost = self.cost
+        if not keys:  # the first prompt: a placeholder for the tool definitions' key
+            keys.append(None)
+            costs.append(0)
+            sums.append(0)
+        for i in range(position, len(sent)):
+            m = sent[i]
+            c = cost(m)
+            keys.append(m)
+            costs.append(c)
+            sums.append(sums[-1] + c)
+            if m.origin is not None:
+                at.setdefault(m.origin, []).append(i)
+        self.sent = sent
+        # Tool definitions (and the gateway's instructions) lead the prompt and never change.
+        extras = call.sent_tokens - (sums[-1] - sums[1])
+        lead = ("tools+instructions", extras)
+        if keys[0] == lead:
+            return position + 1
+        delta = extras - costs[0]
+        keys[0], costs[0] = lead, extras
+        for i in range(1, len(sums)):
+            sums[i] += delta
+        return 0
+
+    def still(self, old: Sequence[Message], old_costs: Sequence[int]) -> int:
+        """Tokens the messages of an earlier prompt's tail cost now: a message still sent at
+        its origin's last position, one without an origin as it was, a removed one nothing
+        (an injected one is assumed still there)."""
+        at, costs = self.at, self.costs
+        total = 0
+        for m, c in zip(old, old_costs, strict=True):
+            if m.origin is None:
+                total += c
+            elif m.origin in at:
+                total += costs[at[m.origin][-1] + 1]
+        return total
 
 
 # --- stored results ----------------------------------------------------------------------------

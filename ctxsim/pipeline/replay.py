@@ -61,6 +61,11 @@ class CallResult:
     # The history this call's stages started from: what earlier calls kept, plus the new
     # messages (dispatch caps applied). Shares its messages with the other histories.
     input_history: tuple[Message, ...] = ()
+    # How many leading messages of `sent` are the very objects the previous call sent (a lower
+    # bound: past it they may still be equal); None when a stage changed a length, so the
+    # replay cannot tell. Lets a consumer of consecutive prompts (the cache simulation) look
+    # at what changed only.
+    sent_kept: int | None = None
 
     @property
     def savings(self) -> dict[str, int]:
@@ -116,7 +121,8 @@ class _Deltas:
     A stage's input at call k differs from its input at call k-1 only where the persistent
     stages rewrote the history at k-1 (those rewrites are kept), where any stage before it
     rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
-    the anchor). A stage that changes a length makes the positions unknown (no `Delta`)."""
+    the anchor). A stage that changes a length makes the positions unknown (no `Delta`).
+    The same reasoning after the last stage bounds what the sent prompt kept (`sent_kept`)."""
 
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
@@ -124,6 +130,7 @@ class _Deltas:
         self.previous: dict[int, tuple[tuple, tuple, set[int] | None]] = {}
         self._now: set[int] | None = set()
         self._next_carried: set[int] | None = set()
+        self._last_now: set[int] | None = set()  # every stage's rewrites at the previous call
 
     def start(self) -> None:
         self._now = set()
@@ -148,9 +155,18 @@ class _Deltas:
         if phase == "persistent":
             self._next_carried = now
 
+    def sent_kept(self) -> int | None:
+        """Leading positions where this call's output holds the previous call's objects: below
+        the previous persistent length, and not rewritten by a stage at either call nor by
+        the persistent phase carried over. Call after the last stage, before `finish`."""
+        if self.carried is None or self._last_now is None or self._now is None:
+            return None
+        return min((self.base_len, *self.carried, *self._last_now, *self._now))
+
     def finish(self, persistent_len: int) -> None:
         self.base_len = persistent_len
         self.carried = self._next_carried
+        self._last_now = self._now
 
 
 def _counted_parts(messages: Sequence[Message]) -> Iterator[bytes]:
@@ -309,6 +325,7 @@ class Replay:
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
                 deltas.ran(slot, phase, history, r.history, changed)
                 history, tokens = r.history, after
+        sent_kept = deltas.sent_kept()
         deltas.finish(len(kept))
         error = next((s.report["error"] for s in runs if s.report.get("error")), None)
         raw_reasoning = sent_reasoning = 0
@@ -333,6 +350,7 @@ class Replay:
             sent_tokens=tokens + self.extra_tokens + sent_reasoning,
             error=error,
             input_history=start,
+            sent_kept=sent_kept,
         )
 
 

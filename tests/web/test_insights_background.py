@@ -1,0 +1,116 @@
+"""Issue 20 item 5: the cache & information-loss page serves stored results whatever the
+session's size, hands what a request should not compute to the task worker (once per session,
+settings and rule) and polls, and refuses past a hard bound."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from ctxsim.analysis import results
+from ctxsim.analysis.models import InsightsJob, InsightsResult
+from ctxsim.analysis.tasks import compute_insights_job
+from ctxsim.insights.prices import cache_rule
+from ctxsim.replays.state import settings_from_query
+
+
+def url(row, query: str = "profiles=chatcli") -> str:
+    return f"{reverse('session-insights', args=[row.pk])}?{query}"
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("computed in the request")
+
+
+def test_a_stored_result_is_shown_for_a_session_over_every_bound(personas, long_session,
+                                                                 settings, monkeypatch):
+    """The bound was checked before the lookup: a stored result of a long session was refused.
+    """
+    chatcli, _ = settings_from_query({"profile": "chatcli"}, personas.team)
+    results.insights_for(long_session, chatcli, cache_rule())  # a visit or a sweep stored it
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    settings.CTXSIM_INSIGHTS_MAX_CALLS = long_session.model_call_count - 1
+    monkeypatch.setattr(results, "replay", _refuse)
+    client = personas.client("viewer")
+    body = client.get(url(long_session)).content.decode()
+    assert 'data-profile="chatcli"' in body and "too long" not in body
+    assert "every 2s" not in body and not InsightsJob.objects.exists()
+    # Beside it, one more profile would pass the hard bound: refused, the stored one shown.
+    body = client.get(url(long_session, "profiles=chatcli&profiles=aivax")).content.decode()
+    assert 'data-profile="chatcli"' in body and "too long" in body
+    assert not InsightsJob.objects.exists() and not DBTaskResult.objects.exists()
+
+
+def test_a_long_session_is_queued_once_and_the_page_polls(personas, long_session, settings,
+                                                         monkeypatch,
+                                                         django_capture_on_commit_callbacks):
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = long_session.model_call_count - 1
+    monkeypatch.setattr(results, "replay", _refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert personas.client("outsider").get(url(long_session)).status_code == 404
+        assert not InsightsJob.objects.exists()
+        client = personas.client("viewer")
+        first = client.get(url(long_session))
+        again = client.get(url(long_session), headers={"HX-Request": "true",
+                                                       "HX-Target": "insights"})
+    for response in (first, again):
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert 'data-profile-pending="chatcli"' in body and 'hx-trigger="every 2s"' in body
+        assert 'data-profile="chatcli"' not in body
+    assert "<html" not in again.content.decode()  # the polled partial
+    job = InsightsJob.objects.get()
+    task = DBTaskResult.objects.get()  # the second visit queued nothing more
+    assert task.queue_name == "replays" and task.args_kwargs["args"] == [job.pk]
+    assert job.task_id == str(task.id) and job.status == InsightsJob.Status.QUEUED
+    assert not InsightsResult.objects.exists()
+
+
+# The real db_worker closes its database connections after each task; inside a test
+# transaction that would break PostgreSQL's connection, so this test commits for real.
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_stores_the_result_and_the_next_visit_shows_it(
+        personas, long_session, settings, django_capture_on_commit_callbacks):
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = long_session.model_call_count - 1
+    client = personas.client("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "every 2s" in client.get(url(long_session)).content.decode()
+    call_command("db_worker", "--batch", "--queue-name", "replays", "--no-startup-delay",
+                 "--no-reload", verbosity=0)
+    assert InsightsResult.objects.filter(session=long_session).count() == 1
+    assert not InsightsJob.objects.exists()
+    body = client.get(url(long_session)).content.decode()
+    assert 'data-profile="chatcli"' in body and "every 2s" not in body
+    assert "data-profile-pending" not in body
+    assert personas.client("outsider").get(url(long_session)).status_code == 404
+
+
+def test_a_failed_job_says_why_stops_polling_and_is_queued_again_after_the_timeout(
+        personas, long_session, settings, monkeypatch, django_capture_on_commit_callbacks):
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    client = personas.client("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(url(long_session))
+    job = InsightsJob.objects.get()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the replay ran out of memory")
+
+    monkeypatch.setattr(results, "replay", broken)
+    assert compute_insights_job(job.pk) == {"status": "failed"}
+    assert compute_insights_job(job.pk) == {"status": "skipped"}  # claimed once only
+    with django_capture_on_commit_callbacks(execute=True):
+        body = client.get(url(long_session)).content.decode()
+    assert "the replay ran out of memory" in body and "every 2s" not in body
+    assert DBTaskResult.objects.count() == 1  # a recent failure is not retried at each visit
+    InsightsJob.objects.update(started_at=timezone.now() - timedelta(hours=2))
+    with django_capture_on_commit_callbacks(execute=True):
+        body = client.get(url(long_session)).content.decode()
+    assert "every 2s" in body and DBTaskResult.objects.count() == 2
+    job.refresh_from_db()
+    assert job.status == InsightsJob.Status.QUEUED and job.message == ""
