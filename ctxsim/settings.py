@@ -309,7 +309,8 @@ CTXSIM_INSIGHTS_INLINE_CALLS = _int("CTXSIM_INSIGHTS_INLINE_CALLS", 2_000, minim
 CTXSIM_INSIGHTS_MAX_CALLS = _int("CTXSIM_INSIGHTS_MAX_CALLS", 40_000, minimum=1)
 CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS = _int("CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS", 3600,
                                            minimum=1)
-# New replays one user may run at the same time in one web process (more get a 429).
+# New replays one user may run at the same time, across processes through the cache (more get
+# a 429).
 CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # Sessions with more model calls than this are replayed by the worker when the session page
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
