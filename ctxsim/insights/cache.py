@@ -21,6 +21,8 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from ctxsim.pipeline.messages import Message
+
 from .prices import ANTHROPIC, CacheRule
 
 
@@ -179,6 +181,21 @@ def shared_prefix(previous: Sequence[Hashable], current: Sequence[Hashable],
                     return j
         i, size = end, size * 2
     return n
+
+
+def forget_from(at: dict[int, list[int]], old: Sequence[Message], position: int) -> set[int]:
+    """Drop the positions `position` onwards of the prompt `old` from `at` (origin -> its
+    ascending positions in that prompt); returns the origins whose positions changed."""
+    touched = set()
+    for i in range(len(old) - 1, position - 1, -1):
+        origin = old[i].origin
+        if origin is not None:
+            places = at[origin]
+            places.pop()
+            if not places:
+                del at[origin]
+            touched.add(origin)
+    return touched
 
 
 def break_even(rewritten: int, saved: int, rule: CacheRule, remaining_calls: int

@@ -26,7 +26,7 @@ from itertools import islice
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult
 
-from .cache import shared_prefix
+from .cache import forget_from, shared_prefix
 from .words import WordIndex
 
 _EXT = (r"py|pyi|go|js|mjs|ts|tsx|jsx|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md|rst|json|"
@@ -223,16 +223,8 @@ class LossTracker:
         old, sent = self._sent, call.sent
         kept = call.sent_kept if call.sent_kept is not None else 0
         position = shared_prefix(old, sent, min(kept, len(old), len(sent)))
-        touched = set()
         at = self._sent_at
-        for i in range(len(old) - 1, position - 1, -1):
-            origin = old[i].origin
-            if origin is not None:
-                places = at[origin]
-                places.pop()
-                if not places:
-                    del at[origin]
-                touched.add(origin)
+        touched = forget_from(at, old, position)
         del old[position:]
         for i in range(position, len(sent)):
             m = sent[i]

@@ -18,7 +18,7 @@ from ctxsim.pipeline.replay import CallResult, Replay
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 from .breaks import BreakCause, explain_break
-from .cache import BreakEven, CacheSimulator, break_even, shared_prefix
+from .cache import BreakEven, CacheSimulator, break_even, forget_from, shared_prefix
 from .loss import Drop, LossReport, LossTracker, LostReference, ReRead
 from .prices import CacheRule
 
@@ -221,13 +221,7 @@ class _Prompt:
         leading keys are unchanged."""
         old = self.sent or ()
         keys, costs, sums, at = self.keys, self.costs, self.sums, self.at
-        for i in range(len(old) - 1, position - 1, -1):
-            origin = old[i].origin
-            if origin is not None:
-                places = at[origin]
-                places.pop()
-                if not places:
-                    del at[origin]
+        forget_from(at, old, position)
         del keys[position + 1:], costs[position + 1:], sums[position + 2:]
         sent = call.sent
         cost = self.cost
