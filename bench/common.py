@@ -84,3 +84,20 @@ def setup_django(folder: str, **extra: str) -> dict[str, str]:
 
     call_command("migrate", verbosity=0)
     return env
+
+
+def bench_owner(*, wal: bool = False) -> tuple:
+    """The bench's team and its owner, in the database `setup_django` made; `wal`: switch
+    SQLite to WAL first, for targets whose worker processes write while this one reads."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from ctxsim.teams.models import Membership, Role, Team
+
+    if wal:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA journal_mode=WAL")
+    team = Team.objects.create(name="Bench", slug="bench")
+    user = get_user_model().objects.create_user("bench", password="bench-pass-123")
+    Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    return team, user

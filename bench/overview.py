@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from bench.common import ROOT, emit, median, note, output_dir, setup_django
+from bench.common import ROOT, bench_owner, emit, median, note, output_dir, setup_django
 
 PROFILES = "profiles=chatcli"
 # db_worker sleeps this long whenever it finds SQLite locked by the other worker's write (its
@@ -49,8 +49,6 @@ def main() -> None:
 def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     load_before = os.getloadavg()[0]  # the machine's other work, before this one adds its own
     env = setup_django(folder, LOG_LEVEL="ERROR")
-    from django.contrib.auth import get_user_model
-    from django.db import connection
     from django.test import Client
     from django.urls import reverse
     from django_tasks_db.models import DBTaskResult
@@ -59,15 +57,10 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     from ctxsim.overview.models import SessionFigures
     from ctxsim.replays.cache import REPLAYS
     from ctxsim.replays.models import DerivedTokenCount
-    from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.models import Content
     from ctxsim.transcripts.store import save_sessions
 
-    with connection.cursor() as cursor:  # two workers write while the page reads
-        cursor.execute("PRAGMA journal_mode=WAL")
-    team = Team.objects.create(name="Bench", slug="bench")
-    user = get_user_model().objects.create_user("bench", password="bench-pass-123")
-    Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    team, user = bench_owner(wal=True)
     generated = [generate_session(calls + i % 10, seed=i, oversize_every=4)
                  for i in range(sessions)]
     save_sessions(generated, team=team, user=user, source_name="bench.jsonl")

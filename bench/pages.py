@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 
-from bench.common import emit, note, output_dir, setup_django
+from bench.common import bench_owner, emit, note, output_dir, setup_django
 
 STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
 SPREAD = 12  # pages of calls spread evenly over the session, summed
@@ -80,13 +80,9 @@ def main() -> None:
     folder = tempfile.mkdtemp(prefix="ctxsim-bench-pages-")
     try:
         setup(folder)
-        from django.contrib.auth import get_user_model
 
-        from ctxsim.teams.models import Membership, Role, Team
 
-        team = Team.objects.create(name="Bench", slug="bench")
-        user = get_user_model().objects.create_user("bench", password="bench-pass-123")
-        Membership.objects.create(team=team, user=user, role=Role.OWNER)
+        team, user = bench_owner()
         sizes = [int(n) for n in args.calls.split(",")]
         emit({"sizes": [measure(n, args.seed + n, team, user) for n in sizes]})
     finally:

@@ -29,7 +29,7 @@ import argparse
 import shutil
 import tempfile
 
-from bench.common import emit, median, note, setup_django, timed
+from bench.common import bench_owner, emit, median, note, setup_django, timed
 
 HTMX = {"HX-Request": "true", "HX-Target": "section#replay"}
 
@@ -52,7 +52,6 @@ def main() -> None:
 
 def run(folder: str, calls: int, reps: int, seed: int, *, first: bool = False) -> dict:
     setup_django(folder)
-    from django.contrib.auth import get_user_model
     from django.core.cache import cache
     from django.test import Client
     from django.urls import reverse
@@ -61,12 +60,9 @@ def run(folder: str, calls: int, reps: int, seed: int, *, first: bool = False) -
     from ctxsim.pipeline import token_pool, tokens
     from ctxsim.replays.cache import REPLAYS
     from ctxsim.replays.state import ReplaySettings
-    from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.store import save_sessions
 
-    team = Team.objects.create(name="Bench", slug="bench")
-    user = get_user_model().objects.create_user("bench", password="bench-pass-123")
-    Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    team, user = bench_owner()
     counter = ReplaySettings().counter
     tokens.get_encoding(counter)  # once per process, outside the timings
     token_pool.warm_up(counter)

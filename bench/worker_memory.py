@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ROOT, emit, note, output_dir, setup_django
+from bench.common import ROOT, bench_owner, emit, note, output_dir, setup_django
 
 IDLE_SECONDS = 3.0
 TIMEOUT_SECONDS = 900
@@ -51,19 +51,12 @@ def main() -> None:
 
 def run(folder: str, path: Path) -> dict:
     env = setup_django(folder, LOG_LEVEL="ERROR")
-    from django.contrib.auth import get_user_model
     from django.core.files.uploadedfile import UploadedFile
-    from django.db import connection
 
-    from ctxsim.teams.models import Membership, Role, Team
     from ctxsim.transcripts.models import ImportJob
     from ctxsim.transcripts.services import queue_import
 
-    with connection.cursor() as cursor:  # the worker writes while this process polls
-        cursor.execute("PRAGMA journal_mode=WAL")
-    team = Team.objects.create(name="Bench", slug="bench")
-    user = get_user_model().objects.create_user("bench", password="bench-pass-123")
-    Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    team, user = bench_owner(wal=True)
     worker_env = {**os.environ, **env,
                   "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                               os.environ.get("PYTHONPATH")]))}
