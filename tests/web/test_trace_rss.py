@@ -1,6 +1,6 @@
 """Issue 20 acceptance 4: the trace download of a 2,000-call session streams with bounded
-memory (≤ 200 MB RSS growth), in full mode (every stage's history at every call), measured
-in a fresh process (`trace_rss.py`) so nothing else this test run loaded counts."""
+memory (≤ 200 MB RSS growth), in full mode (every stage's history at every call) and as the
+page links it (summary mode, the session's own profile), measured in a fresh process (`trace_rss.py`) so nothing else this test run loaded counts."""
 
 from __future__ import annotations
 
@@ -45,3 +45,8 @@ def test_the_full_trace_of_a_2000_call_session_streams_in_bounded_memory(tmp_pat
     assert result["head"].startswith('{"effective_config"')
     assert result["bytes"] > LIMIT_MB * 1024 * 1024  # bigger than what memory may hold
     assert result["growth_mb"] <= LIMIT_MB, result
+    # The page's own link: the session's default profile, summary mode.
+    default = run("measure", str(stored["session"]), "")
+    assert default["status"] == 200 and default["streaming"]
+    assert default["head"].startswith('{"effective_config"')
+    assert default["growth_mb"] <= LIMIT_MB, default
