@@ -1,6 +1,7 @@
 """Issue 20 acceptance 4: the trace download of a 2,000-call session streams with bounded
 memory (≤ 200 MB RSS growth), in full mode (every stage's history at every call) and as the
-page links it (summary mode, the session's own profile), measured in a fresh process (`trace_rss.py`) so nothing else this test run loaded counts."""
+page links it (summary mode, the session's own profile), measured in a fresh process
+(`trace_rss.py`) so nothing else this test run loaded counts."""
 
 from __future__ import annotations
 
