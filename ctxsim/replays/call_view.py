@@ -122,12 +122,13 @@ class CallPack:
 
 
 def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
-              index: int) -> CallPack:
-    """The call view of call `index` (from the cache when any process made it before)."""
+              index: int, user: Any = None) -> CallPack:
+    """The call view of call `index` (from the cache when any process made it before); a
+    replay it needs takes one of `user`'s replay slots (`services.call_detail`)."""
     query = settings.query()
 
     def build() -> CallPack:
-        detail = services.call_detail(session, settings, run, index)
+        detail = services.call_detail(session, settings, run, index, user)
         reports = [{k: v for k, v in r.items() if k != "report"}
                    for r in report_lines(detail.call)]
         every = detail.view.rows
@@ -155,9 +156,9 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
 
 
 def rows_html(session: Session, settings: services.ReplaySettings, run: ReplayRun, index: int,
-              positions: Sequence[int]) -> list[tuple[int, int | None, str]]:
+              positions: Sequence[int], user: Any = None) -> list[tuple[int, int | None, str]]:
     """Rows at `positions` of call `index`, rendered as the call view renders its rows."""
-    detail = services.call_detail(session, settings, run, index)
+    detail = services.call_detail(session, settings, run, index, user)
     valid = [p for p in positions if 0 <= p < len(detail.view.rows)]
     return render_rows(call_rows(detail, valid), session_id=session.pk, call_index=index,
                        query=settings.query())

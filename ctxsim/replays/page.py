@@ -370,10 +370,10 @@ def compare_chart(sides, selected: int) -> dict[str, Any]:
     }
 
 
-def compare_column(session: Session, side, call: int) -> dict[str, Any]:
+def compare_column(session: Session, side, call: int, user: Any = None) -> dict[str, Any]:
     """One side of the comparison: its summary and what it sent at the chosen call."""
     index = min(call, len(side.run.calls) - 1)
-    detail = services.call_detail(session, side.settings, side.run, index)
+    detail = services.call_detail(session, side.settings, side.run, index, user)
     return {"side": side, "summary": summary(side.run), "rows": call_rows(detail),
             "counts": detail.view.counts, "call": detail.call,
             "reports": report_lines(detail.call)}

@@ -9,6 +9,7 @@ is the SPEC §6 trace; `compare_sides` the two replays of a comparison. Settings
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import tempfile
@@ -265,34 +266,37 @@ class CallDetail:
     view: analysis.CallView
 
 
-def _replay_to(session: Session, settings: ReplaySettings,
-               index: int) -> tuple[CallResult, Replay]:
+def _replay_to(session: Session, settings: ReplaySettings, index: int,
+               user: Any = None) -> tuple[CallResult, Replay]:
     """Call `index` of the replay: kept by the summary replay, or reached by stepping the
-    replay this process left paused (one step for the next call), or by a new replay."""
+    replay this process left paused (one step for the next call), or by a new replay. More
+    than the next call's step is a replay's work: it takes one of `user`'s replay slots."""
     key = ReplayKey.of(session, settings.key)
     kept = REPLAYS.kept.get(key)
     if kept is not None and index in kept[0]:
         return kept[0][index], kept[1]
     live = REPLAYS.live.pop(key)
-    if live is None or live.last.call_index > index:
-        canonical = canonical_session(session, settings.counter, other_counts=True)
-        rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-        live = LiveReplay(rep, rep.calls())
-    while live.last is None or live.last.call_index < index:
-        nxt = next(live.calls, None)
-        if nxt is None:
-            raise IndexError(index)
-        live.last = nxt
+    next_step = live is not None and live.last.call_index in (index, index - 1)
+    with contextlib.nullcontext() if next_step else replay_slot(user):
+        if live is None or live.last.call_index > index:
+            canonical = canonical_session(session, settings.counter, other_counts=True)
+            rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
+            live = LiveReplay(rep, rep.calls())
+        while live.last is None or live.last.call_index < index:
+            nxt = next(live.calls, None)
+            if nxt is None:
+                raise IndexError(index)
+            live.last = nxt
     spills.drop_contents(live.replay, [live.last])  # the call view shows names, not bytes
     REPLAYS.live.put(key, live)
     return live.last, live.replay
 
 
 def call_detail(
-    session: Session, settings: ReplaySettings, run: ReplayRun, index: int
+    session: Session, settings: ReplaySettings, run: ReplayRun, index: int, user: Any = None
 ) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
-    chosen, rep = _replay_to(session, settings, index)
+    chosen, rep = _replay_to(session, settings, index, user)
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
     view = analysis.call_view(chosen, get_counter(settings.counter), capped)
     written = spills.spills_in_call(run, index)
@@ -320,16 +324,19 @@ def compute_default_stats(session: Session) -> None:
     )
 
 
-def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = False):
+def trace_file(session: Session, settings: ReplaySettings, *, summary: bool = False,
+               user: Any = None):
     """The SPEC §6 trace of a stored session (as `trace_json`) in a temporary file, rewound:
     a long session's full trace is hundreds of MB, and grows with the square of its calls, so
-    it is never held in memory whole (issue 20 item 2). The caller closes the file."""
+    it is never held in memory whole (issue 20 item 2). It is a whole replay, so it takes one
+    of `user`'s replay slots. The caller closes the file."""
     from ctxsim.pipeline.trace import write_trace
 
     rep, calibration = _trace_replay(session, settings)
     out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the response, which closes it)
     try:
-        write_trace(rep, out, summary=summary, calibration=calibration)
+        with replay_slot(user):
+            write_trace(rep, out, summary=summary, calibration=calibration)
         out.write(b"\n")
         out.seek(0)
     except BaseException:

@@ -225,7 +225,7 @@ def _limits(text: str, name: str, errors: Errors) -> dict[str, Any]:
     for part in split_list(text):
         key, sep, value = part.partition("=")
         value = value.strip()
-        if not sep or not key.strip() or not (value == "null" or value.isdigit()):
+        if not sep or not key.strip() or not (value == "null" or ascii_index(value) is not None):
             errors[name] = f"{part!r}: write each entry as Tool=50000 or Tool=null"
             continue
         pairs[key.strip()] = None if value == "null" else int(value)

@@ -136,18 +136,18 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
 
 def page_context(request, session, membership, settings, errors, run, call,
                  numbers: str = "calibrated") -> dict:
-    pack = call_view.call_pack(session, settings, run, call)
+    pack = call_view.call_pack(session, settings, run, call, request.user)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
     view = call_view.CallFilter.from_query(request.GET)
 
     def render(positions):
-        return call_view.rows_html(session, settings, run, call, positions)
+        return call_view.rows_html(session, settings, run, call, positions, request.user)
 
     if view.active:  # exactly the rows the filter keeps, folded or not
         found = None
         if view.q:
-            detail = services.call_detail(session, settings, run, call)
+            detail = services.call_detail(session, settings, run, call, request.user)
             found = call_view.search_rows(detail, view.q)
         shown, folds = call_view.filtered_rows(pack, view, found, render), []
     else:  # a commented message is always shown, even where its call folds it away
@@ -211,12 +211,12 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
         run, call = _run_and_call(request, session, settings)
     except ReplayPending:
         return still_replaying()
-    start, end = request.GET.get("from", ""), request.GET.get("to", "")
-    if not (start.isdigit() and end.isdigit()) or int(start) >= int(end):
+    start_at, end_at = ascii_index(request.GET.get("from")), ascii_index(request.GET.get("to"))
+    if start_at is None or end_at is None or start_at >= end_at:
         raise Http404("No such rows in this call.")
-    start_at, end_at = int(start), int(end)
     stop = min(end_at, start_at + call_view.FOLD_PAGE)
-    rows = call_view.rows_html(session, settings, run, call, range(start_at, stop))
+    rows = call_view.rows_html(session, settings, run, call, range(start_at, stop),
+                                request.user)
     if not rows:
         raise Http404("No such rows in this call.")
     # The rest of the fold, unless these rows reached the call's end.
@@ -245,7 +245,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
         run, call = _run_and_call(request, session, settings)
     except ReplayPending:
         return still_replaying()
-    detail = services.call_detail(session, settings, run, call)
+    detail = services.call_detail(session, settings, run, call, request.user)
     position = ascii_index(request.GET.get("row"))
     if position is None or position >= len(detail.view.rows):
         raise Http404("No such message in this call.")
@@ -281,7 +281,7 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     # The summary (no history arrays) unless the full trace is asked for: the full one of a
     # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
     summary = request.GET.get("summary") not in ("0", "false", "off")
-    body = services.trace_file(session, settings, summary=summary)
+    body = services.trace_file(session, settings, summary=summary, user=request.user)
     response = FileResponse(body, content_type="application/json")
     _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
@@ -332,7 +332,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     sides, errors = services.compare_sides(session, request.GET, user=request.user)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     kept = sides[0].settings.fields()  # side A's state travels with every link and the form
-    columns = [page.compare_column(session, side, call) for side in sides]
+    columns = [page.compare_column(session, side, call, request.user) for side in sides]
     context = {
         "session": session,
         "sides": sides,

@@ -408,3 +408,53 @@ def test_the_insights_page_refuses_more_replay_work_than_its_bound(personas, lon
     assert two.status_code == 200
     body = two.content.decode()
     assert "too long" in body and str(long_session.model_call_count) in body
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_fold_bounds_that_are_not_ascii_numbers_are_a_404(personas, stored, number):
+    """issue 20 item 15, for the folded rows of a call view (issue 21): `from=²` passed
+    isdigit() and crashed int()."""
+    client = personas.client("viewer")
+    base = reverse("session-rows", args=[stored.pk]) + "?call=1"
+    for query in (f"&from={number}&to=5", f"&from=0&to={number}"):
+        assert client.get(base + query).status_code == 404, query
+
+
+@pytest.mark.parametrize("number", NOT_ASCII_NUMBERS)
+def test_a_per_tool_limit_that_is_not_an_ascii_number_is_reported(personas, stored, number):
+    """issue 20 item 15, for per-tool limits (`Read=²` passed isdigit() and crashed int())."""
+    from urllib.parse import quote
+
+    response = personas.client("viewer").get(
+        page_url(stored, "profile=claude-code&cc_persist_overrides=" + quote(f"Read={number}")),
+        follow=True)
+    assert response.status_code == 200
+    assert "write each entry as Tool=50000 or Tool=null" in response.content.decode()
+
+
+def test_downloads_and_call_jumps_that_replay_take_the_users_replay_slot(personas):
+    """issue 20 item 4: a trace download, or a jump to a call no replay of this process holds,
+    is a whole replay on a request thread; it takes one of the user's slots like a new
+    threshold does, so one user cannot hold every thread with them. The next call's step, one
+    step of the replay this process left paused, needs no slot."""
+    from ctxsim.generator import generate_session
+    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.limits import replay_slot
+
+    row = save_sessions([generate_session(12, seed=5)], team=personas.team)[0]
+    viewer = personas.users["viewer"]
+    client = personas.client("viewer")
+    assert client.get(page_url(row, "call=1"), follow=True).status_code == 200
+    assert client.get(page_url(row, "call=2"), follow=True).status_code == 200  # paused at 2
+    trace = reverse("session-trace", args=[row.pk])
+    with replay_slot(viewer):  # as if another request of theirs were replaying now
+        assert client.get(trace).status_code == 429
+        assert client.get(page_url(row, "call=3"), follow=True).status_code == 200
+        REPLAYS.forget_replays()  # another process: nothing kept, nothing paused
+        busy = client.get(page_url(row, "call=7"), follow=True)
+        assert busy.status_code == 429 and "already running" in busy.content.decode()
+        compare = reverse("session-compare", args=[row.pk]) + "?a=chatcli&b=none&call=8"
+        assert client.get(compare).status_code == 429
+        assert personas.client("reviewer").get(trace).status_code == 200
+    assert client.get(trace).status_code == 200
+    assert client.get(page_url(row, "call=7"), follow=True).status_code == 200
