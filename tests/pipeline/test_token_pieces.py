@@ -206,3 +206,36 @@ def test_a_content_counted_by_its_digit_shape_is_known_to_cached():
     counter.count(first)
     assert counter.cached(again) == plain("cl100k_base", again)
     assert counter.cached(b"never counted") is None
+
+
+SPECIAL_TEXTS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                 "<|endofprompt|>", "<|", "|>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SPECIAL_TEXTS) | texts, max_size=6), st.sampled_from(ENCODINGS))
+def test_counting_from_the_token_buffer_is_encode_ordinary(parts, name):
+    """`text_counter` reads the count off tiktoken's token buffer (`encode` with no special
+    token allowed): the count of `encode_ordinary`, special-token texts included."""
+    text = "".join(parts)
+    encoding = get_encoding(name)
+    assert token_cuts.text_counter(encoding)(text) == len(encoding.encode_ordinary(text))
+
+
+def test_the_token_buffer_counts_special_tokens_and_surrogates_as_ordinary_text():
+    encoding = get_encoding("cl100k_base")
+    count = token_cuts.text_counter(encoding)
+    for text in ("<|endoftext|>", "a<|endoftext|>b<|endofprompt|>", "lone \ud800 surrogate"):
+        assert count(text) == len(encoding.encode_ordinary(text)) > 0
+    spy = Spy("cl100k_base")  # no token buffer: counted through its encode_ordinary
+    assert token_cuts.text_counter(spy)("hello world") == 2 and spy.handed == 11
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=60).map(lambda t: t.encode("utf-8")),
+       st.integers(0, 70), st.integers(0, 70) | st.none())
+def test_next_cut_finds_what_the_look_behind_pattern_finds(content, pos, endpos):
+    found = token_cuts._EXACT_CUT.search(content, pos, len(content) if endpos is None
+                                         else endpos)
+    assert token_cuts.next_cut(content, pos, endpos) == (-1 if found is None
+                                                          else found.start())
