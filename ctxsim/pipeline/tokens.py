@@ -202,7 +202,7 @@ class TiktokenCounter:
         todo: dict[bytes, bytes | None] = {}  # digest (or the content itself) -> content
         for content in new:
             n = len(content)
-            if lengths[n] == 1 and not self._needs_digest(n):
+            if not self._needs_digest(n) and lengths[n] == 1:  # (settles one waiting first)
                 todo[content] = None  # tokenized without a digest, as `count` would
                 continue
             digest = self._digest(content)

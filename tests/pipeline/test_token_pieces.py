@@ -294,3 +294,15 @@ def test_contents_of_one_length_share_a_digit_shape_count_without_digests_for_th
     with counter.recording() as fresh:  # a recording takes the digest of what it tokenizes
         counter.count(b"x" * 7)
     assert len(fresh) == 1
+
+
+def test_a_content_waiting_for_its_digest_gets_it_from_a_batch_of_its_length():
+    counter = TiktokenCounter("cl100k_base")
+    first = b"result of run 1234: ok"
+    counter.count(first)  # its length is new: no digest yet
+    siblings = [first.replace(b"1234", b"9876"), first.replace(b"1234", b"abcd")]
+    spy = Spy("cl100k_base")
+    counter._encoding = spy
+    counter.count_many(siblings)  # two of that length: both digested, and the waiting one
+    assert [counter.cached(c) for c in siblings] == [plain("cl100k_base", c) for c in siblings]
+    assert spy.handed == len(siblings[1])  # the digit sibling was known by its shape
