@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -125,6 +126,14 @@ class TiktokenCounter:
         # 82 MB of a 100 MB import's replay, issue 21).
         self._by_digest: dict[bytes, int] = {}
         self._pieces: dict[bytes, int] = {}  # head and tail pieces (`tokenize`), by digest
+        # A digest is taken only when something could share it: contents (or digit shapes) of
+        # equal digests have equal lengths, so a content whose length no known digest has is
+        # tokenized without one (a shape and a SHA-256 of every byte: ~0.1 s of a 57 MB
+        # session's cold replay). It waits here, by length, until a content of its length
+        # comes; counts primed by digest (lengths unknown) or a recording take every digest.
+        self._undigested: dict[int, bytes] = {}
+        self._digested_lengths: set[int] = set()
+        self._primed_digests = False
         # Per thread: the dict `recording` collects into, if a block is open.
         self._recording = threading.local()
         self._cached_bytes = 0
@@ -137,22 +146,40 @@ class TiktokenCounter:
             return 0
         cached = self._cache.get(content)
         if cached is None:
-            shape = digit_shape(content)
-            digest = hashlib.sha256(content if shape is None else shape).digest()
+            if not self._needs_digest(len(content)):
+                cached = self._tokenize(content)
+                self._remember(content, cached)
+                self._undigested[len(content)] = content
+                return cached
+            digest = self._digest(content)
             cached = self._by_digest.get(digest)
             if cached is None:
                 cached = self._tokenize(content)
-                self._learn_digest(digest, cached)
+                self._learn_digest(digest, cached, len(content))
             self._remember(content, cached)
         return cached
+
+    def _needs_digest(self, length: int) -> bool:
+        """Whether a content of this length is to be keyed by digest: always while recording or
+        once counts were primed by digest, else when a digest of its length is known or waits
+        (which is taken now)."""
+        waiting = self._undigested.pop(length, None)
+        if waiting is not None:
+            known = self._cache.get(waiting)
+            if known is not None:  # not recorded: it was tokenized before any recording block
+                self._by_digest[self._digest(waiting)] = known
+                self._digested_lengths.add(length)
+        return (self._primed_digests or length in self._digested_lengths
+                or getattr(self._recording, "counts", None) is not None)
 
     @staticmethod
     def _digest(content: bytes) -> bytes:
         shape = digit_shape(content)
         return hashlib.sha256(content if shape is None else shape).digest()
 
-    def _learn_digest(self, digest: bytes, tokens: int) -> None:
+    def _learn_digest(self, digest: bytes, tokens: int, length: int) -> None:
         self._by_digest[digest] = tokens
+        self._digested_lengths.add(length)
         fresh = getattr(self._recording, "counts", None)
         if fresh is not None:
             fresh[digest] = tokens
@@ -170,9 +197,13 @@ class TiktokenCounter:
         `count` would have made (the same `tokenize`), recorded the same way."""
         from . import token_pool
 
-        todo: dict[bytes, bytes] = {}  # digest -> content
-        for content in contents:
-            if not content or content in self._cache:
+        new = list(dict.fromkeys(c for c in contents if c and c not in self._cache))
+        lengths = Counter(map(len, new))
+        todo: dict[bytes, bytes | None] = {}  # digest (or the content itself) -> content
+        for content in new:
+            n = len(content)
+            if not self._needs_digest(n) and lengths[n] == 1:  # (settles one waiting first)
+                todo[content] = None  # tokenized without a digest, as `count` would
                 continue
             digest = self._digest(content)
             known = self._by_digest.get(digest)
@@ -182,22 +213,28 @@ class TiktokenCounter:
                 todo[digest] = content
         if not todo:
             return
-        items = list(todo.values())
+        items = [key if content is None else content for key, content in todo.items()]
         counted = token_pool.count_all(self.name, items, self.CHUNK_BYTES)
         if counted is None:  # not worth other processes: here, as `count` would
             counted = [(self._tokenize(c), []) for c in items]
-        for digest, content, (tokens, pieces) in zip(todo, items, counted, strict=True):
+        for (key, digested), content, (tokens, pieces) in zip(todo.items(), items, counted,
+                                                               strict=True):
             for piece_digest, piece_tokens in pieces:
                 if piece_digest not in self._pieces:
                     self._pieces[piece_digest] = piece_tokens
                     self._cached_bytes += 64
-            self._learn_digest(digest, tokens)
+            if digested is not None:
+                self._learn_digest(key, tokens, len(content))
             self._remember(content, tokens)
+            if digested is None:
+                self._undigested[len(content)] = content
 
     def prime_digests(self, known: Iterable[tuple[bytes, int]]) -> None:
         """Counts by SHA-256 of a content (or of its digit shape), e.g. counted by another
         process for the previews and stubs a replay makes: they are not tokenized again."""
+        before = len(self._by_digest)
         self._by_digest.update(known)
+        self._primed_digests = self._primed_digests or len(self._by_digest) > before
 
     @contextmanager
     def recording(self) -> Iterator[dict[bytes, int]]:
@@ -217,13 +254,17 @@ class TiktokenCounter:
         if not content:
             return 0
         known = self._cache.get(content)
-        return known if known is not None else self._by_digest.get(self._digest(content))
+        if known is not None:
+            return known
+        self._needs_digest(len(content))  # one waiting with this length has its digest now
+        return self._by_digest.get(self._digest(content))
 
     def shape_count(self, content: bytes) -> int | None:
         """The count already known for contents of this one's digit shape, if any."""
         shape = digit_shape(content)
         if shape is None:
             return None
+        self._needs_digest(len(content))
         return self._by_digest.get(hashlib.sha256(shape).digest())
 
     def prime(self, known: Iterable[tuple[bytes, int]]) -> None:
@@ -237,6 +278,9 @@ class TiktokenCounter:
             self._cache.clear()
             self._by_digest.clear()
             self._pieces.clear()
+            self._undigested.clear()
+            self._digested_lengths.clear()
+            self._primed_digests = False
             self._cached_bytes = 0
         self._cache[content] = tokens
         self._cached_bytes += len(content)

@@ -195,17 +195,19 @@ def test_a_50_mb_like_content_is_counted_in_bounded_pieces(counter, monkeypatch)
     line = b"Traceback line 1234: error in module_name at 0x7f3a9c value=42 ok\n"
     content = line * (3 * 2**20 // len(line))
     expected = _whole_count(counter, content)
-    longest = 0
-    inner = counter._encoding.encode_ordinary
+    inner = counter._encoding
 
-    def recording(text):
-        nonlocal longest
-        longest = max(longest, len(text))
-        return inner(text)
+    class Longest:  # only `encode_ordinary`: the counter hands every text to it
+        longest = 0
 
-    monkeypatch.setattr(counter._encoding, "encode_ordinary", recording)
+        def encode_ordinary(self, text):
+            self.longest = max(self.longest, len(text))
+            return inner.encode_ordinary(text)
+
+    spy = Longest()
+    monkeypatch.setattr(counter, "_encoding", spy)
     assert counter.count(content) == expected
-    assert longest <= counter.CHUNK_BYTES + len(line)
+    assert 0 < spy.longest <= counter.CHUNK_BYTES + len(line)
 
 
 @pytest.mark.parametrize("profile", ["chatcli", "chatcli-aivax", "none", "claude-code",

@@ -35,6 +35,8 @@ def small_pieces():
         patch.setattr(token_cuts, "PIECE_MIN", 12)
         patch.setattr(token_cuts, "HEAD_PIECE", 5)
         patch.setattr(token_cuts, "HEAD_REGION", 40)
+        patch.setattr(token_cuts, "FAR_HEAD", 70)
+        patch.setattr(token_cuts, "LAST_LINE", 20)
         patch.setattr(token_cuts, "TAIL_PIECE", 7)
         yield
 
@@ -206,3 +208,101 @@ def test_a_content_counted_by_its_digit_shape_is_known_to_cached():
     counter.count(first)
     assert counter.cached(again) == plain("cl100k_base", again)
     assert counter.cached(b"never counted") is None
+
+
+SPECIAL_TEXTS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                 "<|endofprompt|>", "<|", "|>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SPECIAL_TEXTS) | texts, max_size=6), st.sampled_from(ENCODINGS))
+def test_counting_from_the_token_buffer_is_encode_ordinary(parts, name):
+    """`text_counter` reads the count off tiktoken's token buffer (`encode` with no special
+    token allowed): the count of `encode_ordinary`, special-token texts included."""
+    text = "".join(parts)
+    encoding = get_encoding(name)
+    assert token_cuts.text_counter(encoding)(text) == len(encoding.encode_ordinary(text))
+
+
+def test_the_token_buffer_counts_special_tokens_and_surrogates_as_ordinary_text():
+    encoding = get_encoding("cl100k_base")
+    count = token_cuts.text_counter(encoding)
+    for text in ("<|endoftext|>", "a<|endoftext|>b<|endofprompt|>", "lone \ud800 surrogate"):
+        assert count(text) == len(encoding.encode_ordinary(text)) > 0
+    spy = Spy("cl100k_base")  # no token buffer: counted through its encode_ordinary
+    assert token_cuts.text_counter(spy)("hello world") == 2 and spy.handed == 11
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=60).map(lambda t: t.encode("utf-8")),
+       st.integers(0, 70), st.integers(0, 70) | st.none())
+def test_next_cut_finds_what_the_look_behind_pattern_finds(content, pos, endpos):
+    found = token_cuts._EXACT_CUT.search(content, pos, len(content) if endpos is None
+                                         else endpos)
+    assert token_cuts.next_cut(content, pos, endpos) == (-1 if found is None
+                                                          else found.start())
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from("aZ09"), texts, st.sampled_from(ENCODINGS))
+def test_a_cut_between_a_letter_or_digit_and_a_line_break_is_exact(left, last, right, name):
+    """What `tokenize` relies on before a content's last line."""
+    before, after = (left + last).encode(), ("\n" + right).encode()
+    assert plain(name, before) + plain(name, after) == plain(name, before + after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.integers(0, 200), st.integers(0, 200), texts,
+       st.text(alphabet=ALPHABET.replace("\n", ""), max_size=25), st.sampled_from(ENCODINGS))
+def test_a_preview_with_a_last_line_appended_is_exact(text, head, tail, marker, line, name):
+    """Microcompact's shape: head, marker, the content's tail, then a line of its own."""
+    content = text.encode("utf-8")
+    made = (content[:head] + marker.encode() + content[len(content) - tail:] + b"\n"
+            + line.encode())
+    pieces: dict[bytes, int] = {}
+    encoding = get_encoding(name)
+    with small_pieces():
+        assert token_cuts.tokenize(encoding, content, pieces) == plain(name, content)
+        assert token_cuts.tokenize(encoding, made, pieces) == plain(name, made)
+
+
+def test_the_tail_piece_before_an_appended_last_line_is_not_tokenized_again():
+    counter = TiktokenCounter("cl100k_base")
+    content = long_result() + b"the end"
+    counter.count(content)
+    made = microcompact_preview(content, 2000, 500) + b"\n[full content recoverable]"
+    spy = Spy("cl100k_base")
+    counter._encoding = spy
+    assert counter.count(made) == plain("cl100k_base", made)
+    tail = len(content) - token_cuts.piece_cuts(content)[1]  # the content's tail piece
+    last_head = token_cuts.piece_cuts(made)[0][-1]
+    # Tokenized: from the last head piece to the tail piece, and the appended line alone.
+    assert spy.handed == len(made) - last_head - tail
+
+
+def test_contents_of_one_length_share_a_digit_shape_count_without_digests_for_the_rest():
+    """Digests are taken only for lengths two contents have: a content with a length of its
+    own is tokenized without one, and gets it once a content of its length comes."""
+    counter = TiktokenCounter("cl100k_base")
+    first = b"spill preview /tmp/budget_call_1_10.txt"
+    counter.count_many([first, b"another, longer content"])
+    assert counter._by_digest == {}
+    sibling = first.replace(b"_10.txt", b"_47.txt")
+    counter._encoding = Spy("cl100k_base")
+    assert counter.count(sibling) == plain("cl100k_base", sibling)
+    assert counter._encoding.handed == 0  # its digit shape's count was known
+    with counter.recording() as fresh:  # a recording takes the digest of what it tokenizes
+        counter.count(b"x" * 7)
+    assert len(fresh) == 1
+
+
+def test_a_content_waiting_for_its_digest_gets_it_from_a_batch_of_its_length():
+    counter = TiktokenCounter("cl100k_base")
+    first = b"result of run 1234: ok"
+    counter.count(first)  # its length is new: no digest yet
+    siblings = [first.replace(b"1234", b"9876"), first.replace(b"1234", b"abcd")]
+    spy = Spy("cl100k_base")
+    counter._encoding = spy
+    counter.count_many(siblings)  # two of that length: both digested, and the waiting one
+    assert [counter.cached(c) for c in siblings] == [plain("cl100k_base", c) for c in siblings]
+    assert spy.handed == len(siblings[1])  # the digit sibling was known by its shape
