@@ -2,7 +2,9 @@
 
 Calls are yielded lazily, one `CallResult` at a time. Histories are tuples of shared immutable
 messages, so a result costs one pointer per message, and only a consumer that keeps every
-result (a full trace) holds them all.
+result (a full trace) holds them all. A call's work is what changed at it, not the length of
+the history (issue 21): the raw history is a `Prefix` of one growing list, the persistent list
+is patched where the persistent stages rewrote it, and token totals follow changed positions.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .history import Prefix
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
@@ -44,7 +47,9 @@ class CallResult:
     loop_turn: int
     response_input_index: int | None
     stages: list[StageRun]
-    raw_history: tuple[Message, ...]
+    # What the transcript held up to this call: a read-only window on a list the replay keeps
+    # appending to (a `Prefix`: indexing, slices, iteration, equality like a tuple's).
+    raw_history: Sequence[Message]
     persistent: tuple[Message, ...]
     sent: tuple[Message, ...]
     spills: list[SpillRecord]
@@ -121,7 +126,8 @@ class _Deltas:
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
         self.carried: set[int] | None = set()  # persistent rewrites at the previous call
-        self.previous: dict[int, tuple[tuple, tuple, set[int] | None]] = {}
+        # slot -> (input, output, changes before the stage, changes through it) last call
+        self.previous: dict[int, tuple[tuple, tuple, set[int] | None, set[int] | None]] = {}
         self._now: set[int] | None = set()
         self._next_carried: set[int] | None = set()
 
@@ -133,17 +139,23 @@ class _Deltas:
         prev = self.previous.get(slot)
         if prev is None or self.carried is None or self._now is None:
             return None
-        before_in, before_out, earlier = prev
-        if earlier is None:
-            return None
+        before_in, before_out, given, made = prev
+        if made is None:
+            # The stage changed the length at the previous call: its output cannot be
+            # compared position by position, but its input still can (an outgoing stage that
+            # compacts at every call keeps a Delta for what it was given).
+            if given is None:
+                return None
+            before_out, made = before_in, given
         appended = range(self.base_len, max(len(before_in), len(before_out)))
         return Delta(before_in, before_out,
-                     frozenset(self.carried | earlier | self._now).union(appended))
+                     frozenset(self.carried | made | self._now).union(appended))
 
     def ran(self, slot: int, phase: str, history: tuple[Message, ...],
             out: tuple[Message, ...], changed: tuple[int, ...] | None) -> None:
-        now = None if self._now is None or changed is None else self._now.union(changed)
-        self.previous[slot] = (history, out, now)
+        given = self._now
+        now = None if given is None or changed is None else given.union(changed)
+        self.previous[slot] = (history, out, given, now)
         self._now = now
         if phase == "persistent":
             self._next_carried = now
@@ -229,7 +241,7 @@ class Replay:
             if msg.role == "assistant":
                 result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx,
                                     reasoning)
-                persistent = list(result.persistent)
+                self._adopt(persistent, result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
                 spent = msg.meta.get("reasoning_tokens")
@@ -276,6 +288,17 @@ class Replay:
             yield result
         self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
 
+    def _adopt(self, persistent: list[Message], kept: tuple[Message, ...]) -> None:
+        """Make `persistent` hold `kept`, what the persistent phase made of it at the call
+        just run: only the positions it rewrote are assigned (a copy of the whole list at
+        every call would make a replay's work grow with the square of its length)."""
+        rewritten = self._deltas.carried
+        if rewritten is None or len(kept) != len(persistent):
+            persistent[:] = kept
+        else:
+            for i in rewritten:
+                persistent[i] = kept[i]
+
     def _call(self, persistent: list[Message], persistent_tokens: int, raw: list[Message],
               raw_tokens: int, state: dict[str, int], response_index: int | None,
               reasoning: dict[int, int] | None = None) -> CallResult:
@@ -321,7 +344,7 @@ class Replay:
             loop_turn=state["turn"],
             response_input_index=response_index,
             stages=runs,
-            raw_history=tuple(raw),
+            raw_history=Prefix(raw),
             persistent=kept,
             persistent_tokens=kept_tokens,
             carried_over=raw_tokens - self.extra_tokens - persistent_tokens,

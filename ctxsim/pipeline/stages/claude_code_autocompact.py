@@ -163,7 +163,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     th = threshold_of(p, ctx.session, env)
     mode = p.get("cc_autocompact_mode", "predict")
     h = tuple(history)
-    starts = assistant_positions(h)
+    starts = assistant_positions(h, ctx)
     by_call: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
     summaries: list[int] = []
     for i in marker_positions(h, ctx, "compaction"):
