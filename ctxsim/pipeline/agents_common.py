@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from .history import frozen
 from .messages import Message, decode_for_display, is_valid_utf8
 from .tokens import TokenCounter, full_prompt_tokens
 
@@ -236,7 +237,7 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
     `reuse_current`, the state after the current step is kept for the next call, where that
     step becomes a past one (a stage whose past steps read the response passes False).
     """
-    h = tuple(history)
+    h = frozen(history)
     starts = assistant_positions(h, ctx)
     memo = ctx.memo
     reuse = 0
@@ -298,7 +299,7 @@ def marker_positions(h: Sequence[Message], ctx: Any, key: str) -> list[int]:
         found += [i for i in range(n, len(h)) if key in h[i].meta]
         found.sort()
     if memo is not None:
-        memo[slot] = (tuple(h), found)
+        memo[slot] = (frozen(h), found)
     return found
 
 

@@ -1,19 +1,26 @@
-"""`Prefix`: the first messages of a list that only grows, as a sequence, without a copy.
+"""Histories that share structure instead of being copied at every call (issue 21).
 
-The replay's raw history only ever grows (one message appended after another), and every call
-reports it as it was at that call. A tuple per call would copy the whole history at every call:
-the work of a replay would grow with the square of its length (issue 21). A `Prefix` is a
-fixed-length window on the shared list instead: O(1) to make, read like a tuple (length,
-indexing, slices, iteration, equality with any sequence of the same messages).
+- `Prefix`: the first messages of a list that only grows, as a sequence, without a copy.
+- `History`: an immutable sequence of messages in chunks, so appending a message or replacing
+  a few makes a new history in O(chunk + length / chunk) (the chunks not touched are shared),
+  where a tuple would be copied whole. The replay's persistent history is one; stages on the
+  hot path keep it (`frozen`, `with_changes`, `plus`), others turn it into a tuple.
+
+Both read like a tuple: length, indexing, slices (a tuple), iteration, equality with a tuple
+or another of them holding the same messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, overload
 
 from .messages import Message
+
+_SHIFT = 7
+CHUNK = 1 << _SHIFT  # messages per chunk
+_MASK = CHUNK - 1
 
 
 class Prefix(Sequence[Message]):
@@ -50,7 +57,7 @@ class Prefix(Sequence[Message]):
         return (items[i] for i in range(self._n - 1, -1, -1))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (Prefix, tuple, list)):
+        if not isinstance(other, (Prefix, History, tuple)):
             return NotImplemented
         return len(other) == self._n and all(
             a is b or a == b for a, b in zip(self, other, strict=True))
@@ -65,6 +72,109 @@ class Prefix(Sequence[Message]):
         return (Prefix, (list(self),))
 
 
-def as_tuple(history: Sequence[Message]) -> tuple[Message, ...]:
-    """`tuple(history)`: the same object for a tuple, a copy of a `Prefix`'s messages."""
-    return history if isinstance(history, tuple) else tuple(history)
+class History(Sequence[Message]):
+    """An immutable history in chunks of `CHUNK` messages (every chunk full but the last)."""
+
+    __slots__ = ("_chunks", "_n")
+
+    def __init__(self, chunks: tuple[tuple[Message, ...], ...] = (), n: int = 0) -> None:
+        self._chunks = chunks
+        self._n = n
+
+    @classmethod
+    def of(cls, items: Sequence[Message]) -> History:
+        if isinstance(items, History):
+            return items
+        t = tuple(items)
+        return cls(tuple(t[i:i + CHUNK] for i in range(0, len(t), CHUNK)), len(t))
+
+    def append(self, m: Message) -> History:
+        """This history with `m` at the end."""
+        chunks = self._chunks
+        if chunks and len(chunks[-1]) < CHUNK:
+            return History((*chunks[:-1], (*chunks[-1], m)), self._n + 1)
+        return History((*chunks, (m,)), self._n + 1)
+
+    def replaced(self, changes: dict[int, Message]) -> History:
+        """This history with the message at each position of `changes` replaced."""
+        if not changes:
+            return self
+        chunks = list(self._chunks)
+        rows: dict[int, list[Message]] = {}
+        for i, m in changes.items():
+            if not 0 <= i < self._n:
+                raise IndexError("history index out of range")
+            row = rows.get(i >> _SHIFT)
+            if row is None:
+                row = rows[i >> _SHIFT] = list(chunks[i >> _SHIFT])
+            row[i & _MASK] = m
+        for c, row in rows.items():
+            chunks[c] = tuple(row)
+        return History(tuple(chunks), self._n)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._n)
+            if step != 1:
+                return tuple(self)[start:stop:step]
+            if stop <= start:
+                return ()
+            first, last = start >> _SHIFT, (stop - 1) >> _SHIFT
+            if first == last:
+                return self._chunks[first][start & _MASK:((stop - 1) & _MASK) + 1]
+            return tuple(islice(chain.from_iterable(self._chunks[first:last + 1]),
+                                start & _MASK, stop - (first << _SHIFT)))
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("history index out of range")
+        return self._chunks[index >> _SHIFT][index & _MASK]
+
+    def __iter__(self) -> Iterator[Message]:
+        return chain.from_iterable(self._chunks)
+
+    def __reversed__(self) -> Iterator[Message]:
+        return chain.from_iterable(reversed(c) for c in reversed(self._chunks))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (History, Prefix, tuple)):
+            return NotImplemented
+        return len(other) == self._n and all(
+            a is b or a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"History({list(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (History.of, (tuple(self),))
+
+
+def frozen(history: Sequence[Message]) -> Sequence[Message]:
+    """A stage's input as an immutable sequence: itself when it is a tuple or a `History`
+    (no copy), else a tuple of it."""
+    return history if isinstance(history, (tuple, History)) else tuple(history)
+
+
+def with_changes(history: Sequence[Message], changes: dict[int, Message]) -> Sequence[Message]:
+    """`history` with the messages at the positions of `changes` replaced: a `History` shares
+    every chunk not touched; anything else becomes a new tuple."""
+    if isinstance(history, History):
+        return history.replaced(changes)
+    out = list(history)
+    for i, m in changes.items():
+        out[i] = m
+    return tuple(out)
+
+
+def plus(history: Sequence[Message], m: Message) -> Sequence[Message]:
+    """`history` with `m` appended (a `History` stays one)."""
+    return history.append(m) if isinstance(history, History) else (*history, m)

@@ -3,8 +3,9 @@
 Calls are yielded lazily, one `CallResult` at a time. Histories are tuples of shared immutable
 messages, so a result costs one pointer per message, and only a consumer that keeps every
 result (a full trace) holds them all. A call's work is what changed at it, not the length of
-the history (issue 21): the raw history is a `Prefix` of one growing list, the persistent list
-is patched where the persistent stages rewrote it, and token totals follow changed positions.
+the history (issue 21): the raw history is a `Prefix` of one growing list, the persistent
+history a `History` whose unchanged chunks every later call shares, and token totals follow
+changed positions. Histories are therefore sequences, read like tuples, not always tuples.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .history import Prefix
+from .history import History, Prefix, plus
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
@@ -29,7 +30,7 @@ class StageRun:
     stage: str
     phase: str
     report: dict[str, Any]
-    history: tuple[Message, ...]
+    history: Sequence[Message]
     tokens_before: int
     tokens_after: int
 
@@ -50,8 +51,8 @@ class CallResult:
     # What the transcript held up to this call: a read-only window on a list the replay keeps
     # appending to (a `Prefix`: indexing, slices, iteration, equality like a tuple's).
     raw_history: Sequence[Message]
-    persistent: tuple[Message, ...]
-    sent: tuple[Message, ...]
+    persistent: Sequence[Message]
+    sent: Sequence[Message]
     spills: list[SpillRecord]
     raw_tokens: int
     sent_tokens: int
@@ -65,7 +66,7 @@ class CallResult:
     dispatch_savings: Mapping[str, int] = field(default_factory=dict)
     # The history this call's stages started from: what earlier calls kept, plus the new
     # messages (dispatch caps applied). Shares its messages with the other histories.
-    input_history: tuple[Message, ...] = ()
+    input_history: Sequence[Message] = ()
 
     @property
     def savings(self) -> dict[str, int]:
@@ -105,7 +106,7 @@ class _CostCache:
         return tokens
 
 
-def _rewritten(before: tuple[Message, ...], after: tuple[Message, ...],
+def _rewritten(before: Sequence[Message], after: Sequence[Message],
                reported: tuple[int, ...] | None) -> tuple[int, ...] | None:
     """Where a stage put other messages than it was given; None when it changed the length."""
     if after is before:
@@ -151,8 +152,8 @@ class _Deltas:
         return Delta(before_in, before_out,
                      frozenset(self.carried | made | self._now).union(appended))
 
-    def ran(self, slot: int, phase: str, history: tuple[Message, ...],
-            out: tuple[Message, ...], changed: tuple[int, ...] | None) -> None:
+    def ran(self, slot: int, phase: str, history: Sequence[Message],
+            out: Sequence[Message], changed: tuple[int, ...] | None) -> None:
         given = self._now
         now = None if given is None or changed is None else given.union(changed)
         self.previous[slot] = (history, out, given, now)
@@ -225,7 +226,7 @@ class Replay:
             count_many(_counted_parts(self.messages))
         agent_mode = values["loop_mode"] == "agent"
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
-        persistent: list[Message] = []
+        persistent = History()
         persistent_tokens = 0
         # Where the latest assistant message sits in `persistent`: a dispatch stage sees the
         # history from there on, which is all a result entering the history can depend on.
@@ -235,20 +236,20 @@ class Replay:
         # Reasoning items sent back within the current user turn (SPEC §11), by origin.
         reasoning: dict[int, int] = {}
         state = {"call": 0, "run": 0, "turn": 0}
-        last_persistent: tuple[Message, ...] | None = None
+        last_persistent: Sequence[Message] | None = None
         for idx, src in enumerate(self.messages):
             msg = src if src.origin is not None else replace(src, origin=idx)
             if msg.role == "assistant":
                 result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx,
                                     reasoning)
-                self._adopt(persistent, result.persistent)
+                persistent = History.of(result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
                 spent = msg.meta.get("reasoning_tokens")
                 if isinstance(spent, int) and spent > 0:
                     reasoning[idx] = spent
                 latest_assistant = len(persistent)
-                persistent.append(msg)
+                persistent = persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
                 if agent_mode and not msg.tool_calls:
                     state["run"] += 1
@@ -272,7 +273,7 @@ class Replay:
                                 self._dispatch_savings.get(stage, 0) + saved)
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
-                persistent.append(msg)
+                persistent = persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
                 if msg is not entering:
                     self.dispatch_saved += self._costs.cost(entering) - self._costs.cost(msg)
@@ -286,27 +287,17 @@ class Replay:
                                 reasoning)
             last_persistent = result.persistent
             yield result
-        self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
+        self.final_history = tuple(last_persistent if last_persistent is not None else persistent)
 
-    def _adopt(self, persistent: list[Message], kept: tuple[Message, ...]) -> None:
-        """Make `persistent` hold `kept`, what the persistent phase made of it at the call
-        just run: only the positions it rewrote are assigned (a copy of the whole list at
-        every call would make a replay's work grow with the square of its length)."""
-        rewritten = self._deltas.carried
-        if rewritten is None or len(kept) != len(persistent):
-            persistent[:] = kept
-        else:
-            for i in rewritten:
-                persistent[i] = kept[i]
-
-    def _call(self, persistent: list[Message], persistent_tokens: int, raw: list[Message],
+    def _call(self, persistent: History, persistent_tokens: int, raw: list[Message],
               raw_tokens: int, state: dict[str, int], response_index: int | None,
               reasoning: dict[int, int] | None = None) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema, session=self.session or {})
         spill_start = len(self.spills.records)
-        history = start = tuple(persistent)
+        history: Sequence[Message] = persistent
+        start = persistent
         tokens = persistent_tokens
         runs: list[StageRun] = []
         kept, kept_tokens = history, tokens
@@ -318,7 +309,7 @@ class Replay:
                 # the outgoing copy, as this phase starts.
                 kept, kept_tokens = history, tokens
                 if self.anchor is not None:
-                    history = (*history, self.anchor)
+                    history = plus(history, self.anchor)
                     tokens += self._costs.cost(self.anchor)
             for slot, (stage, p) in enumerate(self.config.stages):
                 if p != phase:

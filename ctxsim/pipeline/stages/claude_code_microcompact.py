@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..agents_common import cc_rough, recorded_markers, text_of, u16len
+from ..history import frozen
 from ..messages import Message
 from ..tokens import history_tokens
 from . import ReplayFacts, StageContext, StageResult, changed_since
@@ -54,7 +55,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     call change, and a cleared result stays exactly the placeholder.
     """
     p = ctx.params
-    h = tuple(history)
+    h = frozen(history)
     trigger = p.get("cc_microcompact_trigger", "time")
     placeholder = p.get("cc_microcompact_placeholder", "")
     tools = set(p.get("cc_microcompact_tools") or ())
