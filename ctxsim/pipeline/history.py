@@ -2,9 +2,10 @@
 
 - `Prefix`: the first messages of a list that only grows, as a sequence, without a copy.
 - `History`: an immutable sequence of messages in chunks, so appending a message or replacing
-  a few makes a new history in O(chunk + length / chunk) (the chunks not touched are shared),
-  where a tuple would be copied whole. The replay's persistent history is one; stages on the
-  hot path keep it (`frozen`, `with_changes`, `plus`), others turn it into a tuple.
+  a few makes a new history in O(chunk) (O(chunk + length / chunk) when a replaced message is
+  in a full chunk; the chunks not touched are shared), where a tuple would be copied whole.
+  The replay's persistent history is one; stages on the hot path keep it (`frozen`,
+  `with_changes`, `plus`), others turn it into a tuple.
 
 Both read like a tuple: length, indexing, slices (a tuple), iteration, equality with a tuple
 or another of them holding the same messages.
@@ -73,44 +74,64 @@ class Prefix(Sequence[Message]):
 
 
 class History(Sequence[Message]):
-    """An immutable history in chunks of `CHUNK` messages (every chunk full but the last)."""
+    """An immutable history: full chunks of `CHUNK` messages, then a shorter tail. Appending
+    copies the tail only (the chunk list too, once per `CHUNK` messages); replacing copies the
+    chunks it lands in (and the chunk list when one of them is a full chunk)."""
 
-    __slots__ = ("_chunks", "_n")
+    __slots__ = ("_full", "_tail", "_n")
 
-    def __init__(self, chunks: tuple[tuple[Message, ...], ...] = (), n: int = 0) -> None:
-        self._chunks = chunks
-        self._n = n
+    def __init__(self, full: tuple[tuple[Message, ...], ...] = (),
+                 tail: tuple[Message, ...] = ()) -> None:
+        self._full = full
+        self._tail = tail
+        self._n = len(full) * CHUNK + len(tail)
 
     @classmethod
     def of(cls, items: Sequence[Message]) -> History:
         if isinstance(items, History):
             return items
         t = tuple(items)
-        return cls(tuple(t[i:i + CHUNK] for i in range(0, len(t), CHUNK)), len(t))
+        cut = len(t) - len(t) % CHUNK
+        return cls(tuple(t[i:i + CHUNK] for i in range(0, cut, CHUNK)), t[cut:])
 
     def append(self, m: Message) -> History:
         """This history with `m` at the end."""
-        chunks = self._chunks
-        if chunks and len(chunks[-1]) < CHUNK:
-            return History((*chunks[:-1], (*chunks[-1], m)), self._n + 1)
-        return History((*chunks, (m,)), self._n + 1)
+        tail = (*self._tail, m)
+        if len(tail) == CHUNK:
+            return History((*self._full, tail), ())
+        return History(self._full, tail)
 
     def replaced(self, changes: dict[int, Message]) -> History:
         """This history with the message at each position of `changes` replaced."""
         if not changes:
             return self
-        chunks = list(self._chunks)
+        base = len(self._full) * CHUNK
         rows: dict[int, list[Message]] = {}
+        tail: list[Message] | None = None
         for i, m in changes.items():
             if not 0 <= i < self._n:
                 raise IndexError("history index out of range")
+            if i >= base:
+                if tail is None:
+                    tail = list(self._tail)
+                tail[i - base] = m
+                continue
             row = rows.get(i >> _SHIFT)
             if row is None:
-                row = rows[i >> _SHIFT] = list(chunks[i >> _SHIFT])
+                row = rows[i >> _SHIFT] = list(self._full[i >> _SHIFT])
             row[i & _MASK] = m
-        for c, row in rows.items():
-            chunks[c] = tuple(row)
-        return History(tuple(chunks), self._n)
+        full = self._full
+        if rows:
+            chunks = list(full)
+            for c, row in rows.items():
+                chunks[c] = tuple(row)
+            full = tuple(chunks)
+        return History(full, self._tail if tail is None else tuple(tail))
+
+    def storage(self) -> tuple[tuple[Any, ...], ...]:
+        """What holds the messages: the chunk list, each chunk and the tail, all shared with
+        the histories this one was made from where they did not change."""
+        return (self._full, *self._full, self._tail)
 
     def __len__(self) -> int:
         return self._n
@@ -120,28 +141,34 @@ class History(Sequence[Message]):
     @overload
     def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        base = len(self._full) * CHUNK
         if isinstance(index, slice):
             start, stop, step = index.indices(self._n)
             if step != 1:
                 return tuple(self)[start:stop:step]
             if stop <= start:
                 return ()
-            first, last = start >> _SHIFT, (stop - 1) >> _SHIFT
-            if first == last:
-                return self._chunks[first][start & _MASK:((stop - 1) & _MASK) + 1]
-            return tuple(islice(chain.from_iterable(self._chunks[first:last + 1]),
-                                start & _MASK, stop - (first << _SHIFT)))
+            if start >= base:
+                return self._tail[start - base:stop - base]
+            first = start >> _SHIFT
+            if stop <= (first + 1) * CHUNK:
+                return self._full[first][start & _MASK:stop - first * CHUNK]
+            parts = chain(chain.from_iterable(self._full[first:]), self._tail)
+            return tuple(islice(parts, start & _MASK, stop - first * CHUNK))
         if index < 0:
             index += self._n
         if not 0 <= index < self._n:
             raise IndexError("history index out of range")
-        return self._chunks[index >> _SHIFT][index & _MASK]
+        if index >= base:
+            return self._tail[index - base]
+        return self._full[index >> _SHIFT][index & _MASK]
 
     def __iter__(self) -> Iterator[Message]:
-        return chain.from_iterable(self._chunks)
+        return chain(chain.from_iterable(self._full), self._tail)
 
     def __reversed__(self) -> Iterator[Message]:
-        return chain.from_iterable(reversed(c) for c in reversed(self._chunks))
+        return chain(reversed(self._tail),
+                     chain.from_iterable(reversed(c) for c in reversed(self._full)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (History, Prefix, tuple)):
