@@ -148,7 +148,7 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
     cost = _Costs(replay.counter)
     sim = CacheSimulator(rule)
     tracker = LossTracker(replay.messages)
-    prev: tuple[Message, ...] | None = None
+    prev: Sequence[Message] | None = None
     prev_costs: list[int] = []
     prev_input = 0
     pending: list[tuple[int, BreakCause, int, int]] = []

@@ -224,7 +224,7 @@ class FoldResult:
 
 # step(state, history, end, j) -> (new_state, view, info): step j sees the prefix
 # history[:end]; for j < m, history[end] is the assistant message call j answered with.
-Step = Callable[[Any, tuple[Message, ...], int, int], tuple[Any, Sequence[Message], Any]]
+Step = Callable[[Any, Sequence[Message], int, int], tuple[Any, Sequence[Message], Any]]
 
 
 def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,

@@ -128,7 +128,8 @@ class _Deltas:
         self.base_len = 0  # length of the persistent history at the previous call
         self.carried: set[int] | None = set()  # persistent rewrites at the previous call
         # slot -> (input, output, changes before the stage, changes through it) last call
-        self.previous: dict[int, tuple[tuple, tuple, set[int] | None, set[int] | None]] = {}
+        self.previous: dict[int, tuple[Sequence[Message], Sequence[Message],
+                                       set[int] | None, set[int] | None]] = {}
         self._now: set[int] | None = set()
         self._next_carried: set[int] | None = set()
 

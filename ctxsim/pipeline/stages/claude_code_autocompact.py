@@ -180,7 +180,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
         return full_prompt(v, ctx)
 
-    def step(s: State, h: tuple[Message, ...], end: int,
+    def step(s: State, h: Sequence[Message], end: int,
              j: int) -> tuple[State, list[Message], dict[str, Any]]:
         prefix = h if end == len(h) else h[:end]  # the whole history is not copied
         before = view(prefix, s)

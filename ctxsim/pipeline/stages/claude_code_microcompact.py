@@ -135,7 +135,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     return StageResult(new, report, tuple(changed))
 
 
-def _listed_ids(h: tuple[Message, ...], ctx: StageContext, tools: set[str]) -> list[str]:
+def _listed_ids(h: Sequence[Message], ctx: StageContext, tools: set[str]) -> list[str]:
     """The ids of the calls to `tools`, in history order. With a memo, the previous call's
     list is extended by the appended messages (this runs at every call of a long session);
     a change at an assistant message's position rebuilds it. The list is the memo's own."""
