@@ -103,3 +103,32 @@ def test_the_counters_see_quadratic_work(sessions) -> None:
         reads = [role_reads_per_replay(sessions[n], "chatcli") for n in SIZES]
     assert copies[1] / copies[0] > LINEAR
     assert reads[1] / reads[0] > LINEAR
+
+
+def test_a_stage_that_compacts_at_every_call_still_gets_a_delta_for_its_input(sessions) -> None:
+    """Claude Code's auto-compact changes the length of its output whenever a compaction is in
+    force, which used to cost it its `Delta` (a full scan of the history at every call). Every
+    `changed_since` answer is checked against a full scan, and after the first calls they are
+    answered by a Delta."""
+    from ctxsim.pipeline import stages
+    from ctxsim.pipeline.stages import changed_positions
+
+    original = stages.changed_since
+    answered: list[bool] = []
+
+    def checked(before, after, c, below=None):
+        got = original(before, after, c, below)
+        n = len(before) if below is None else below
+        assert got == changed_positions(before[:n], after)
+        answered.append(c.delta is not None)
+        return got
+
+    config = {"counter": "bytes4", "cc_context_window": 60_000,
+              "cc_autocompact_buffer_tokens": 5_000, "cc_summary_reserve_tokens": 5_000}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stages, "changed_since", checked)
+        calls = list(replay(sessions[SIZES[0]], "claude-code", config).calls())
+    compacted = sum(1 for c in calls for s in c.stages if s.report.get("compacted"))
+    assert compacted >= 3 and len(calls[-1].sent) < len(calls[-1].persistent)
+    assert len(answered) >= 2 * (len(calls) - 1)
+    assert sum(not a for a in answered) <= 4  # the first call of each memo has none
