@@ -1,7 +1,7 @@
 """The replay engine (SPEC §3): the profile's stages before every model call of a transcript.
 
-Calls are yielded lazily, one `CallResult` at a time. Histories are tuples of shared immutable
-messages, so a result costs one pointer per message, and only a consumer that keeps every
+Calls are yielded lazily, one `CallResult` at a time. Histories are sequences of shared
+immutable messages, so a result costs one pointer per message, and only a consumer that keeps every
 result (a full trace) holds them all. A call's work is what changed at it, not the length of
 the history (issue 21): the raw history is a `Prefix` of one growing list, the persistent
 history a `History` whose unchanged chunks every later call shares, and token totals follow
@@ -122,7 +122,8 @@ class _Deltas:
     A stage's input at call k differs from its input at call k-1 only where the persistent
     stages rewrote the history at k-1 (those rewrites are kept), where any stage before it
     rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
-    the anchor). A stage that changes a length makes the positions unknown (no `Delta`)."""
+    the anchor). A stage that changes a length makes the positions unknown (no `Delta`) for
+    the stages after it; it keeps one for its own input at the next call."""
 
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
