@@ -4,7 +4,10 @@
 Replays each generated CALLS-call session with the `chatcli` profile (or `--profile`) and the
 `cl100k_base` counter, every call, token counts included, REPS times. Each repetition replays
 every size twice with one fresh counter: first from a cold token cache (`replay`, the wall
-time), then again with every count known (`warm`: the memoized engine alone). The counting
+time), then again with every count known (`warm`: the memoized engine alone, always CPU time
+of this process: with every count known nothing goes to the counting workers, so this
+process's CPU is all its work, and the CPU time is not inflated by what other work shares the
+machine's cores, as wall time is; issue 21's `linearity-warm` compares two of them). The counting
 workers (`ctxsim.pipeline.token_pool`) are started and the BPE table loaded before any timing,
 as a web worker has them after its first replay.
 
@@ -71,21 +74,21 @@ def run_replay(messages, profile: str = PROFILE, clock=time.perf_counter,
                unmemoized: bool = False) -> dict:
     """One full replay from a cold token cache (every call, raw and sent token counts), then
     the same replay again with that counter (every count known), and with `unmemoized` once
-    more with the stages' memos off: each timed by `clock`."""
+    more with the stages' memos off: the cold one timed by `clock`, the others by CPU time."""
     timings = {}
     with tokens.isolated_counters():  # a fresh shared counter: empty content cache
         start = clock()
         outcome = _replay_once(messages, profile)
         timings["cold"] = clock() - start
         gc.collect()
-        start = clock()
+        start = time.process_time()
         again = _replay_once(messages, profile)
-        timings["warm"] = clock() - start
+        timings["warm"] = time.process_time() - start
         if unmemoized:
             gc.collect()
-            start = clock()
+            start = time.process_time()
             off = _replay_once(messages, profile, use_memos=False)
-            timings["unmemoized"] = clock() - start
+            timings["unmemoized"] = time.process_time() - start
             if off != outcome:
                 raise SystemExit("a replay without memos counted differently")
     if again != outcome:

@@ -148,7 +148,7 @@ class LossTracker:
         # The previous call's prompt, and the positions of each origin in it.
         self._sent: list[Message] = []
         self._sent_at: dict[int, list[int]] = {}
-        self._raw_history: tuple[Message, ...] = ()
+        self._raw_history: Sequence[Message] = ()
         self._positions: dict[int, list[int]] = {}  # origin -> raw positions of its results
         self._by_key: dict[tuple[str, str], list[int]] = {}  # call key -> raw positions
         self._dropped: set[int] = set()  # raw positions of results not sent intact

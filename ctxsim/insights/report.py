@@ -210,7 +210,7 @@ class _Prompt:
 
     def __init__(self, cost: _Costs) -> None:
         self.cost = cost
-        self.sent: tuple[Message, ...] | None = None
+        self.sent: Sequence[Message] | None = None
         self.keys: list[Hashable] = []
         self.costs: list[int] = []  # per key
         self.sums: list[int] = [0]  # sums[i]: the first i costs

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from .history import frozen
 from .messages import Message, decode_for_display, is_valid_utf8
 from .tokens import TokenCounter, full_prompt_tokens
 
@@ -166,8 +167,33 @@ def is_real_user(m: Message) -> bool:
 # --- §2.5.0.4 the call-schedule fold ------------------------------------------------------
 
 
-def assistant_positions(h: Sequence[Message]) -> list[int]:
-    return [i for i, m in enumerate(h) if m.role == "assistant"]
+def assistant_positions(h: Sequence[Message], ctx: Any = None) -> list[int]:
+    """Indices of the assistant messages of `h`, in order.
+
+    With a stage memo (`ctx.memo`; `h` a tuple) the previous call's list is updated from the
+    positions that changed and the appended tail instead of scanning the whole history at
+    every call: the list returned is then the memo's own, valid until the stage's next call
+    (callers only read it)."""
+    memo = ctx.memo if ctx is not None else None
+    previous = memo.get("assistants") if memo is not None else None
+    if previous is None:
+        found = [i for i, m in enumerate(h) if m.role == "assistant"]
+    else:
+        before, found = previous
+        if before is h:
+            return found
+        from .stages import changed_since  # here: the stages package imports this module
+
+        n = min(len(before), len(h))
+        if any((before[i].role == "assistant") != (h[i].role == "assistant")
+               for i in changed_since(before, h, ctx)):
+            found = [i for i, m in enumerate(h) if m.role == "assistant"]
+        else:
+            del found[bisect_left(found, n):]
+            found.extend(i for i in range(n, len(h)) if h[i].role == "assistant")
+    if memo is not None:
+        memo["assistants"] = (h, found)
+    return found
 
 
 def call_of_index(h: Sequence[Message], i: int) -> int:
@@ -198,7 +224,7 @@ class FoldResult:
 
 # step(state, history, end, j) -> (new_state, view, info): step j sees the prefix
 # history[:end]; for j < m, history[end] is the assistant message call j answered with.
-Step = Callable[[Any, tuple[Message, ...], int, int], tuple[Any, Sequence[Message], Any]]
+Step = Callable[[Any, Sequence[Message], int, int], tuple[Any, Sequence[Message], Any]]
 
 
 def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
@@ -211,8 +237,8 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
     `reuse_current`, the state after the current step is kept for the next call, where that
     step becomes a past one (a stage whose past steps read the response passes False).
     """
-    h = tuple(history)
-    starts = assistant_positions(h)
+    h = frozen(history)
+    starts = assistant_positions(h, ctx)
     memo = ctx.memo
     reuse = 0
     state = initial
@@ -233,7 +259,8 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
             reuse -= 1
         if reuse:
             state = old[reuse - 1][1]
-        saved = old[:reuse]
+        del old[reuse:]  # the memo's own list, cut in place: a copy would be O(m) per call
+        saved = old
     previous_info = None
     for j in range(reuse, len(starts)):
         state, _view, previous_info = step(state, h, starts[j], j)
@@ -243,8 +270,10 @@ def fold(history: Sequence[Message], ctx: Any, initial: Any, step: Step,
     m = len(starts)
     final_state, view, info = step(state, h, len(h), m)
     if memo is not None:
+        if reuse_current:
+            saved.append((len(h), final_state))
         memo["fold_input"] = h
-        memo["fold_steps"] = saved + ([(len(h), final_state)] if reuse_current else [])
+        memo["fold_steps"] = saved
     return FoldResult(tuple(view), final_state, info, m, previous_info)
 
 
@@ -270,7 +299,7 @@ def marker_positions(h: Sequence[Message], ctx: Any, key: str) -> list[int]:
         found += [i for i in range(n, len(h)) if key in h[i].meta]
         found.sort()
     if memo is not None:
-        memo[slot] = (tuple(h), found)
+        memo[slot] = (frozen(h), found)
     return found
 
 

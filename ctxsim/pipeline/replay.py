@@ -1,8 +1,11 @@
 """The replay engine (SPEC §3): the profile's stages before every model call of a transcript.
 
-Calls are yielded lazily, one `CallResult` at a time. Histories are tuples of shared immutable
-messages, so a result costs one pointer per message, and only a consumer that keeps every
-result (a full trace) holds them all.
+Calls are yielded lazily, one `CallResult` at a time. Histories are sequences of shared
+immutable messages, so a result costs one pointer per message, and only a consumer that keeps every
+result (a full trace) holds them all. A call's work is what changed at it, not the length of
+the history (issue 21): the raw history is a `Prefix` of one growing list, the persistent
+history a `History` whose unchanged chunks every later call shares, and token totals follow
+changed positions. Histories are therefore sequences, read like tuples, not always tuples.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .history import History, Prefix, plus
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
@@ -26,7 +30,7 @@ class StageRun:
     stage: str
     phase: str
     report: dict[str, Any]
-    history: tuple[Message, ...]
+    history: Sequence[Message]
     tokens_before: int
     tokens_after: int
 
@@ -44,9 +48,11 @@ class CallResult:
     loop_turn: int
     response_input_index: int | None
     stages: list[StageRun]
-    raw_history: tuple[Message, ...]
-    persistent: tuple[Message, ...]
-    sent: tuple[Message, ...]
+    # What the transcript held up to this call: a read-only window on a list the replay keeps
+    # appending to (a `Prefix`: indexing, slices, iteration, equality like a tuple's).
+    raw_history: Sequence[Message]
+    persistent: Sequence[Message]
+    sent: Sequence[Message]
     spills: list[SpillRecord]
     raw_tokens: int
     sent_tokens: int
@@ -60,7 +66,7 @@ class CallResult:
     dispatch_savings: Mapping[str, int] = field(default_factory=dict)
     # The history this call's stages started from: what earlier calls kept, plus the new
     # messages (dispatch caps applied). Shares its messages with the other histories.
-    input_history: tuple[Message, ...] = ()
+    input_history: Sequence[Message] = ()
     # How many leading messages of `sent` are the very objects the previous call sent (a lower
     # bound: past it they may still be equal); None when a stage changed a length, so the
     # replay cannot tell. Lets a consumer of consecutive prompts (the cache simulation) look
@@ -105,7 +111,7 @@ class _CostCache:
         return tokens
 
 
-def _rewritten(before: tuple[Message, ...], after: tuple[Message, ...],
+def _rewritten(before: Sequence[Message], after: Sequence[Message],
                reported: tuple[int, ...] | None) -> tuple[int, ...] | None:
     """Where a stage put other messages than it was given; None when it changed the length."""
     if after is before:
@@ -121,13 +127,16 @@ class _Deltas:
     A stage's input at call k differs from its input at call k-1 only where the persistent
     stages rewrote the history at k-1 (those rewrites are kept), where any stage before it
     rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
-    the anchor). A stage that changes a length makes the positions unknown (no `Delta`).
-    The same reasoning after the last stage bounds what the sent prompt kept (`sent_kept`)."""
+    the anchor). A stage that changes a length makes the positions unknown (no `Delta`) for
+    the stages after it; it keeps one for its own input at the next call. The same reasoning
+    after the last stage bounds what the sent prompt kept (`sent_kept`)."""
 
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
         self.carried: set[int] | None = set()  # persistent rewrites at the previous call
-        self.previous: dict[int, tuple[tuple, tuple, set[int] | None]] = {}
+        # slot -> (input, output, changes before the stage, changes through it) last call
+        self.previous: dict[int, tuple[Sequence[Message], Sequence[Message],
+                                       set[int] | None, set[int] | None]] = {}
         self._now: set[int] | None = set()
         self._next_carried: set[int] | None = set()
         self._last_now: set[int] | None = set()  # every stage's rewrites at the previous call
@@ -140,17 +149,23 @@ class _Deltas:
         prev = self.previous.get(slot)
         if prev is None or self.carried is None or self._now is None:
             return None
-        before_in, before_out, earlier = prev
-        if earlier is None:
-            return None
+        before_in, before_out, given, made = prev
+        if made is None:
+            # The stage changed the length at the previous call: its output cannot be
+            # compared position by position, but its input still can (an outgoing stage that
+            # compacts at every call keeps a Delta for what it was given).
+            if given is None:
+                return None
+            before_out, made = before_in, given
         appended = range(self.base_len, max(len(before_in), len(before_out)))
         return Delta(before_in, before_out,
-                     frozenset(self.carried | earlier | self._now).union(appended))
+                     frozenset(self.carried | made | self._now).union(appended))
 
-    def ran(self, slot: int, phase: str, history: tuple[Message, ...],
-            out: tuple[Message, ...], changed: tuple[int, ...] | None) -> None:
-        now = None if self._now is None or changed is None else self._now.union(changed)
-        self.previous[slot] = (history, out, now)
+    def ran(self, slot: int, phase: str, history: Sequence[Message],
+            out: Sequence[Message], changed: tuple[int, ...] | None) -> None:
+        given = self._now
+        now = None if given is None or changed is None else given.union(changed)
+        self.previous[slot] = (history, out, given, now)
         self._now = now
         if phase == "persistent":
             self._next_carried = now
@@ -229,7 +244,7 @@ class Replay:
             count_many(_counted_parts(self.messages))
         agent_mode = values["loop_mode"] == "agent"
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
-        persistent: list[Message] = []
+        persistent = History()
         persistent_tokens = 0
         # Where the latest assistant message sits in `persistent`: a dispatch stage sees the
         # history from there on, which is all a result entering the history can depend on.
@@ -239,20 +254,20 @@ class Replay:
         # Reasoning items sent back within the current user turn (SPEC §11), by origin.
         reasoning: dict[int, int] = {}
         state = {"call": 0, "run": 0, "turn": 0}
-        last_persistent: tuple[Message, ...] | None = None
+        last_persistent: Sequence[Message] | None = None
         for idx, src in enumerate(self.messages):
             msg = src if src.origin is not None else replace(src, origin=idx)
             if msg.role == "assistant":
                 result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx,
                                     reasoning)
-                persistent = list(result.persistent)
+                persistent = History.of(result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
                 spent = msg.meta.get("reasoning_tokens")
                 if isinstance(spent, int) and spent > 0:
                     reasoning[idx] = spent
                 latest_assistant = len(persistent)
-                persistent.append(msg)
+                persistent = persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
                 if agent_mode and not msg.tool_calls:
                     state["run"] += 1
@@ -276,7 +291,7 @@ class Replay:
                                 self._dispatch_savings.get(stage, 0) + saved)
                         msg = r.history[-1]
                         self.dispatch.append({"input_index": idx, **r.report})
-                persistent.append(msg)
+                persistent = persistent.append(msg)
                 persistent_tokens += self._costs.cost(msg)
                 if msg is not entering:
                     self.dispatch_saved += self._costs.cost(entering) - self._costs.cost(msg)
@@ -290,16 +305,17 @@ class Replay:
                                 reasoning)
             last_persistent = result.persistent
             yield result
-        self.final_history = last_persistent if last_persistent is not None else tuple(persistent)
+        self.final_history = tuple(last_persistent if last_persistent is not None else persistent)
 
-    def _call(self, persistent: list[Message], persistent_tokens: int, raw: list[Message],
+    def _call(self, persistent: History, persistent_tokens: int, raw: list[Message],
               raw_tokens: int, state: dict[str, int], response_index: int | None,
               reasoning: dict[int, int] | None = None) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema, session=self.session or {})
         spill_start = len(self.spills.records)
-        history = start = tuple(persistent)
+        history: Sequence[Message] = persistent
+        start = persistent
         tokens = persistent_tokens
         runs: list[StageRun] = []
         kept, kept_tokens = history, tokens
@@ -311,7 +327,7 @@ class Replay:
                 # the outgoing copy, as this phase starts.
                 kept, kept_tokens = history, tokens
                 if self.anchor is not None:
-                    history = (*history, self.anchor)
+                    history = plus(history, self.anchor)
                     tokens += self._costs.cost(self.anchor)
             for slot, (stage, p) in enumerate(self.config.stages):
                 if p != phase:
@@ -338,7 +354,7 @@ class Replay:
             loop_turn=state["turn"],
             response_input_index=response_index,
             stages=runs,
-            raw_history=tuple(raw),
+            raw_history=Prefix(raw),
             persistent=kept,
             persistent_tokens=kept_tokens,
             carried_over=raw_tokens - self.extra_tokens - persistent_tokens,

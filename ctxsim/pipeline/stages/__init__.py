@@ -25,7 +25,8 @@ from ..tokens import TokenCounter
 
 @dataclass(frozen=True)
 class StageResult:
-    history: tuple[Message, ...]
+    # A tuple, or the replay's `History` handed on (`frozen`, `with_changes`): a sequence.
+    history: Sequence[Message]
     report: dict[str, Any]
     # When the stage knows them: the positions where `history` holds a message other than the
     # input's (same length). Lets the replay re-measure just those, not scan the history.
@@ -39,8 +40,8 @@ class Delta:
     same objects. The replay knows this from what each stage reported, so a stage memo can
     look at a handful of positions instead of scanning a history that only grew."""
 
-    input: tuple[Message, ...]
-    output: tuple[Message, ...]
+    input: Sequence[Message]
+    output: Sequence[Message]
     positions: frozenset[int]
 
 
@@ -75,7 +76,7 @@ class StageContext:
 
 
 
-def view_result(history: tuple[Message, ...], out: Sequence[Message],
+def view_result(history: Sequence[Message], out: Sequence[Message],
                 report: dict[str, Any]) -> StageResult:
     """A stage's result when it builds a new view: `history` itself, with no changed
     positions, when the view holds the very same messages (so the replay re-measures

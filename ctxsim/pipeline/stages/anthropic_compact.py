@@ -61,7 +61,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     trigger = (p.get("compact_trigger") or {"value": 150000})["value"]
     mode = p.get("anthropic_compact_mode", "predict")
 
-    def step(b: Block | None, h: tuple[Message, ...], end: int,
+    def step(b: Block | None, h: Sequence[Message], end: int,
              j: int) -> tuple[Block | None, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, b)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from ..history import frozen, with_changes
 from ..messages import Message
 from ..spill import SpillError, clean_join
 from . import (
@@ -112,7 +113,7 @@ class _GroupIndex:
 
     per_result: int
     budget: int
-    source: tuple[Message, ...] = ()
+    source: Sequence[Message] = ()
     resume: int = 0  # where a re-walk starts: the last group's assistant (or the end)
     starts: list[int] = field(default_factory=list)
     members: list[list[int]] = field(default_factory=list)
@@ -211,7 +212,7 @@ def _index(history: Sequence[Message], ctx: StageContext, per_result: int, budge
                 idx.add(current, i, _length(m, documented))
         elif role in ("user", "system"):
             current = None
-    idx.source = tuple(history)
+    idx.source = frozen(history)
     idx.resume = idx.starts[-1] if idx.starts else len(history)
     if memo is not None:
         memo["groups"] = idx
@@ -241,8 +242,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "bytes_saved_to_disk": 0,
         "spilled_files": [],
     }
+    history = frozen(history)
     if not history:
-        return StageResult(tuple(history), report)
+        return StageResult(history, report)
     idx = _index(history, ctx, per_result, budget)
     report["total_tool_results"] = len(idx.lens)
     report["total_original_chars"] = total = idx.total
@@ -288,11 +290,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             report["bytes_saved_to_disk"] += n - lengths[i]
     report["total_final_chars"] = total - reduced
     if not units:
-        return StageResult(tuple(history), report, changed=())
-    out = list(history)
-    for i, new in units.items():
-        out[i] = history[i].with_content(from_units(new))
-    return StageResult(tuple(out), report, changed=tuple(units))
+        return StageResult(history, report, changed=())
+    out = {i: history[i].with_content(from_units(new)) for i, new in units.items()}
+    return StageResult(with_changes(history, out), report, changed=tuple(units))
 
 
 # --- what a report means ----------------------------------------------------------------------

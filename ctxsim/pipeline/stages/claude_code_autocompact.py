@@ -33,6 +33,7 @@ from ..agents_common import (
     text_of,
     u16len,
 )
+from ..history import frozen
 from ..messages import Message
 from . import ReplayFacts, StageContext, StageResult, view_result
 
@@ -162,8 +163,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     env = claude_env_effective(p.get("claude_env") or {})
     th = threshold_of(p, ctx.session, env)
     mode = p.get("cc_autocompact_mode", "predict")
-    h = tuple(history)
-    starts = assistant_positions(h)
+    h = frozen(history)
+    starts = assistant_positions(h, ctx)
     by_call: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
     summaries: list[int] = []
     for i in marker_positions(h, ctx, "compaction"):
@@ -179,9 +180,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
         return full_prompt(v, ctx)
 
-    def step(s: State, h: tuple[Message, ...], end: int,
+    def step(s: State, h: Sequence[Message], end: int,
              j: int) -> tuple[State, list[Message], dict[str, Any]]:
-        prefix = h[:end]
+        prefix = h if end == len(h) else h[:end]  # the whole history is not copied
         before = view(prefix, s)
         tokens = measure(before, s)
         conversation = sum(1 for m in before if m.role != "system")

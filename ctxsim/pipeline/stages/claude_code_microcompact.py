@@ -15,9 +15,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ..agents_common import cc_rough, recorded_markers, text_of, u16len
+from ..history import frozen
 from ..messages import Message
 from ..tokens import history_tokens
-from . import ReplayFacts, StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult, changed_since
 from ._ownership import result_owners
 
 IMAGE_ESTIMATE = 2000
@@ -54,13 +55,14 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     call change, and a cleared result stays exactly the placeholder.
     """
     p = ctx.params
-    h = tuple(history)
+    h = frozen(history)
     trigger = p.get("cc_microcompact_trigger", "time")
     placeholder = p.get("cc_microcompact_placeholder", "")
     tools = set(p.get("cc_microcompact_tools") or ())
-    ids = [c.id for m in h if m.role == "assistant" for c in m.tool_calls if c.name in tools]
+    ids = _listed_ids(h, ctx, tools)
     keep_n = max(1, p.get("cc_microcompact_keep_recent", 5))
-    keep, clear = ids[-keep_n:], ids[:-keep_n]
+    keep: list[str] = ids[-keep_n:]
+    clear: list[str] | None = None  # ids[:-keep_n], copied only when the trigger fires
     report: dict[str, Any] = {
         "applied": False, "trigger": None, "gap_minutes": None, "cleared_tool_ids": [],
         "kept_tool_ids": [], "tokens_saved_estimate": 0, "cleared_tokens": 0, "reason": None,
@@ -97,6 +99,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         report["reason"] = "off"
     if not fired:
         return StageResult(h, report)
+    if clear is None:
+        clear = ids[:-keep_n]
     report["trigger"] = trigger
     report["kept_tool_ids"] = list(keep)
     target = placeholder.encode("utf-8", "surrogatepass")
@@ -129,6 +133,35 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
                   tokens_saved_estimate=estimate,
                   cleared_tokens=history_tokens(h, ctx.counter) - history_tokens(new, ctx.counter))
     return StageResult(new, report, tuple(changed))
+
+
+def _listed_ids(h: Sequence[Message], ctx: StageContext, tools: set[str]) -> list[str]:
+    """The ids of the calls to `tools`, in history order. With a memo, the previous call's
+    list is extended by the appended messages (this runs at every call of a long session);
+    a change at an assistant message's position rebuilds it. The list is the memo's own."""
+    memo = ctx.memo
+    previous = memo.get("listed_ids") if memo is not None else None
+    found: list[str] | None = None
+    start = 0
+    if previous is not None and previous[1] == tools:
+        before, _, kept, counts = previous
+        n = min(len(before), len(h))
+        if not any(before[i].role == "assistant" or h[i].role == "assistant"
+                   for i in changed_since(before, h, ctx)):
+            found, start = kept, n
+            # Forget what came from the positions past the shorter length.
+            del found[sum(counts[:n]) if len(counts) > n else len(found):]
+            del counts[n:]
+    if found is None:
+        found, counts = [], []
+    for i in range(start, len(h)):
+        m = h[i]
+        listed = [c.id for c in m.tool_calls if c.name in tools] if m.role == "assistant" else []
+        found.extend(listed)
+        counts.append(len(listed))
+    if memo is not None:
+        memo["listed_ids"] = (h, tools, found, counts)
+    return found
 
 
 def ctx_call(h: Sequence[Message]) -> int:

@@ -224,7 +224,7 @@ class _Run:
             "user_message_tokens": sum(approx_tokens(len(m.content)) for m in selected),
         }
 
-    def step(self, s: State, history: tuple[Message, ...], n: int, j: int
+    def step(self, s: State, history: Sequence[Message], n: int, j: int
              ) -> tuple[State, tuple[Message, ...], Any]:
         """Call j on the prefix history[:n]; only the current call (j = m) is reported."""
         current = j == len(self.positions)

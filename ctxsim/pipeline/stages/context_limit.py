@@ -28,6 +28,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     Invariant: Truncate never removes a system message or the last user message, and never
     removes a call while leaving one of its results; it stops at the first fit.
     """
+    history = tuple(history)  # read by index below, where a tuple is fastest
     limit = ctx.params.get("contextMaximumSize")
     action = ctx.params.get("contextOverflowAction", "Throw")
     extras = extras_tokens(

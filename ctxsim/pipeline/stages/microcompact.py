@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from ..history import frozen, with_changes
 from ..messages import Message
 from . import (
     ReplayFacts,
@@ -158,7 +159,7 @@ class _Candidates:
     are examined again. Results below the minimum never grow back, so they drop out for good.
     """
 
-    source: tuple[Message, ...] = ()
+    source: Sequence[Message] = ()
     assistants: int = 0
     live: dict[int, int] = field(default_factory=dict)  # position -> turn number
     call_names: dict[str, str] = field(default_factory=dict)
@@ -230,13 +231,13 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     ccr_on = ctx.params.get("ccr", "on") == "on"
     report = {"skipped_early": False, "truncated": 0, "summarized": 0, "chars_saved": 0}
     idx = _candidates(history, ctx, minimum)
-    result = tuple(history)
+    result = frozen(history)
     rewritten: list[int] = []
     # The early exit is ChatCLI's code, not its documentation (SPEC §2.2 rows 1, 3).
     if not history or (not documented and ctx.loop_turn < trunc_age):
         report["skipped_early"] = True
     else:
-        out: list[Message] | None = None
+        out: dict[int, Message] = {}
         for i in sorted(idx.live):
             age = idx.assistants - idx.live[i]
             if age < trunc_age and age < sum_age:
@@ -256,14 +257,12 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
                 len(new) if not documented else len(new.decode("utf-8", "replace"))
             )
             if new != m.content:
-                if out is None:
-                    out = list(history)
                 out[i] = m.with_content(new)
                 rewritten.append(i)
                 if not _big_enough(out[i], minimum, documented):
                     del idx.live[i]
-        if out is not None:
-            result = tuple(out)
+        if out:
+            result = with_changes(result, out)
     idx.source = result
     if ctx.memo is not None:
         ctx.memo["candidates"] = idx

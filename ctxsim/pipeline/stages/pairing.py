@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..history import frozen
 from ..messages import Message
 from . import ReplayFacts, StageContext, StageResult, changed_since
 
@@ -97,7 +98,7 @@ def needs_repair(history: Sequence[Message], ctx: StageContext | None = None) ->
             return True
         i = j
     if ctx is not None and ctx.memo is not None:
-        ctx.memo["valid"] = (tuple(history), block)
+        ctx.memo["valid"] = (frozen(history), block)
     return False
 
 
@@ -105,7 +106,7 @@ def _finish(history: Sequence[Message], out: list[Message], report: dict[str, An
             ) -> StageResult:
     report["has_repairs"] = any(report[k] > 0 for k in REPAIR_KEYS)
     if not report["has_repairs"]:
-        return StageResult(tuple(history), report)
+        return StageResult(frozen(history), report)
     return StageResult(tuple(out), report)
 
 
@@ -113,7 +114,7 @@ def repair_implemented(history: Sequence[Message], ctx: StageContext | None = No
                        ) -> StageResult:
     report = _empty_report()
     if not history or not needs_repair(history, ctx):
-        return StageResult(tuple(history), report)
+        return StageResult(frozen(history), report)
     out: list[Message] = []
     claimed: set[int] = set()
     n = len(history)

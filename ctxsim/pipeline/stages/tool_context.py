@@ -18,9 +18,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     placeholder = ctx.params.get("toolContextPlaceholder", "").encode("utf-8", "surrogatepass")
     tools = [i for i, m in enumerate(history) if m.role == "tool"]
     older = tools[: max(len(tools) - count, 0)] if count > 0 else []
-    out = list(history)
+    out = list(history)  # indexed below: a list reads fastest whatever sequence `history` is
     for i in older:
-        out[i] = history[i].with_content(placeholder)
+        out[i] = out[i].with_content(placeholder)
     report = {"kept": len(tools) - len(older), "replaced": len(older)}
     return StageResult(tuple(out), report)
 
