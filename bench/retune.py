@@ -51,7 +51,9 @@ def main() -> None:
 
 
 def run(folder: str, calls: int, reps: int, seed: int, *, first: bool = False) -> dict:
-    setup_django(folder)
+    # The request itself must replay: sessions past CTXSIM_INLINE_REPLAY_CALLS (the 2,000-call
+    # one of `--first`) would hand the replay to the worker and answer with its progress.
+    setup_django(folder, CTXSIM_INLINE_REPLAY_CALLS=str(calls))
     from django.core.cache import cache
     from django.test import Client
     from django.urls import reverse
@@ -81,8 +83,10 @@ def run(folder: str, calls: int, reps: int, seed: int, *, first: bool = False) -
             REPLAYS.forget_replays()
             cache.clear()
         seconds, response = timed(lambda: client.get(f"{url}?{query}", headers=HTMX))
-        if response.status_code != 200 or b'id="replay"' not in response.content:
-            raise SystemExit(f"GET {url}?{query} answered {response.status_code}")
+        if (response.status_code != 200 or b'id="replay"' not in response.content
+                or b"replay-pending" in response.content):
+            raise SystemExit(f"GET {url}?{query} answered {response.status_code}"
+                             " (or with a background replay's progress)")
         return seconds
 
     url = store(0)
