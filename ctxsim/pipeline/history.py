@@ -24,7 +24,26 @@ CHUNK = 1 << _SHIFT  # messages per chunk
 _MASK = CHUNK - 1
 
 
-class Prefix(Sequence[Message]):
+class _Shared(Sequence[Message]):
+    """What both kinds of shared history have in common: they compare equal to the tuple they
+    stand for (and to each other), message by message, and are not hashable (unlike tuples)."""
+
+    __slots__ = ()
+    _n: int
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (_Shared, tuple)):
+            return NotImplemented
+        return len(other) == self._n and all(
+            a is b or a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class Prefix(_Shared):
     """`items[:n]` of a list that is only ever appended to (never rewritten or shortened)."""
 
     __slots__ = ("_items", "_n")
@@ -57,23 +76,12 @@ class Prefix(Sequence[Message]):
         items = self._items
         return (items[i] for i in range(self._n - 1, -1, -1))
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (Prefix, History, tuple)):
-            return NotImplemented
-        return len(other) == self._n and all(
-            a is b or a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Prefix({list(self)!r})"
-
     def __reduce__(self) -> tuple[Any, ...]:
         # A pickled or copied prefix holds its own messages, not the shared list.
         return (Prefix, (list(self),))
 
 
-class History(Sequence[Message]):
+class History(_Shared):
     """An immutable history: full chunks of `CHUNK` messages, then a shorter tail. Appending
     copies the tail only (the chunk list too, once per `CHUNK` messages); replacing copies the
     chunks it lands in (and the chunk list when one of them is a full chunk)."""
@@ -169,17 +177,6 @@ class History(Sequence[Message]):
     def __reversed__(self) -> Iterator[Message]:
         return chain(reversed(self._tail),
                      chain.from_iterable(reversed(c) for c in reversed(self._full)))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (History, Prefix, tuple)):
-            return NotImplemented
-        return len(other) == self._n and all(
-            a is b or a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"History({list(self)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (History.of, (tuple(self),))
