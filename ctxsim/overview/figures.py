@@ -30,7 +30,7 @@ from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, replay
 from ctxsim.pipeline.spill import NullSpillSink
-from ctxsim.pipeline.tokens import TokenCounter, message_tokens
+from ctxsim.pipeline.tokens import TokenCounter, tokens_by_identity
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded
 from ctxsim.replays import services as replays
@@ -99,12 +99,7 @@ class _CallTally:
         self._tokens: dict[int, tuple[Message, int]] = {}
 
     def _count(self, m: Message) -> int:
-        hit = self._tokens.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        n = message_tokens(m, self.counter, self.image_rule)
-        self._tokens[id(m)] = (m, n)
-        return n
+        return tokens_by_identity(self._tokens, m, self.counter, self.image_rule)
 
     def __call__(self, call: CallResult) -> None:
         recorded = call_recorded(self.messages, call.response_input_index)

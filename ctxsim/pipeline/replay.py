@@ -20,7 +20,7 @@ from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
-from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
+from .tokens import TokenCounter, extras_tokens, get_counter, tokens_by_identity
 
 
 @dataclass
@@ -88,12 +88,7 @@ class _CostCache:
         self._costs: dict[int, tuple[Message, int]] = {}
 
     def cost(self, m: Message) -> int:
-        hit = self._costs.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        value = message_tokens(m, self.counter, self.image_rule)
-        self._costs[id(m)] = (m, value)
-        return value
+        return tokens_by_identity(self._costs, m, self.counter, self.image_rule)
 
     def total(self, history: Sequence[Message]) -> int:
         cost = self.cost

@@ -346,6 +346,19 @@ def _json_bytes(value: Any) -> bytes:
     )
 
 
+def tokens_by_identity(memo: dict[int, tuple[Message, int]], m: Message,
+                       counter: TokenCounter, image_rule: str = "bytes4") -> int:
+    """`message_tokens(m)`, measured once per message object: the engine shares unchanged
+    messages between calls. `memo` maps id(m) to (m, tokens); holding m keeps its id from
+    being reused by another message."""
+    hit = memo.get(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    value = message_tokens(m, counter, image_rule)
+    memo[id(m)] = (m, value)
+    return value
+
+
 def message_tokens(m: Message, counter: TokenCounter, image_rule: str = "bytes4") -> int:
     """3 + content + Σ calls (name + arguments) + tool_call_id + binary parts.
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..agents_common import PLACEHOLDER_KIND, placeholder_message
 from ..messages import Message, decode_for_display
-from ..tokens import message_tokens
+from ..tokens import tokens_by_identity
 from . import StageContext
 
 MASKED = "<MASKED>"
@@ -58,11 +58,7 @@ class Assembly:
     shaped: dict[tuple[int, bool], tuple[Message, Message]]
 
     def cost(self, m: Message) -> int:
-        hit = self.costs.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = (m, message_tokens(m, self.ctx.counter))
-            self.costs[id(m)] = hit
-        return hit[1]
+        return tokens_by_identity(self.costs, m, self.ctx.counter)
 
     def prompt(self, messages: Sequence[Message]) -> int:
         return sum(self.cost(m) for m in messages) + self.extras

@@ -24,7 +24,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..tokens import extras_tokens, message_tokens
+from ..tokens import extras_tokens, tokens_by_identity
 from . import StageContext, StageResult, changed_since, view_result
 from ._codex import (
     NO_SUMMARY,
@@ -98,11 +98,7 @@ class _Run:
         return State(anchor, replacement, sum(self.cost(m) for m in replacement))
 
     def cost(self, m: Message) -> int:
-        hit = self.costs.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = (m, message_tokens(m, self.ctx.counter))
-            self.costs[id(m)] = hit
-        return hit[1]
+        return tokens_by_identity(self.costs, m, self.ctx.counter)
 
     # --- views ---------------------------------------------------------------------------
 
