@@ -200,3 +200,16 @@ def request_body_files(prefix: str = "provider-bodies/", skip: tuple[str, ...] =
 def body_of(response) -> bytes:
     """A response's bytes, whether it was streamed (the trace download) or not."""
     return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def heartbeat_moves(model, pk: int, seconds: float = 60) -> bool:
+    """Whether the `heartbeat_at` of row `pk` of `model` (an import job, a sweep) changes
+    within `seconds`, polled every 0.1 s: for a patched step that reports nothing itself."""
+    import threading
+
+    first = model.objects.get(pk=pk).heartbeat_at
+    for _ in range(int(seconds * 10)):
+        if model.objects.get(pk=pk).heartbeat_at != first:
+            return True
+        threading.Event().wait(0.1)
+    return False

@@ -13,7 +13,7 @@ from django.utils import timezone
 from ctxsim import importers
 from ctxsim.transcripts import services, tasks
 from ctxsim.transcripts.models import ImportJob, Session
-from tests.factories import claude_code_bytes, upload
+from tests.factories import claude_code_bytes, heartbeat_moves, upload
 
 
 @pytest.fixture(autouse=True)
@@ -152,12 +152,8 @@ def test_the_heartbeat_goes_on_while_a_long_parse_reports_nothing(
     moved = threading.Event()
 
     def parse_without_reporting(*args, **kwargs):
-        first = ImportJob.objects.get(pk=job.pk).heartbeat_at
-        for _ in range(600):
-            if ImportJob.objects.get(pk=job.pk).heartbeat_at != first:
-                moved.set()
-                break
-            threading.Event().wait(0.1)
+        if heartbeat_moves(ImportJob, job.pk):
+            moved.set()
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(importers, "load", parse_without_reporting)

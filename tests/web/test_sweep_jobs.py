@@ -15,6 +15,7 @@ from django.utils import timezone
 from ctxsim.analysis import tasks as sweep_tasks
 from ctxsim.analysis.models import Sweep
 from ctxsim.insights import sweep as sweeps
+from tests.factories import heartbeat_moves
 
 ROOT = Path(__file__).resolve().parents[2]
 AXES = [{"name": "toolContextCount", "values": [1, 2, 3]}]
@@ -136,12 +137,8 @@ def test_a_sweep_beats_its_heartbeat_while_one_point_replays(personas, long_sess
     moved = threading.Event()
 
     def long_point(source, axes, rule, progress, **options):
-        first = Sweep.objects.get(pk=sweep.pk).heartbeat_at
-        for _ in range(600):
-            if Sweep.objects.get(pk=sweep.pk).heartbeat_at != first:
-                moved.set()
-                break
-            threading.Event().wait(0.1)
+        if heartbeat_moves(Sweep, sweep.pk):
+            moved.set()
         return real(source, axes, rule, progress, **options)
 
     monkeypatch.setattr(sweeps, "run_sweep", long_point)
