@@ -222,6 +222,13 @@ class Replay:
         )
 
     @property
+    def measured(self) -> Mapping[int, tuple[Message, int]]:
+        """Every message this replay measured, with its tokens, by object id in the order
+        measured: its cost cache, which keeps each of them alive (what a cache of paused
+        replays accounts for)."""
+        return self._costs._costs
+
+    @property
     def spilled_files(self) -> list[SpillRecord]:
         return self.spills.records
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -148,7 +148,7 @@ def _message_bytes(message: Any) -> int:
 MEMO_OBJECTS = 200_000  # a walk of the stages' memos stops past this many objects
 
 
-def _memo_bytes(memos: Any, costs: dict[int, Any], canonical: Any) -> int:
+def _memo_bytes(memos: Any, costs: Mapping[int, Any], canonical: Any) -> int:
     """What the stages' memos hold (strings, bytes, containers and the messages in them, each
     once), walked up to MEMO_OBJECTS objects; the session's own messages and contents, and the
     messages the cost cache holds (counted there), are not counted."""
@@ -205,7 +205,7 @@ def replay_bytes(replay: Any, *calls: Any) -> int:
     if sized is None:
         sized = replay.__dict__["_ctxsim_sized"] = _Sized()
     canonical = replay.messages
-    costs = getattr(getattr(replay, "_costs", None), "_costs", {})
+    costs = replay.measured
     if len(costs) > sized.entries:
         for m, _ in islice(costs.values(), sized.entries, None):
             origin = m.origin
