@@ -240,6 +240,10 @@ def test_a_worker_killed_in_any_phase_of_an_import_leaves_a_job_that_finishes(
 
     with workers.running(env) as second:
         job = workers.wait_for(settled, 120, "the job to finish", second)
+        # The job's row says done inside the retry; the worker records its task's end just
+        # after it returns. Leaving the block kills the worker, so wait for that record.
+        workers.wait_for(lambda: not DBTaskResult.objects.filter(status="RUNNING").exists(),
+                         60, "the worker to record the end of its task", second)
     assert job.status == ImportJob.Status.DONE, job.message
     (session,) = Session.objects.filter(team=personas.team)
     assert job.session_ids == [session.pk]
