@@ -276,15 +276,22 @@ def _checked(candidates, terms: Terms, limit: int, texts_of, where: str) -> list
 
 def _call_indexes(messages: Sequence[Message]) -> dict[int, int]:
     """Message pk → the call whose view shows it, in one query. SPEC §1: call k is answered by
-    the k-th assistant message, so a message is first sent (or, for an assistant message,
-    produced) at the call numbered by the assistants before it."""
+    the k-th assistant message, so a message is first sent at the call numbered by the
+    assistants before it, and an assistant message at the next call (the one after the call it
+    answers), if the transcript has one; the last assistant message opens the call it answers
+    (the session page moves on to the trailing call when the replay has one)."""
     assistants: dict[int, list[int]] = {}
     rows = Message.objects.filter(session_id__in={m.session_id for m in messages},
                                   role="assistant").values_list("session_id", "index")
     for session_id, index in rows.order_by("session_id", "index"):
         assistants.setdefault(session_id, []).append(index)
-    return {m.pk: bisect.bisect_left(assistants.get(m.session_id, []), m.index)
-            for m in messages}
+    out = {}
+    for m in messages:
+        answers = assistants.get(m.session_id, [])
+        before = bisect.bisect_left(answers, m.index)
+        sent_later = m.role == "assistant" and before + 1 < len(answers)
+        out[m.pk] = before + 1 if sent_later else before
+    return out
 
 
 def matching_session_ids(team, query: str, limit: int = 500) -> list[int]:

@@ -61,15 +61,14 @@ class Terms:
         """Whether `text` holds every term."""
         return all(p.search(text) for p in self._patterns())
 
+    def found_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where each term that `text` holds first occurs in it."""
+        return [found.span() for p in self._patterns() if (found := p.search(text))]
+
     def first_spans(self, text: str) -> list[tuple[int, int]] | None:
         """Where each term first occurs in `text`, or None when one of them does not."""
-        spans = []
-        for pattern in self._patterns():
-            found = pattern.search(text)
-            if found is None:
-                return None
-            spans.append(found.span())
-        return spans
+        spans = self.found_spans(text)
+        return spans if len(spans) == len(self.terms) else None
 
     def snippet(self, text: str) -> tuple[tuple[str, bool], ...] | None:
         """A window of `text` around the first occurrence of a term, as (piece, is a match)
