@@ -290,13 +290,28 @@ def highlighted(view: CallFilter, landing: Landing) -> list[str]:
     return parsed.texts if parsed is not None else []
 
 
-def landed_rows(rows: list[tuple[int, int | None, str]], pack: CallPack, landing: Landing,
-                render: Any) -> list[tuple[int, int | None, str]]:
-    """`rows` with the landed message's rows rendered again by `render(positions, reach)`,
-    long enough to show the words it was found by (a quiet row collapses after a few hundred
-    bytes)."""
-    targets = set(landing.positions(pack)) & {row[0] for row in rows}
-    reach = find_terms(landing.hl)
+# Rows of a Find shown as far as its words, at most (a Find of "the" in a long call keeps the
+# rows as the call view cut them).
+REACH_ROWS = 200
+
+
+def reach_targets(pack: CallPack, view: CallFilter, landing: Landing,
+                  found: set[int] | None) -> tuple[set[int], terms.Terms | None]:
+    """The rows to show as far as the words they were found by, and those words: the landed
+    message's (a search hit), else the rows the call's Find found (up to REACH_ROWS)."""
+    landed = find_terms(landing.hl)
+    if landed is not None and landing.positions(pack):
+        return set(landing.positions(pack)), landed
+    if found and len(found) <= REACH_ROWS:
+        return set(found), find_terms(view.q)
+    return set(), None
+
+
+def reaching_rows(rows: list[tuple[int, int | None, str]], targets: set[int],
+                  reach: terms.Terms | None, render: Any) -> list[tuple[int, int | None, str]]:
+    """`rows` with those at `targets` rendered again by `render(positions, reach)`, long
+    enough to show the words of `reach` (a quiet row collapses after a few hundred bytes)."""
+    targets = targets & {row[0] for row in rows}
     if not targets or reach is None:
         return rows
     kept = [row for row in rows if row[0] not in targets]

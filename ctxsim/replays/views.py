@@ -154,8 +154,8 @@ def page_context(request, session, membership, settings, errors, run, call,
     def render(positions, reach=None):
         return call_view.rows_html(session, settings, run, call, positions, request.user, reach)
 
+    found = None
     if view.active:  # exactly the rows the filter keeps, folded or not
-        found = None
         if view.q:
             detail = services.call_detail(session, settings, run, call, request.user)
             found = call_view.search_rows(detail, view.q)
@@ -164,7 +164,8 @@ def page_context(request, session, membership, settings, errors, run, call,
         # is the message a search hit lands on
         keep = {*review["review"].message_counts, *([landing.at] if landing.at is not None else [])}
         shown, folds = call_view.unfold(pack, keep, render)
-    shown = call_view.landed_rows(shown, pack, landing, render)
+    shown = call_view.reaching_rows(shown, *call_view.reach_targets(pack, view, landing, found),
+                                    render)
     # The words to highlight, as JSON in an attribute (the template escapes it; the script
     # reads it as text and marks text nodes only).
     words = call_view.highlighted(view, landing)

@@ -82,6 +82,7 @@
         ranges = ranges.concat(rangesIn(li, patterns));
       });
     }
+    ranges.sort(function (a, b) { return a.compareBoundaryPoints(Range.START_TO_START, b); });
     ranges = ranges.slice(0, MAX_RANGES);
     if (window.CSS && CSS.highlights && typeof Highlight === "function") {
       var painted = new Highlight();

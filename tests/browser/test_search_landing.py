@@ -1,0 +1,85 @@
+"""A search hit lands on its message in a real browser (issue 26): the call opens scrolled to
+the message, the searched words are highlighted (CSS Custom Highlight API over text nodes),
+and transcript text stays text."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from ctxsim.pipeline.messages import Message, Session, ToolCall
+from ctxsim.transcripts.search import index_sessions
+from ctxsim.transcripts.store import save_sessions
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOLS = 40
+TARGET = 2 * 25 + 3  # the tool result of the 26th call
+HOSTILE = "<img src=x onerror=\"window.__pwned = true\">"
+LONG = ("ok line\n" * 190 + f"TimeDelta {HOSTILE} serialization rounds wrongly\n"
+        + "ok line\n" * 40)
+
+
+def transcript() -> Session:
+    messages = [Message.of("system", "You fix bugs."), Message.of("user", "Fix the field.")]
+    for n in range(TOOLS):
+        messages += [
+            Message.of("assistant", f"Step {n}.", tool_calls=[ToolCall(f"c{n}", "run", "{}")]),
+            Message.of("tool", LONG if 2 * n + 3 == TARGET else f"result {n}\n" * 30,
+                       tool_call_id=f"c{n}"),
+        ]
+    return Session(format="openai-chat", title="marshmallow",
+                   messages=(*messages, Message.of("assistant", "Done.")))
+
+
+@pytest.fixture
+def session(personas):
+    rows = save_sessions([transcript()], team=personas.team, user=personas.users["owner"])
+    index_sessions(rows)
+    return rows[0]
+
+
+def highlighted(page) -> list[str]:
+    return page.evaluate(
+        "() => { const h = CSS.highlights.get('search-terms');"
+        " return h ? [...h].map(r => r.toString()) : []; }")
+
+
+def test_a_hit_opens_the_call_at_its_message_with_the_words_highlighted(personas, live_server,
+                                                                         login, session):
+    page = login("viewer")
+    page.goto(f"{live_server.url}/search/")
+    page.fill("#search-q", "serialization timedelta")
+    page.click(".search-form button[type=submit]")
+    hit = page.locator(".search-hit a").first
+    expect(hit).to_have_text("marshmallow")
+    expect(page.locator(".search-hit mark")).to_have_text(["TimeDelta", "serialization"])
+    hit.click()
+    page.wait_for_function("document.documentElement.dataset.landing === 'ready'")
+
+    target = page.locator(f'#call-view li.msg[data-origin="{TARGET}"]')
+    expect(target).to_be_in_viewport()
+    assert "landed" in (target.get_attribute("class") or "")
+    assert page.evaluate("window.scrollY") > 0, "the call view starts below the first screen"
+    assert highlighted(page) == ["TimeDelta", "serialization"]
+    # Every painted range lies inside the landed message's text, and that text stays text.
+    inside = page.evaluate(
+        "(origin) => [...CSS.highlights.get('search-terms')].every(r =>"
+        " r.startContainer.parentElement.closest(`li.msg[data-origin='${origin}']`))", TARGET)
+    assert inside
+    expect(target.locator("pre.body")).to_contain_text(f"TimeDelta {HOSTILE} serialization")
+    assert target.locator("img").count() == 0
+    assert page.evaluate("window.__pwned === undefined")
+
+
+def test_find_in_call_highlights_its_words_after_the_swap(personas, live_server, login, session):
+    page = login("viewer")
+    page.goto(f"{live_server.url}/sessions/{session.pk}/?call={TOOLS}")
+    page.wait_for_function("document.documentElement.dataset.landing === 'ready'")
+    assert highlighted(page) == []
+    page.fill(".call-filter input[name=q]", "wrongly ROUNDS")
+    page.locator(".call-filter button[type=submit]").click()
+    expect(page.locator("#call-view li.msg")).to_have_count(1)
+    expect(page.locator(".call-filter .muted")).to_have_text(f"1 of {2 + 2 * TOOLS} messages")
+    page.wait_for_function("document.getElementById('call-view').dataset.highlighted === '2'")
+    assert highlighted(page) == ["rounds", "wrongly"]  # shown as far as the words
