@@ -55,7 +55,7 @@ def test_a_hit_opens_the_call_at_its_message_with_the_words_highlighted(personas
     expect(hit).to_have_text("marshmallow")
     expect(page.locator(".search-hit mark")).to_have_text(["TimeDelta", "serialization"])
     hit.click()
-    page.wait_for_function("document.documentElement.dataset.landing === 'ready'")
+    expect(page.locator("html")).to_have_attribute("data-landing", "ready")
 
     target = page.locator(f'#call-view li.msg[data-origin="{TARGET}"]')
     expect(target).to_be_in_viewport()
@@ -75,11 +75,11 @@ def test_a_hit_opens_the_call_at_its_message_with_the_words_highlighted(personas
 def test_find_in_call_highlights_its_words_after_the_swap(personas, live_server, login, session):
     page = login("viewer")
     page.goto(f"{live_server.url}/sessions/{session.pk}/?call={TOOLS}")
-    page.wait_for_function("document.documentElement.dataset.landing === 'ready'")
+    expect(page.locator("html")).to_have_attribute("data-landing", "ready")
     assert highlighted(page) == []
     page.fill(".call-filter input[name=q]", "wrongly ROUNDS")
     page.locator(".call-filter button[type=submit]").click()
     expect(page.locator("#call-view li.msg")).to_have_count(1)
     expect(page.locator(".call-filter .muted")).to_have_text(f"1 of {2 + 2 * TOOLS} messages")
-    page.wait_for_function("document.getElementById('call-view').dataset.highlighted === '2'")
+    expect(page.locator("#call-view")).to_have_attribute("data-highlighted", "2")
     assert highlighted(page) == ["rounds", "wrongly"]  # shown as far as the words
