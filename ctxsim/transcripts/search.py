@@ -31,22 +31,22 @@ from datetime import datetime
 from typing import Protocol
 
 from django.db import connection
+from django.db.models import BinaryField
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Substr
 
 from ctxsim.pipeline.messages import decode_for_display
 
 from .models import Content, Message, Session
 from .sql import values_in
-from .terms import MAX_QUERY_CHARS, MIN_TERM_CHARS, SearchError, Terms, parse
+from .terms import SearchError, Terms, parse
 
-__all__ = ["MAX_QUERY_CHARS", "MIN_QUERY_CHARS", "Hit", "SearchError", "index_sessions",
-           "matching_session_ids", "search"]
+__all__ = ["Hit", "SearchError", "index_sessions", "matching_session_ids", "search"]
 
 TABLES = ("search_content", "search_args")
 # Text beyond this many characters of one content is not indexed (a 50 MB log is searchable in
 # its first 300,000 characters; PostgreSQL also caps a tsvector at 1 MB).
 INDEX_CHARS = 300_000
-MIN_QUERY_CHARS = MIN_TERM_CHARS
 INDEX_BATCH_CHARS = 32_000_000
 
 
@@ -247,8 +247,11 @@ def _matches(team, terms: Terms, limit: int) -> list[Found]:
 
 
 def _content_texts(messages: Sequence[Message]) -> dict[int, str]:
+    # What the index holds of each content, no more: a 50 MB log is not read whole.
     ids = {m.content_id for m in messages}
-    data = dict(Content.objects.filter(pk__in=values_in(ids)).values_list("pk", "data"))
+    head = Substr("data", 1, INDEX_CHARS * 4, output_field=BinaryField())
+    data = dict(Content.objects.filter(pk__in=values_in(ids)).annotate(head=head)
+                .values_list("pk", "head"))
     return {m.pk: decode_for_display(bytes(data[m.content_id])) for m in messages
             if m.content_id in data}
 
