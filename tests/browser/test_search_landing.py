@@ -7,34 +7,23 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.transcripts.search import index_sessions
 from ctxsim.transcripts.store import save_sessions
+from tests.web.test_search_landing import transcript
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOLS = 40
-TARGET = 2 * 25 + 3  # the tool result of the 26th call
+TARGET = 2 * 25 + 3  # the tool result of call 25
 HOSTILE = "<img src=x onerror=\"window.__pwned = true\">"
 LONG = ("ok line\n" * 190 + f"TimeDelta {HOSTILE} serialization rounds wrongly\n"
         + "ok line\n" * 40)
 
 
-def transcript() -> Session:
-    messages = [Message.of("system", "You fix bugs."), Message.of("user", "Fix the field.")]
-    for n in range(TOOLS):
-        messages += [
-            Message.of("assistant", f"Step {n}.", tool_calls=[ToolCall(f"c{n}", "run", "{}")]),
-            Message.of("tool", LONG if 2 * n + 3 == TARGET else f"result {n}\n" * 30,
-                       tool_call_id=f"c{n}"),
-        ]
-    return Session(format="openai-chat", title="marshmallow",
-                   messages=(*messages, Message.of("assistant", "Done.")))
-
-
 @pytest.fixture
 def session(personas):
-    rows = save_sessions([transcript()], team=personas.team, user=personas.users["owner"])
+    rows = save_sessions([transcript(TOOLS, 25, LONG, "result {n}\n" * 30)], team=personas.team,
+                         user=personas.users["owner"])
     index_sessions(rows)
     return rows[0]
 

@@ -24,12 +24,16 @@ LONG = "ok line\n" * 190 + "TimeDelta <b>serialization</b> rounds wrongly\n" + "
 TOOLS = 12
 
 
-def transcript() -> Session:
+def transcript(tools: int = TOOLS, long_at: int = 1, long: str = LONG,
+               filler: str = "result {n}") -> Session:
+    """`tools` calls, each a tool result; the result of call `long_at` is `long` (message
+    index 2 * long_at + 3), the others `filler`."""
     messages = [Message.of("system", "You fix bugs."), Message.of("user", "Fix the field.")]
-    for n in range(TOOLS):
+    for n in range(tools):
         messages += [
             Message.of("assistant", "", tool_calls=[ToolCall(f"c{n}", "run", f'{{"n": {n}}}')]),
-            Message.of("tool", LONG if n == 1 else f"result {n}", tool_call_id=f"c{n}"),
+            Message.of("tool", long if n == long_at else filler.format(n=n),
+                       tool_call_id=f"c{n}"),
         ]
     return Session(format="openai-chat", title="marshmallow",
                    messages=(*messages, Message.of("assistant", "Done.")))
