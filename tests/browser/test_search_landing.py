@@ -72,3 +72,28 @@ def test_find_in_call_highlights_its_words_after_the_swap(personas, live_server,
     expect(page.locator(".call-filter .muted")).to_have_text(f"1 of {2 + 2 * TOOLS} messages")
     expect(page.locator("#call-view")).to_have_attribute("data-highlighted", "2")
     assert highlighted(page) == ["rounds", "wrongly"]  # shown as far as the words
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two `rgb(r, g, b)` colours."""
+    def luminance(rgb: str) -> float:
+        channels = [int(v) / 255 for v in rgb[rgb.index("(") + 1:-1].split(",")[:3]]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_highlighted_words_read_in_both_colour_schemes(personas, live_server, login, session,
+                                                      scheme):
+    page = login("viewer")
+    page.emulate_media(color_scheme=scheme)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/?call=26&at={TARGET}&hl=wrongly")
+    expect(page.locator("#call-view")).to_have_attribute("data-highlighted", "1")
+    background, ink, body = page.evaluate(
+        "(origin) => { const el = document.querySelector(`li.msg[data-origin='${origin}'] pre`);"
+        " const s = getComputedStyle(el, '::highlight(search-terms)');"
+        " return [s.backgroundColor, s.color, getComputedStyle(el).backgroundColor]; }", TARGET)
+    assert contrast(background, ink) >= 4.5
+    assert background != body  # the words stand out from the text around them
