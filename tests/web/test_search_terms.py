@@ -146,3 +146,21 @@ def test_two_uploads_of_one_session_are_told_apart(personas):
     assert (f"uploaded <time datetime=\"{second[0].created_at.isoformat()}\">{stamp}</time> by "
             f'reviewer · <span class="file">tuesday.jsonl</span> · session {second[0].pk}') in html
     assert '<span class="file">monday.jsonl</span>' in html and "by owner" in html
+
+
+def test_how_a_query_reads():
+    """`terms.parse` (pure): words, phrases, overlapping occurrences, case without shifts."""
+    from ctxsim.transcripts.terms import parse
+
+    assert parse('TimeDelta "large  values" TimeDelta').texts == ["TimeDelta", "large values"]
+    assert parse('"cmd": "ls"').texts == ["cmd", ":", "ls"]
+    assert parse("a b", indexed=False).texts == ["a", "b"]
+    # Overlapping terms mark one run; "İ" lower-cases to two characters, the marks stay put.
+    assert parse("time timedelta").snippet("a TimeDelta.") == (
+        ("a ", False), ("TimeDelta", True), (".", False))
+    assert parse("istanbul").snippet("İİ Istanbul") == (("İİ ", False), ("Istanbul", True))
+    text = "x" * 200 + " needle " + "y" * 200
+    pieces = parse("needle").snippet(text)
+    assert pieces[0][0].startswith("…") and pieces[-1][0].endswith("…")
+    assert parse("needle").snippet("no such word") is None
+    assert parse("TimeDelta serialization").matches("SERIALIZATION of a\\ntimedelta")
