@@ -17,6 +17,7 @@ from ctxsim.replays.cache import REPLAYS, ReplayKey
 from ctxsim.replays.message_list import Fold, render_rows, row_tools
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.page import call_rows, report_lines
+from ctxsim.transcripts import terms
 from ctxsim.transcripts.models import Session
 
 # The call view shows what changed at the call: rows changed by its stages, removed or injected,
@@ -156,11 +157,13 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
 
 
 def rows_html(session: Session, settings: services.ReplaySettings, run: ReplayRun, index: int,
-              positions: Sequence[int], user: Any = None) -> list[tuple[int, int | None, str]]:
-    """Rows at `positions` of call `index`, rendered as the call view renders its rows."""
+              positions: Sequence[int], user: Any = None,
+              reach: terms.Terms | None = None) -> list[tuple[int, int | None, str]]:
+    """Rows at `positions` of call `index`, rendered as the call view renders its rows (with
+    `reach`, each shown far enough to hold those terms, see `page.call_rows`)."""
     detail = services.call_detail(session, settings, run, index, user)
     valid = [p for p in positions if 0 <= p < len(detail.view.rows)]
-    return render_rows(call_rows(detail, valid), session_id=session.pk, call_index=index,
+    return render_rows(call_rows(detail, valid, reach), session_id=session.pk, call_index=index,
                        query=settings.query())
 
 
@@ -231,15 +234,88 @@ class CallFilter:
 
 
 def search_rows(detail: services.CallDetail, text: str) -> set[int]:
-    """The rows of one call whose whole content or tool calls hold `text` (any case)."""
-    needle = text.casefold()
+    """The rows of one call whose whole content or tool calls hold every term of `text` (any
+    case, any order, "quoted phrases" as phrases: as the search inside contents reads it)."""
+    parsed = find_terms(text)
     found = set()
     for position, row in enumerate(detail.view.rows):
         m = row.message
-        haystack = [m.text, *(f"{c.name} {c.arguments}" for c in m.tool_calls)]
-        if any(needle in part.casefold() for part in haystack):
+        haystack = "\n".join([m.text, *(f"{c.name} {c.arguments}" for c in m.tool_calls)])
+        if parsed is not None and parsed.matches(haystack):
             found.add(position)
     return found
+
+
+def find_terms(text: str) -> terms.Terms | None:
+    """The terms of a Find or a search hit's words (None when there are none to look for)."""
+    try:
+        parsed = terms.parse(text, indexed=False)
+    except terms.SearchError:
+        return None
+    return parsed if parsed.terms else None
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where a search hit lands in its call: the message to scroll to (`at`, its index in the
+    session) and the words to highlight (`hl`, a query as the search reads it). View state of
+    one page load: the call's links do not carry it on."""
+
+    at: int | None = None
+    hl: str = ""
+
+    FIELDS = ("at", "hl")
+
+    @classmethod
+    def from_query(cls, query) -> Landing:
+        at = query.get("at") or ""
+        return cls(int(at) if at.isascii() and at.isdigit() and len(at) < 10 else None,
+                   (query.get("hl") or "").strip()[:terms.MAX_QUERY_CHARS])
+
+    def query_suffix(self) -> str:
+        pairs = [("at", str(self.at))] if self.at is not None else []
+        pairs += [("hl", self.hl)] if self.hl else []
+        return f"&{urlencode(pairs)}" if pairs else ""
+
+    def positions(self, pack: CallPack) -> list[int]:
+        """The call view's rows of the landed message (none when the call does not send it)."""
+        if self.at is None:
+            return []
+        return [i for i, origin in enumerate(pack.origins) if origin == self.at]
+
+
+def highlighted(view: CallFilter, landing: Landing) -> list[str]:
+    """The terms the call view highlights: a search hit's, else its Find's."""
+    parsed = find_terms(landing.hl) or find_terms(view.q)
+    return parsed.texts if parsed is not None else []
+
+
+# Rows of a Find shown as far as its words, at most (a Find of "the" in a long call keeps the
+# rows as the call view cut them).
+REACH_ROWS = 200
+
+
+def reach_targets(pack: CallPack, view: CallFilter, landing: Landing,
+                  found: set[int] | None) -> tuple[set[int], terms.Terms | None]:
+    """The rows to show as far as the words they were found by, and those words: the landed
+    message's (a search hit), else the rows the call's Find found (up to REACH_ROWS)."""
+    landed = find_terms(landing.hl)
+    if landed is not None and landing.positions(pack):
+        return set(landing.positions(pack)), landed
+    if found and len(found) <= REACH_ROWS:
+        return set(found), find_terms(view.q)
+    return set(), None
+
+
+def reaching_rows(rows: list[tuple[int, int | None, str]], targets: set[int],
+                  reach: terms.Terms | None, render: Any) -> list[tuple[int, int | None, str]]:
+    """`rows` with those at `targets` rendered again by `render(positions, reach)`, long
+    enough to show the words of `reach` (a quiet row collapses after a few hundred bytes)."""
+    targets = targets & {row[0] for row in rows}
+    if not targets or reach is None:
+        return rows
+    kept = [row for row in rows if row[0] not in targets]
+    return sorted([*kept, *render(sorted(targets), reach)], key=lambda r: r[0])
 
 
 def filtered_rows(pack: CallPack, view: CallFilter, found: set[int] | None = None,

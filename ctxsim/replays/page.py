@@ -18,11 +18,15 @@ from ctxsim.replays import analysis, services
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.terms import Terms
 
 # Message bodies longer than this are collapsed in the call view ("show all" loads the rest).
 COLLAPSE_BYTES = 1200
 # Unchanged messages are the bulk of a late call and the least interesting part of it.
 COLLAPSE_UNCHANGED_BYTES = 300
+# A search hit's message is shown far enough to hold its words, up to this (the search indexes
+# a content's first 300,000 characters).
+LANDING_MAX_BYTES = 1_200_000
 # Savings that are no stage's of this call (see `analysis.CARRIED`), by their summary key.
 SAVING_LABELS = {analysis.CARRIED: "Persistent stages at earlier calls"}
 
@@ -264,10 +268,10 @@ def _saving_label(stage: str) -> str:
     return SAVING_LABELS.get(stage, stage)
 
 
-def call_rows(detail: services.CallDetail,
-              positions: Iterable[int] | None = None) -> list[dict[str, Any]]:
+def call_rows(detail: services.CallDetail, positions: Iterable[int] | None = None,
+              reach: Terms | None = None) -> list[dict[str, Any]]:
     """Call-view rows (all, or those at `positions`) with their display text, collapsed past
-    COLLAPSE_BYTES.
+    COLLAPSE_BYTES (or, with `reach`, past the first occurrence of every term: a search hit).
 
     A message rewritten before this call and sent as this call's stages found it (a
     microcompact stub kept in the history, a result capped as it entered) shows what is sent,
@@ -279,9 +283,10 @@ def call_rows(detail: services.CallDetail,
     for position in chosen:
         row = every[position]
         quiet = row.status == "unchanged" or row.carried
-        text, hidden = analysis.display(
-            row.message.content, COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
-        )
+        limit = COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
+        if reach is not None:
+            limit = _reaching(row.message.content, reach, limit)
+        text, hidden = analysis.display(row.message.content, limit)
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
                  "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens,
                  "carried": row.carried}
@@ -289,6 +294,19 @@ def call_rows(detail: services.CallDetail,
             entry["diff"] = diff_entry(row.diff)
         rows.append(entry)
     return rows
+
+
+def _reaching(data: bytes, reach: Terms, limit: int) -> int:
+    """A cut of `data` past the first occurrence of every term of `reach` (and COLLAPSE_BYTES
+    more), never shorter than `limit` nor longer than LANDING_MAX_BYTES."""
+    if len(data) <= limit:
+        return limit
+    text = analysis.display(data, LANDING_MAX_BYTES)[0]
+    spans = reach.found_spans(text)
+    if not spans:
+        return limit
+    end = len(text[:max(e for _s, e in spans)].encode())
+    return min(max(limit, end + COLLAPSE_BYTES), LANDING_MAX_BYTES)
 
 
 def diff_entry(d: analysis.ContentDiff) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Every object comes through the team-scoped access helpers.
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
@@ -76,7 +77,9 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         view = call_view.CallFilter.from_query(request.GET)  # view state: kept as given
-        return redirect(url + settings.query(call) + numbers_q + view.query_suffix())
+        landing = call_view.Landing.from_query(request.GET)
+        return redirect(url + settings.query(call) + numbers_q + view.query_suffix()
+                        + landing.query_suffix())
     context = page_context(request, session, membership, settings, errors, run, call, numbers)
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
@@ -94,7 +97,12 @@ def _run_and_call(request: HttpRequest, session, settings):
     if pending is not None:
         raise ReplayPending(pending)
     run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
-    return run, page.selected_call(run, requested)
+    call = page.selected_call(run, requested)
+    # A search hit on the message that answers this call lands where that message is sent.
+    at = call_view.Landing.from_query(request.GET).at
+    if at is not None and call + 1 < len(run.calls) and run.calls[call].get("resp") == at:
+        call += 1
+    return run, call
 
 
 def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
@@ -102,7 +110,8 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
     # `numbers` (how figures are shown) and the call view's filter are view state beside the
     # replay's, not what is replayed: they are kept as given.
     given = sorted((k, v) for k, v in parse_qsl(request.GET.urlencode(), keep_blank_values=True)
-                   if k != "numbers" and k not in call_view.CallFilter.FIELDS)
+                   if k != "numbers" and k not in call_view.CallFilter.FIELDS
+                   and k not in call_view.Landing.FIELDS)
     canonical = settings.query(call if "call" in request.GET else None)
     return bool(given) and given != sorted(parse_qsl(canonical, keep_blank_values=True))
 
@@ -140,18 +149,27 @@ def page_context(request, session, membership, settings, errors, run, call,
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
     view = call_view.CallFilter.from_query(request.GET)
+    landing = call_view.Landing.from_query(request.GET)
 
-    def render(positions):
-        return call_view.rows_html(session, settings, run, call, positions, request.user)
+    def render(positions, reach=None):
+        return call_view.rows_html(session, settings, run, call, positions, request.user, reach)
 
+    found = None
     if view.active:  # exactly the rows the filter keeps, folded or not
-        found = None
         if view.q:
             detail = services.call_detail(session, settings, run, call, request.user)
             found = call_view.search_rows(detail, view.q)
         shown, folds = call_view.filtered_rows(pack, view, found, render), []
-    else:  # a commented message is always shown, even where its call folds it away
-        shown, folds = call_view.unfold(pack, review["review"].message_counts, render)
+    else:  # a commented message is always shown, even where its call folds it away, and so
+        # is the message a search hit lands on
+        keep = {*review["review"].message_counts, *([landing.at] if landing.at is not None else [])}
+        shown, folds = call_view.unfold(pack, keep, render)
+    shown = call_view.reaching_rows(shown, *call_view.reach_targets(pack, view, landing, found),
+                                    render)
+    # The words to highlight, as JSON in an attribute (the template escapes it; the script
+    # reads it as text and marks text nodes only).
+    words = call_view.highlighted(view, landing)
+    highlight = json.dumps(words) if words else ""
     messages_html = join_rows(
         shown, _comment_boxes(request, session, call, shown, review), folds=folds,
         fold_link={"session_id": session.pk, "call_index": call, "query": settings.query()},
@@ -187,7 +205,10 @@ def page_context(request, session, membership, settings, errors, run, call,
         "messages_html": messages_html,
         "view": view,
         "view_query": view.query_suffix(),
+        "landing": landing,
+        "highlight": highlight,
         "shown": len(shown),
+        "total_rows": len(pack.marks),
         "first_of": (first := pack.first_of({index for index, _o, _h in shown})),
         "badges": [{"status": status, "n": n, "first": first.get(status)}
                    for status, n in pack.counts.items() if n],

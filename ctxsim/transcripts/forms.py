@@ -6,6 +6,7 @@ from django import forms
 
 from ctxsim.importers import FORMATS
 from ctxsim.transcripts.models import ReviewStatus
+from ctxsim.transcripts.terms import SearchError, refuse_controls
 
 
 def format_choices() -> list[tuple[str, str]]:
@@ -49,6 +50,15 @@ class SessionFilterForm(forms.Form):
         super().__init__(data)
         self.fields["format"].choices = [("", "All formats"), *((f, f) for f in formats)]
         self.fields["status"].choices = [("", "Any status"), *ReviewStatus.choices]
+
+    def clean_q(self) -> str:
+        # A control character is a clear error, not a filter (PostgreSQL refuses a NUL).
+        query = self.cleaned_data.get("q") or ""
+        try:
+            refuse_controls(query)
+        except SearchError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return query
 
     def value(self, name: str) -> str:
         self.is_valid()

@@ -1,18 +1,24 @@
-"""Search inside contents (SPEC §13): index what a session holds, find the messages holding a
-string.
+"""Search inside contents (SPEC §13): index what a session holds, find the messages holding
+the words of a query.
 
 `search(team, query)` returns the messages of the team's sessions whose content or tool-call
-arguments contain `query` (case-insensitive, exact substring), newest sessions first, each with a
-snippet and the call whose view shows the message. `index_sessions` runs inside the import's
-transaction (`store.save_sessions`), so a session is searchable as soon as it exists.
+arguments hold every term of `query` (`terms.parse`: words in any order, "quoted phrases" as
+phrases, each a case-insensitive substring), newest sessions first, each with a snippet, the
+call whose view shows the message and the upload it came from. `index_sessions` runs inside
+the import's transaction (`store.save_sessions`), so a session is searchable as soon as it
+exists.
 
 Two tables map a reference to the text it indexes: `search_content` (ref = a `Content` id) and
 `search_args` (ref = a `Message` id: its tool calls' arguments). Neither keeps a copy of the
 text. SQLite uses a contentless FTS5 table with the trigram tokenizer (any substring of 3+
-characters matches, case-insensitively), PostgreSQL a `tsvector` column with a GIN index
-(`simple` configuration, phrase queries), both behind `Backend`. The index only narrows the
-search down to candidates; the exact text is checked here, so an index that over-matches (a
-phrase of words, a reference to a content since deleted) never shows a wrong result.
+characters matches, case-insensitively; every word of 3+ characters must be there), PostgreSQL
+a `tsvector` column with a GIN index (`simple` configuration; every term as a phrase query, so
+on PostgreSQL a term matches whole words only), both behind `Backend`. The index only narrows
+the search down to candidates, inside one query that also keeps the team's messages only and
+orders them (so another team's matches never take the places of the team's own); the exact
+text is checked here, so an index that over-matches (a phrase's words apart, a reference to a
+content since deleted) never shows a wrong result. A term and a phrase are looked for in the
+content and in the arguments apart: a message holding one word in each is not found.
 """
 
 from __future__ import annotations
@@ -21,20 +27,26 @@ import bisect
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from django.db import connection
+from django.db.models import BinaryField
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Substr
 
 from ctxsim.pipeline.messages import decode_for_display
 
 from .models import Content, Message, Session
 from .sql import values_in
+from .terms import SearchError, Terms, parse
+
+__all__ = ["Hit", "SearchError", "index_sessions", "matching_session_ids", "search"]
 
 TABLES = ("search_content", "search_args")
 # Text beyond this many characters of one content is not indexed (a 50 MB log is searchable in
 # its first 300,000 characters; PostgreSQL also caps a tsvector at 1 MB).
 INDEX_CHARS = 300_000
-MIN_QUERY_CHARS = 3
 INDEX_BATCH_CHARS = 32_000_000
 
 
@@ -47,7 +59,9 @@ class Backend(Protocol):
 
     def add(self, cursor, table: str, rows: Iterable[tuple[int, str]]) -> None: ...
 
-    def match(self, cursor, table: str, query: str, limit: int) -> list[int]: ...
+    def matching(self, table: str, terms: Terms) -> tuple[str, list]:
+        """A subquery (SQL, parameters) yielding the refs of `table` that may hold `terms`."""
+        ...
 
 
 def _clean(text: str) -> str:
@@ -81,11 +95,10 @@ class SQLiteBackend:
         cursor.executemany(f"INSERT INTO {table}(rowid, body) VALUES (%s, %s)",
                            _cleaned(rows))
 
-    def match(self, cursor, table: str, query: str, limit: int) -> list[int]:
-        phrase = '"' + query.replace('"', '""') + '"'
-        cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH %s LIMIT %s",
-                       [phrase, limit])
-        return [r for (r,) in cursor.fetchall()]
+    def matching(self, table: str, terms: Terms) -> tuple[str, list]:
+        # Each word as an FTS5 string (a substring, for the trigram tokenizer), all required.
+        expression = " AND ".join('"' + w.replace('"', '""') + '"' for w in terms.index_words())
+        return f"SELECT rowid FROM {table} WHERE {table} MATCH %s", [expression]
 
 
 class PostgresBackend:
@@ -111,10 +124,11 @@ class PostgresBackend:
             _cleaned(rows),
         )
 
-    def match(self, cursor, table: str, query: str, limit: int) -> list[int]:
-        cursor.execute(f"SELECT ref FROM {table} WHERE document @@ "
-                       "phraseto_tsquery('simple', %s) LIMIT %s", [query, limit])
-        return [r for (r,) in cursor.fetchall()]
+    def matching(self, table: str, terms: Terms) -> tuple[str, list]:
+        # Each term a phrase query, all required (`&&`; a term without a lexeme drops out).
+        phrases = terms.index_terms()
+        query = " && ".join(["phraseto_tsquery('simple', %s)"] * len(phrases))
+        return f"SELECT ref FROM {table} WHERE document @@ ({query})", phrases
 
 
 def for_vendor(vendor: str) -> Backend:
@@ -127,13 +141,8 @@ def for_vendor(vendor: str) -> Backend:
 
 # --- indexing and searching ------------------------------------------------------------------
 
-MAX_QUERY_CHARS = 200
-CANDIDATES = 500  # per table, before the exact check
-SNIPPET_CHARS = 90
-
-
-class SearchError(ValueError):
-    """A query that cannot be searched (too short, too long); the message says why."""
+CANDIDATES = 500  # per table, the team's messages the index proposes, before the exact check
+CHECK_BATCH = 50  # candidates whose texts are read at once
 
 
 @dataclass(frozen=True)
@@ -144,9 +153,16 @@ class Hit:
     call_index: int
     role: str
     where: str  # "content" | "tool-call arguments"
-    before: str
-    match: str
-    after: str
+    snippet: tuple[tuple[str, bool], ...]  # (text, is a searched term)
+    # What tells two uploads of one transcript apart.
+    uploaded_at: datetime
+    uploaded_by: str
+    source_name: str
+
+    @property
+    def match(self) -> str:
+        """The first searched term the snippet shows."""
+        return next(text for text, marked in self.snippet if marked)
 
 
 def _backend():
@@ -190,75 +206,97 @@ def index_sessions(sessions: Iterable[Session]) -> None:
                     ((pk, _args_text(calls)) for pk, calls in with_calls if pk not in done))
 
 
-def _checked_query(query: str) -> str:
-    query = " ".join(query.split())
-    if len(query) < MIN_QUERY_CHARS:
-        raise SearchError(f"Type at least {MIN_QUERY_CHARS} characters to search inside contents.")
-    if len(query) > MAX_QUERY_CHARS:
-        raise SearchError(f"A search is at most {MAX_QUERY_CHARS} characters long.")
-    return query
-
-
-def _find(text: str, query: str) -> tuple[str, str, str] | None:
-    """(before, match, after) around the first case-insensitive occurrence, or None."""
-    folded = text.lower()
-    # Lower-casing can change a text's length (e.g. 'İ'); then positions would not line up.
-    at = folded.find(query.lower()) if len(folded) == len(text) else text.find(query)
-    if at < 0:
-        return None
-    end = at + len(query)
-    before = ("…" if at > SNIPPET_CHARS else "") + text[max(0, at - SNIPPET_CHARS):at]
-    after = text[end:end + SNIPPET_CHARS] + ("…" if end + SNIPPET_CHARS < len(text) else "")
-    return before, text[at:end], after
-
-
 def search(team, query: str, limit: int = 50) -> list[Hit]:
     """Messages of the team's sessions that hold `query`; raises SearchError for bad queries."""
-    found = _matches(team, query, limit)
+    found = _matches(team, parse(query), limit)
     calls = _call_indexes([message for message, _, _ in found])
     return [Hit(message.session_id, message.session.title, message.index, calls[message.pk],
-                message.role, where, *snippet) for message, where, snippet in found]
+                message.role, where, snippet, message.session.created_at,
+                _username(message.session.uploaded_by), message.session.source_name)
+            for message, where, snippet in found]
 
 
-def _matches(team, query: str, limit: int) -> list[tuple[Message, str, tuple[str, str, str]]]:
-    """(message, where, snippet) of the first `limit` messages holding `query`, newest
-    sessions first; the index only proposes candidates, the exact text decides."""
-    query = _checked_query(query)
+def _username(user) -> str:
+    return user.get_username() if user is not None else ""
+
+
+Found = tuple[Message, str, tuple[tuple[str, bool], ...]]
+
+
+def _order(messages):
+    return messages.order_by("-session__created_at", "session_id", "index")
+
+
+def _matches(team, terms: Terms, limit: int) -> list[Found]:
+    """(message, where, snippet) of the first `limit` messages holding `terms`, newest
+    sessions first. One query per table finds the team's candidates in that order (the team
+    filter inside the ranked query: no other team's match takes a place); the exact text
+    decides."""
     backend = _backend()
-    with connection.cursor() as cursor:
-        content_refs = backend.match(cursor, "search_content", query, CANDIDATES)
-        args_refs = backend.match(cursor, "search_args", query, CANDIDATES)
-    team_messages = Message.objects.filter(session__team=team).select_related("session")
-    found: list[tuple[Message, str, tuple[str, str, str]]] = []
-    texts = dict(Content.objects.filter(pk__in=content_refs).values_list("pk", "data"))
-    for message in team_messages.filter(content_id__in=content_refs).order_by(
-            "-session__created_at", "session_id", "index")[:limit * 4]:
-        snippet = _find(decode_for_display(bytes(texts[message.content_id])), query)
-        if snippet:
-            found.append((message, "content", snippet))
-    for message in team_messages.filter(pk__in=args_refs).order_by(
-            "-session__created_at", "session_id", "index")[:limit * 4]:
-        snippet = _find(_args_text(message.tool_calls), query)
-        if snippet:
-            found.append((message, "tool-call arguments", snippet))
+    team_messages = Message.objects.filter(session__team=team).select_related(
+        "session", "session__uploaded_by")
+    content_sql = RawSQL(*backend.matching("search_content", terms))
+    args_sql = RawSQL(*backend.matching("search_args", terms))
+    in_content = _order(team_messages.filter(content_id__in=content_sql))[:CANDIDATES]
+    in_args = _order(team_messages.filter(pk__in=args_sql))[:CANDIDATES]
+    found = [*_checked(in_content, terms, limit, _content_texts, "content"),
+             *_checked(in_args, terms, limit, _args_texts, "tool-call arguments")]
     found.sort(key=lambda f: (-f[0].session.created_at.timestamp(), f[0].session_id,
                               f[0].index))
     return found[:limit]
 
 
+def _content_texts(messages: Sequence[Message]) -> dict[int, str]:
+    # What the index holds of each content, no more: a 50 MB log is not read whole.
+    ids = {m.content_id for m in messages}
+    head = Substr("data", 1, INDEX_CHARS * 4, output_field=BinaryField())
+    data = dict(Content.objects.filter(pk__in=values_in(ids)).annotate(head=head)
+                .values_list("pk", "head"))
+    return {m.pk: decode_for_display(bytes(data[m.content_id])) for m in messages
+            if m.content_id in data}
+
+
+def _args_texts(messages: Sequence[Message]) -> dict[int, str]:
+    return {m.pk: _args_text(m.tool_calls) for m in messages}
+
+
+def _checked(candidates, terms: Terms, limit: int, texts_of, where: str) -> list[Found]:
+    """The first `limit` candidates whose text holds the terms, read CHECK_BATCH at a time
+    (a candidate's content may be megabytes)."""
+    found: list[Found] = []
+    candidates = list(candidates)
+    for start in range(0, len(candidates), CHECK_BATCH):
+        batch = candidates[start:start + CHECK_BATCH]
+        texts = texts_of(batch)
+        for message in batch:
+            snippet = terms.snippet(texts.get(message.pk, ""))
+            if snippet:
+                found.append((message, where, snippet))
+                if len(found) == limit:
+                    return found
+    return found
+
+
 def _call_indexes(messages: Sequence[Message]) -> dict[int, int]:
     """Message pk → the call whose view shows it, in one query. SPEC §1: call k is answered by
-    the k-th assistant message, so a message is first sent (or, for an assistant message,
-    produced) at the call numbered by the assistants before it."""
+    the k-th assistant message, so a message is first sent at the call numbered by the
+    assistants before it, and an assistant message at the next call (the one after the call it
+    answers), if the transcript has one; the last assistant message opens the call it answers
+    (the session page moves on to the trailing call when the replay has one)."""
     assistants: dict[int, list[int]] = {}
     rows = Message.objects.filter(session_id__in={m.session_id for m in messages},
                                   role="assistant").values_list("session_id", "index")
     for session_id, index in rows.order_by("session_id", "index"):
         assistants.setdefault(session_id, []).append(index)
-    return {m.pk: bisect.bisect_left(assistants.get(m.session_id, []), m.index)
-            for m in messages}
+    out = {}
+    for m in messages:
+        answers = assistants.get(m.session_id, [])
+        before = bisect.bisect_left(answers, m.index)
+        sent_later = m.role == "assistant" and before + 1 < len(answers)
+        out[m.pk] = before + 1 if sent_later else before
+    return out
 
 
 def matching_session_ids(team, query: str, limit: int = 500) -> list[int]:
     """The sessions of the team holding `query` somewhere (for the sessions list's filter)."""
-    return list(dict.fromkeys(m.session_id for m, _, _ in _matches(team, query, limit)))
+    return list(dict.fromkeys(m.session_id for m, _, _ in _matches(team, parse(query), limit)))

@@ -108,8 +108,11 @@ def filter_sessions(team: Team, filters: SessionFilters) -> QuerySet[Session]:
     if filters.query:
         match = (Q(title__icontains=filters.query) | Q(sidechains__title__icontains=filters.query)
                  | Q(source_name__icontains=filters.query))
-        if filters.contents and len(filters.query) >= search.MIN_QUERY_CHARS:
-            holding = search.matching_session_ids(team, filters.query)
+        if filters.contents:
+            try:
+                holding = search.matching_session_ids(team, filters.query)
+            except search.SearchError:  # nothing a contents search can look up: titles only
+                holding = []
             match |= Q(pk__in=holding) | Q(sidechains__pk__in=holding)
         rows = rows.filter(match)
     if filters.format or filters.query:

@@ -158,5 +158,8 @@ def search_contents(request: HttpRequest) -> HttpResponse:
             hits = search.search(membership.team, query)
         except search.SearchError as exc:
             error = str(exc)
+    # A refused query is the form again with its reason (400); a NUL never reaches the page.
+    shown = query if not error else "".join(c for c in query if c.isprintable() or c == " ")
     return render(request, "transcripts/search.html",
-                  {"query": query, "hits": hits, "error": error, "team": membership.team})
+                  {"query": shown, "hits": hits, "error": error, "team": membership.team},
+                  status=400 if error else 200)

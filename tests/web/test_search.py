@@ -41,8 +41,10 @@ def test_a_string_that_occurs_once_in_a_tool_result_finds_exactly_that_message(p
     assert [(h.session_id, h.message_index, h.role, h.where) for h in hits] == [
         (stored[0].pk, 3, "tool", "content")]
     hit = hits[0]
-    assert hit.match == NEEDLE and hit.before.endswith("fatal: ")
-    assert hit.after.startswith(" while linking")
+    (before, _), (match, marked), (after, _) = hit.snippet
+    assert match == hit.match == NEEDLE and marked
+    assert before.startswith("…") and before.endswith("fatal: ")
+    assert after.startswith(" while linking") and after.endswith("…")
     assert hit.call_index == 1  # the call the first assistant message's result is sent at
 
 
@@ -75,14 +77,10 @@ def test_the_search_page_shows_the_snippet_and_links_to_the_call(personas, store
     html = response.content.decode()
     assert response.status_code == 200
     assert f"<mark>{NEEDLE}</mark>" in html
-    # The call view's own search then shows the message wherever the call folds its rows.
-    assert f'href="/sessions/{stored[0].pk}/?call=1&amp;q={NEEDLE}"' in html
-    opened = personas.client("viewer").get(f"/sessions/{stored[0].pk}/?call=1&q={NEEDLE}",
-                                           follow=True)
-    assert opened.redirect_chain[-1][0].endswith(f"&q={NEEDLE}")  # the canonical URL keeps it
-    assert opened.status_code == 200 and NEEDLE in opened.content.decode()
-    short = personas.client("viewer").get(reverse("search"), {"q": "a"}).content.decode()
-    assert "at least 3 characters" in short
+    # The hit lands on its message in the call, with the words to highlight.
+    assert f'href="/sessions/{stored[0].pk}/?call=1&amp;at=3&amp;hl={NEEDLE}"' in html
+    short = personas.client("viewer").get(reverse("search"), {"q": "a"})
+    assert short.status_code == 400 and "at least 3 characters" in short.content.decode()
 
 
 def test_transcript_text_in_results_is_escaped(personas):
