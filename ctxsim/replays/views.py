@@ -378,7 +378,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
-    settings, errors = settings_from_query(request.POST, session.team)
+    settings, errors = settings_from_query(request.POST, session.team, session=session)
     try:
         saved = profiles.save_profile(session, request.user, settings,
                                       request.POST.get("name", ""),

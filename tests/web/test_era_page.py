@@ -60,3 +60,18 @@ def test_a_current_release_says_so(personas, tmp_path):
     html = personas.client("viewer").get(reverse("session-detail", args=[row.pk])).content.decode()
     assert "Claude Code 2.1.200: current behaviour" in html
     assert _selected(html, "cc_bash_mode") == "persist"
+
+
+def test_a_profile_saved_from_the_page_keeps_the_eras_values(personas, tmp_path):
+    """A saved profile takes no era of its own, so saving writes down what the page showed."""
+    from ctxsim.replays.models import SavedProfile
+
+    row = _session(personas, tmp_path, "1.0.17")
+    response = personas.client("owner").post(reverse("profile-save", args=[row.pk]), {
+        "profile": "claude-code", "cc_mcp_mode": "truncate", "name": "as in 1.0.17"})
+    assert response.status_code == 302  # to the page, under the saved profile
+    saved = SavedProfile.objects.get(team=personas.team, name="as in 1.0.17")
+    assert saved.params["cc_bash_mode"] == "middle"
+    assert saved.params["cc_persist_threshold_chars"] is None
+    # The user's override (truncate, the current default) wins over the era's error.
+    assert "cc_mcp_mode" not in saved.params
