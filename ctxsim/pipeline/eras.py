@@ -173,7 +173,7 @@ class Era:
 
     @property
     def note(self) -> str:
-        """The page's sentence: "Claude Code 1.0.17: 2025 behaviour — Bash output …"."""
+        """The page's sentence: "Claude Code 1.0.17: that release's behaviour — Bash output …"."""
         if not self.rows:
             return f"{self.label}: current behaviour (no release switch applies)."
         return f"{self.label}: that release's behaviour — " + "; ".join(

@@ -79,7 +79,7 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
 
 
 def _era_note(settings: services.ReplaySettings, name: str) -> str:
-    """"From the era: Claude Code 1.0.17 (before 2.1.2): …" for a value the transcript's
+    """"From the release: Claude Code 1.0.17 (before 2.1.2): …" for a value the transcript's
     release sets (SPEC-agents §2.5.0.11), unless the profile or the user set it."""
     era = settings.era
     if era is None or name not in era.params or name in settings.config \
