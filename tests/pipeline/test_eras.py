@@ -293,3 +293,13 @@ def test_a_sweep_point_takes_the_sessions_era():
 
     # The era leaves the release's own cut as it is; without it the result is persisted.
     assert sent("claude-code") > sent("")
+
+
+def test_a_codex_release_that_cut_before_recording_says_so_when_nothing_was_cut():
+    from ctxsim.pipeline.registry import STAGES, ReplayFacts
+
+    era = era_for("codex", "0.40.0")
+    values = resolve("codex", era=era).values
+    note = STAGES["codex_tool_output"].quiet_note(ReplayFacts(({},), (0,), values, 74390))
+    assert note.startswith("This Codex release cut tool outputs before the rollout recorded")
+    assert "74,390 bytes" in note

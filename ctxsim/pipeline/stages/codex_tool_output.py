@@ -120,6 +120,10 @@ def quiet_note(facts: Any) -> str | None:
     """Dispatch reports are not per call: the note speaks of the largest result."""
     if any(activity(r) for r in facts.reports):
         return None
+    if facts.value("codex_output_truncation") == "rollout":
+        return ("This Codex release cut tool outputs before the rollout recorded them, so each "
+                "is sent as recorded: the largest result of this transcript is "
+                f"{facts.largest_result:,} bytes.")
     policy = facts.value("codex_truncation_policy")
     config = facts.value("codex_config") or {}
     where = (f"{policy['mode']} {policy['limit']} × 1.2" if policy else
