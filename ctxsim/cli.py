@@ -98,8 +98,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if not 0 <= args.session < len(sessions):
         raise UsageError(f"--session {args.session}: the file has {len(sessions)} session(s)")
     s = sessions[args.session]
-    rep = replay(s.messages, args.profile or DEFAULT_PROFILE, overrides, tools=s.tools,
-                 response_schema=s.response_schema, session=dict(s.meta))
+    # The whole session, so a built-in agent profile takes its release's era.
+    rep = replay(s, args.profile or DEFAULT_PROFILE, overrides)
     return rep, overrides
 
 

@@ -161,7 +161,8 @@ def _run(sweep: Sweep, running) -> dict:
         canonical = replays.canonical_session(sweep.session, settings.counter)
         earlier = [sweeps.point_from_dict(p) for p in sweep.points or []]
         source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
-                                   settings.config, canonical.tools, canonical.response_schema)
+                                   settings.config, canonical.tools, canonical.response_schema,
+                                   canonical.format, canonical.meta)
         axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]
 
         def progress(done: int, total: int) -> None:

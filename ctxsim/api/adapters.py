@@ -38,7 +38,8 @@ def import_now(stream, *, team, user, format: str, name: str) -> ImportOutcome:
 def replay_settings(query: Mapping[str, Any], session: Session):
     """(settings, errors) from the session page's query parameters; without `profile`, the
     session's own agent's (as the page)."""
-    return settings_from_query(query, session.team, replays.default_settings(session).profile_ref)
+    return settings_from_query(query, session.team, replays.default_settings(session).profile_ref,
+                               session=session)
 
 
 def default_totals(session: Session) -> dict[str, Any]:

@@ -123,6 +123,9 @@ class SweepInput:
     config: Mapping[str, Any] = field(default_factory=dict)
     tools: Any = None
     response_schema: Any = None
+    # The transcript's format and meta: a built-in agent profile takes its release's era.
+    transcript_format: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 class SweepPaused(Exception):  # noqa: N818 - a request, not an error
@@ -143,6 +146,7 @@ def evaluate(source: SweepInput, point: Mapping[str, int], rule: CacheRule,
     out = SweepPoint(dict(point))
     try:
         rc = resolve(source.profile, with_point(source.config, point), source.stages)
+        rc = rc.for_session(source.transcript_format, source.meta)
     except ParamError as exc:
         out.error = str(exc)
         return out

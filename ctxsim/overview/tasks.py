@@ -117,7 +117,8 @@ def run_corpus_part_job(part_id: int) -> dict:
         cache, _ = cache_choice(sweep.cache | {"price": price_text(sweep.cache)})
         canonical = replays.canonical_session(part.session, settings.counter, other_counts=True)
         source = sweeps.SweepInput(canonical.messages, settings.profile, settings.stages,
-                                   settings.config, canonical.tools, canonical.response_schema)
+                                   settings.config, canonical.tools, canonical.response_schema,
+                                   canonical.format, canonical.meta)
         axes = [sweeps.Axis(a["name"], tuple(a["values"])) for a in sweep.axes]
         rule = cache.rule()
         points = []

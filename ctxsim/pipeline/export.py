@@ -79,46 +79,30 @@ def export_chatcli(values: Mapping[str, Any],
     return Export("chatcli", "chatcli.env", "".join(line + "\n" for line in lines), left)
 
 
-def _unquote(raw: str, where: str) -> str:
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        out, i, body = [], 0, raw[1:-1]
-        while i < len(body):
-            if body[i] == "\\" and i + 1 < len(body):
-                i += 1
-            out.append(body[i])
-            i += 1
-        return "".join(out)
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        return raw[1:-1]
-    if raw[:1] in ('"', "'"):
-        raise ValueError("unterminated quote")
-    return raw
-
-
 def import_chatcli(text: str) -> dict[str, Any]:
-    """An env file → `{"env": {...}, "ccr": ...}`; values stay free strings, as ChatCLI reads."""
+    """An env file → `{"env": {...}, "ccr": ...}`; values stay free strings, as ChatCLI reads.
+    The file is read as dotenv tools read it (python-dotenv: quotes, escapes, comments,
+    `export`); each bad line is an error naming its line."""
+    import io
+
+    from dotenv.parser import parse_stream
+
     env: dict[str, str] = {}
     errors: dict[str, str] = {}
     result: dict[str, Any] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    for binding in parse_stream(io.StringIO(text)):
+        n, line = binding.original.line, binding.original.string.strip()
+        name = binding.key or ""
+        where = f"line {n}: {name or line}"
+        if binding.error:
+            errors[where] = "not a NAME=value line (an unterminated quote?)"
             continue
-        if stripped.startswith("export "):
-            stripped = stripped[len("export "):].lstrip()
-        name, sep, raw = stripped.partition("=")
-        name = name.strip()
-        where = f"line {n}: {name or stripped}"
-        if not sep:
+        if binding.key is None:
+            continue  # a blank line or a comment
+        value = binding.value
+        if value is None:
             errors[where] = "expected NAME=value"
-            continue
-        try:
-            value = _unquote(raw, where)
-        except ValueError as exc:
-            errors[where] = str(exc)
-            continue
-        if name == COMPRESSION_VAR:
+        elif name == COMPRESSION_VAR:
             result["ccr"] = "off" if value.strip().lower() == "off" else "on"
         elif name in ENV_BY_NAME:
             env[name] = value

@@ -230,26 +230,31 @@ CODEX_KEYS = ("model", "model_context_window", "model_auto_compact_token_limit",
 CODEX_NOT_SIMULATED = ("model_auto_compact_token_limit_scope",)
 
 
-def _toml_value(value: Any) -> str:
-    """A TOML integer or basic string (JSON's string escapes are valid TOML escapes)."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+def _toml(doc: Mapping[str, Any]) -> str:
+    """A TOML document written by tomli-w, keys in the given order. TOML has no null: a key
+    whose value is None is left out, which is how the tools read "not set"."""
+    import tomli_w
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: plain(v) for k, v in value.items() if v is not None}
+        return list(value) if isinstance(value, tuple) else value
+
+    return tomli_w.dumps(plain(doc))
 
 
 def export_codex(values: Mapping[str, Any]) -> Export:
     """`~/.codex/config.toml` lines for the keys present in `codex_config`, in the order
     model, window, compaction limit, tool-output limit (top-level keys precede tables)."""
     config = values.get("codex_config") or {}
-    lines = [f"{key} = {_toml_value(config[key])}" for key in CODEX_KEYS if key in config]
+    text = _toml({key: config[key] for key in CODEX_KEYS if key in config})
     left = _left_out("codex", values)
     notes = []
     if values.get("codex_truncation_policy") is not None:
-        lines.insert(0, "# codex_truncation_policy is a model-catalog field: Codex exposes only "
-                        "tool_output_token_limit")
+        text = ("# codex_truncation_policy is a model-catalog field: Codex exposes only "
+                "tool_output_token_limit\n" + text)
         notes.append("Codex has no setting for the truncation policy's mode; only "
                      "tool_output_token_limit (the limit) can be configured.")
-    text = "".join(line + "\n" for line in lines)
     return Export("codex", "config.toml", text, left, notes)
 
 
@@ -301,7 +306,7 @@ def export_openhands(values: Mapping[str, Any]) -> Export:
     """OpenHands `config.toml`: the `[condenser]` table (type first, then every field) and
     `[llm] max_message_chars`; a pipeline is left out with a hint."""
     condenser = dict(values.get("openhands_condenser_config") or {"type": "noop"})
-    lines: list[str] = []
+    doc: dict[str, Any] = {}
     left = _left_out("openhands", values)
     notes = []
     if condenser.get("type") == "pipeline":
@@ -309,16 +314,13 @@ def export_openhands(values: Mapping[str, Any]) -> Export:
                        + json.dumps(condenser, ensure_ascii=False))
         notes.append(PIPELINE_HINT)
     else:
-        lines.append("[condenser]")
-        lines += [f"{key} = {_toml_value(value)}" for key, value in condenser.items()]
-        lines.append("")
+        doc["condenser"] = condenser
         if condenser.get("type") in ("llm", "structured", "llm_attention") and \
-                "llm_config" not in condenser:
+                condenser.get("llm_config") is None:
             notes.append("OpenHands needs llm_config (the name of an [llm.<name>] section) "
                          "for this condenser; add it before use.")
-    lines += ["[llm]", f"max_message_chars = {values.get('openhands_max_message_chars', 30000)}"]
-    return Export("openhands", "config.toml", "".join(line + "\n" for line in lines), left,
-                  notes)
+    doc["llm"] = {"max_message_chars": values.get("openhands_max_message_chars", 30000)}
+    return Export("openhands", "config.toml", _toml(doc), left, notes)
 
 
 def import_openhands(text: str) -> dict[str, Any]:

@@ -150,8 +150,9 @@ PARAMS.update({
                   "result; f > 0: leave alone a result whose rough estimate is at most f × the "
                   "limit.", _number(0, 1), kind="number", undocumented_by=ANTHROPIC),
         ParamSpec("cc_persist_threshold_chars", "Persist threshold", 50000, "Results longer "
-                  "than this (UTF-16 units) are saved to a file and previewed.",
-                  _int_range(1, 10_000_000), unit="chars"),
+                  "than this (UTF-16 units) are saved to a file and previewed; empty: never "
+                  "(releases before 2.1.2).",
+                  _opt_int_range(1, 10_000_000), unit="chars", kind="optional-int"),
         ParamSpec("cc_persist_overrides", "Per-tool persist thresholds", {"Read": None},
                   "Tool name → threshold, or null to never persist (Read by default).",
                   _persist_overrides, kind="limits", undocumented_by=ANTHROPIC),
@@ -332,6 +333,11 @@ PARAMS.update({p.name: p for p in (
               'truncation_policy ({"mode": "bytes"|"tokens", "limit": N}); empty: the '
               "rollout's recorded policy, else the model table.", _truncation_policy,
               kind="object", choices=("bytes", "tokens")),
+    ParamSpec("codex_output_truncation", "Where outputs are cut", "history", "history: every "
+              "output is cut as it enters the history, the rollout keeps it whole (Codex 0.56 "
+              "and later); rollout: the tool cut it before the rollout recorded it, so it is "
+              "left as recorded (before 0.56).", _choice("history", "rollout"), kind="choice",
+              choices=("history", "rollout")),
     ParamSpec("codex_use_recorded_policy", "Use recorded policy", True, "Use the policy the "
               "rollout's turn_context recorded (what Codex used) before the model table.",
               _boolean, kind="choice", choices=("true", "false")),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .eras import Era, session_era
 from .params import PARAMS, ParamError, ParamSpec, resolve_env, validate_params
 from .registry import StageOrderError, check_stage_list, params_of
 
@@ -147,6 +148,11 @@ class RunConfig:
     stages: tuple[tuple[str, str], ...]
     values: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+    # The explicit values (validated), the agent release whose values fill in (eras.py), and
+    # whether `profile` names a built-in profile (which an era may apply to).
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    era: Era | None = None
+    builtin: bool = False
 
     def effective_config(self) -> dict[str, Any]:
         """The trace's `effective_config`: ChatCLI's effective knobs when a ChatCLI stage runs,
@@ -165,7 +171,20 @@ class RunConfig:
                 out[name] = list(value) if isinstance(value, tuple) else value
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.era is not None:
+            out["era"] = self.era.note
         return out
+
+    def for_session(self, transcript_format: str, meta: Mapping[str, Any] | None) -> RunConfig:
+        """These settings for one session: a built-in agent profile replaying its own agent's
+        transcript takes the era of the release that wrote it (SPEC-agents §2.5.0.11), under
+        the explicit values; anything else is returned as it is."""
+        era = session_era(self.profile, transcript_format, meta) if self.builtin else None
+        if era == self.era:
+            return self
+        profile = PROFILES[self.profile]
+        stages = None if self.stages == profile.stages else self.stages
+        return resolve(profile, self.config, stages, era=era)
 
 
 def get_profile(name: str) -> Profile:
@@ -181,8 +200,10 @@ def resolve(
     profile: str | Profile = DEFAULT_PROFILE,
     config: Mapping[str, Any] | None = None,
     stages: Any = None,
+    era: Era | None = None,
 ) -> RunConfig:
-    """Profile values, overridden by `config`, over every parameter's default.
+    """Profile values, overridden by `config`, over the `era`'s values (the release that wrote
+    the transcript, `eras.py`), over every parameter's default.
 
     Invariant: unknown keys and bad values raise ParamError with a message per field; a known
     parameter the stages do not read is validated, then listed in `warnings`; a custom
@@ -211,6 +232,8 @@ def resolve(
     if errors:
         raise ParamError(errors)
     values: dict[str, Any] = {name: spec.default for name, spec in PARAMS.items()}
+    if era is not None:
+        values.update(validate_params(dict(era.params)))
     values.update(validate_params(dict(prof.params)))
     values.update(cleaned)
     env = resolve_env(values["env"])
@@ -222,7 +245,8 @@ def resolve(
         from .agent_settings import claude_env_effective
 
         warnings += claude_env_effective(values["claude_env"]).warnings
-    return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings)
+    return RunConfig(prof.name, tuple(entries), MappingProxyType(values), warnings,
+                     MappingProxyType(cleaned), era, PROFILES.get(prof.name) is prof)
 
 
 def _env_key(name: str) -> str:

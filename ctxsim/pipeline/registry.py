@@ -237,7 +237,8 @@ STAGES: dict[str, StageDef] = {
         # SPEC-agents §2.5.4–2.5.6: open-source agents, reproduced from their code.
         StageDef(
             "codex_tool_output", "Codex tool output", ("dispatch",),
-            ("codex_config", "codex_truncation_policy", "codex_use_recorded_policy"),
+            ("codex_config", "codex_output_truncation", "codex_truncation_policy",
+             "codex_use_recorded_policy"),
             codex_tool_output.run, "Codex CLI keeps the head and tail of every tool output "
             "within its model's truncation policy × 1.2.", "codex",
             activity=codex_tool_output.activity, describe=codex_tool_output.describe,

@@ -398,17 +398,19 @@ def replay(
     """Prepare a replay: the one way every caller (CLI, web, sweeps, tests) builds a `Replay`.
 
     `source` is a list of messages or a whole session (whose tools, response schema and
-    `meta` then come along); `profile` is resolved with `config` and `stages` (ParamError on
-    bad values) unless it is an already resolved `RunConfig`."""
-    if isinstance(source, Session):
-        tools = source.tools if tools is None else tools
-        response_schema = source.response_schema if response_schema is None else response_schema
-        session = dict(source.meta) if session is None else session
-        source = source.messages
+    `meta` then come along, and whose agent release decides the era of a built-in agent
+    profile, `RunConfig.for_session`); `profile` is resolved with `config` and `stages`
+    (ParamError on bad values) unless it is an already resolved `RunConfig`."""
     if isinstance(profile, RunConfig):
         if config or stages is not None:
             raise TypeError("a resolved RunConfig takes no config or stages")
         run_config = profile
     else:
         run_config = resolve(profile, config, stages)
+    if isinstance(source, Session):
+        tools = source.tools if tools is None else tools
+        response_schema = source.response_schema if response_schema is None else response_schema
+        session = dict(source.meta) if session is None else session
+        run_config = run_config.for_session(source.format, source.meta)
+        source = source.messages
     return Replay(source, run_config, sink, tools, response_schema, session=session)

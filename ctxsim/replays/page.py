@@ -56,7 +56,7 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
                       error=errors.get(name, ""), optional=spec.default is None,
-                      note=settings.profile.default_note(name))
+                      note=_era_note(settings, name) or settings.profile.default_note(name))
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -80,6 +80,16 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
                            else ", ".join(value))
         fields.append(field)
     return fields
+
+
+def _era_note(settings: services.ReplaySettings, name: str) -> str:
+    """"From the release: Claude Code 1.0.17 (before 2.1.2): …" for a value the transcript's
+    release sets (SPEC-agents §2.5.0.11), unless the profile or the user set it."""
+    era = settings.era
+    if era is None or name not in era.params or name in settings.config \
+            or name in settings.profile.params:
+        return ""
+    return "From the release: " + era.source_of(name)
 
 
 def stage_rows(settings: services.ReplaySettings) -> list[dict[str, Any]]:

@@ -78,7 +78,10 @@ def save_team_profile(team, user, settings: ReplaySettings, name: str, descripti
         raise ProfileError(errors)
     base = settings.saved.base if settings.saved else settings.profile.name
     base_profile = PROFILES.get(base, PROFILES[DEFAULT_PROFILE])
-    params = {**settings.profile.params, **settings.config}
+    # What the page showed: the era of the session's release too (a saved profile takes no
+    # era of its own, so its values are written down).
+    era = dict(settings.era.params) if settings.era else {}
+    params = {**era, **settings.profile.params, **settings.config}
     params = {k: v for k, v in params.items()
               if normal(v) != normal(base_profile.params.get(k, PARAMS[k].default))}
     return SavedProfile.objects.create(

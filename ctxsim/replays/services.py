@@ -35,7 +35,7 @@ from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.spills import StorageSpillSink
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import ReplaySettings, era_of, settings_from_query
 from ctxsim.replays.token_counts import load_counts, save_counts
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session
@@ -310,7 +310,8 @@ def default_settings(session: Session) -> ReplaySettings:
     """What a session opens with when nothing is chosen: its own agent's profile
     (`claude-code`, `codex`, `openhands`; SPEC-agents §2.5.9), else ChatCLI's."""
     ref = default_profile_for(session.format)
-    return ReplaySettings(profile_ref=ref, profile=PROFILES[ref])
+    return ReplaySettings(profile_ref=ref, profile=PROFILES[ref],
+                          era=era_of(PROFILES[ref], session))
 
 
 def compute_default_stats(session: Session) -> None:
@@ -387,8 +388,9 @@ def compare_sides(session: Session, query, *, user: Any = None):
     if a and a != query.get("profile"):
         query = {"profile": a}
     first, problems = settings_from_query(query, session.team,
-                                          default_profile_for(session.format))
-    second, problems_b = settings_from_query({"profile": b or "none"}, session.team)
+                                          default_profile_for(session.format), session=session)
+    second, problems_b = settings_from_query({"profile": b or "none"}, session.team,
+                                             session=session)
     sides = []
     for key, settings, bad in (("a", first, problems), ("b", second, problems_b)):
         if bad:

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
+from ctxsim.pipeline.eras import Era, session_era
 from ctxsim.pipeline.params import (
     PARAMS,
     ParamError,
@@ -37,17 +38,20 @@ Errors = dict[str, str]
 class ReplaySettings:
     """What decides a replay: a profile (built-in or saved), an optional stage list, overrides.
 
-    Resolved once: `run_config()` and `key` are computed on first use and kept."""
+    Resolved once: `run_config()` and `key` are computed on first use and kept. `era` is the
+    release of the session's agent whose values fill in under a built-in agent profile
+    (`ctxsim.pipeline.eras`), so the form shows them and an override of one is recorded."""
 
     profile_ref: str = DEFAULT_PROFILE
     profile: Profile = field(default_factory=lambda: PROFILES[DEFAULT_PROFILE])
     stages: tuple[tuple[str, str], ...] | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     saved: SavedProfile | None = None
+    era: Era | None = None
 
     @cached_property
     def _resolved(self) -> RunConfig:
-        return resolve(self.profile, self.config, self.stages)
+        return resolve(self.profile, self.config, self.stages, era=self.era)
 
     def run_config(self) -> RunConfig:
         """The resolved settings (ParamError on bad values, as `resolve`)."""
@@ -322,20 +326,30 @@ def _profile_from_query(ref: str, team, errors: Errors):
     return DEFAULT_PROFILE, PROFILES[DEFAULT_PROFILE], None
 
 
-def settings_from_query(query: Mapping[str, Any], team,
-                        default: str = DEFAULT_PROFILE) -> tuple[ReplaySettings, Errors]:
+def era_of(profile: Profile, session: Any) -> Era | None:
+    """The era a built-in agent profile takes on this stored session (None for a saved
+    profile, another agent's profile, or no session)."""
+    if session is None or PROFILES.get(profile.name) is not profile:
+        return None
+    return session_era(profile.name, session.format, session.meta)
+
+
+def settings_from_query(query: Mapping[str, Any], team, default: str = DEFAULT_PROFILE, *,
+                        session: Any = None) -> tuple[ReplaySettings, Errors]:
     """Parse the page state; returns settings (bad fields fall back to the profile's values)
     and a message per bad field. `default` is the profile when the query names none (a
-    session's own agent's, `profiles.default_profile_for`)."""
+    session's own agent's, `profiles.default_profile_for`); with the stored `session`, a
+    built-in agent profile takes the era of the release that wrote it (`era_of`)."""
     errors: Errors = {}
     ref, profile, saved = _profile_from_query(query.get("profile") or default, team, errors)
+    era = era_of(profile, session)
     stages = _stages_from_query(query, profile, errors)
     try:
-        base = resolve(profile, {}, stages)
+        base = resolve(profile, {}, stages, era=era)
     except ParamError as exc:
         errors.update(exc.errors)
         stages = None
-        base = resolve(profile)
+        base = resolve(profile, era=era)
     config: dict[str, Any] = {}
     for name in sorted(params_of(base.stages) | {"counter"}):
         present, value = codec_of(PARAMS[name]).decode(name, query, errors)
@@ -343,11 +357,11 @@ def settings_from_query(query: Mapping[str, Any], team,
             config[name] = value
     resolved = None
     try:
-        resolved = resolve(profile, config, stages)
+        resolved = resolve(profile, config, stages, era=era)
     except ParamError as exc:
         errors.update(exc.errors)
         config = {k: v for k, v in config.items() if k not in exc.errors}
-    settings = ReplaySettings(ref, profile, stages, config, saved)
+    settings = ReplaySettings(ref, profile, stages, config, saved, era)
     if resolved is not None:
         settings.__dict__["_resolved"] = resolved  # what `run_config()` would compute again
     return settings, errors

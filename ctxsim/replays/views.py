@@ -61,7 +61,8 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
-                                           default_profile_for(session.format))
+                                           default_profile_for(session.format),
+                                           session=session)
     url = f"{reverse('session-detail', args=[session.pk])}?"
     if errors and request.htmx:
         # Keep the last good result on screen: only the error list is swapped.
@@ -227,7 +228,7 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
     with a fold for the rest: htmx swaps them in place of the fold; without JavaScript they
     open on a page of their own."""
     session, membership = _session(request, session_id)
-    settings, _errors = settings_from_query(request.GET, session.team)
+    settings, _errors = settings_from_query(request.GET, session.team, session=session)
     try:
         run, call = _run_and_call(request, session, settings)
     except ReplayPending:
@@ -261,7 +262,8 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     `diff=1` its before/after diff ("show the change")."""
     session, _ = _session(request, session_id)
     settings, _errors = settings_from_query(request.GET, session.team,
-                                           default_profile_for(session.format))
+                                           default_profile_for(session.format),
+                                           session=session)
     try:
         run, call = _run_and_call(request, session, settings)
     except ReplayPending:
@@ -295,7 +297,8 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
     session, _ = _session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
-                                           default_profile_for(session.format))
+                                           default_profile_for(session.format),
+                                           session=session)
     if errors:
         return HttpResponseBadRequest("; ".join(f"{k}: {v}" for k, v in errors.items()),
                                       content_type="text/plain")
@@ -377,7 +380,8 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
     session, _ = _session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
-                                           default_profile_for(session.format))
+                                           default_profile_for(session.format),
+                                           session=session)
     exports = profiles.exports_for(settings)
     wanted = request.GET.get("download")
     for export in exports:
@@ -395,7 +399,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
     session, membership = _session(request, session_id, "write")
-    settings, errors = settings_from_query(request.POST, session.team)
+    settings, errors = settings_from_query(request.POST, session.team, session=session)
     try:
         saved = profiles.save_profile(session, request.user, settings,
                                       request.POST.get("name", ""),

@@ -142,3 +142,33 @@ def test_openhands_import_rejects_what_openhands_would(text: str, field: str) ->
     with pytest.raises(ParamError) as info:
         import_openhands(text)
     assert field in str(info.value)
+
+
+def test_the_toml_writer_writes_booleans_and_leaves_unset_keys_out() -> None:
+    """tomli-w writes the documents: `true`/`false` (a hand-written `str(True)` wrote the
+    invalid `True`), and a None (TOML has no null) is left out, which the tools read as unset."""
+    from ctxsim.pipeline.export_agents import _toml
+
+    doc = {"flag": True, "table": {"off": False, "unset": None, "n": 3, "s": 'a "q"'}}
+    text = _toml(doc)
+    assert "flag = true" in text and "off = false" in text and "True" not in text
+    assert tomllib.loads(text) == {"flag": True, "table": {"off": False, "n": 3, "s": 'a "q"'}}
+
+
+@pytest.mark.parametrize("kind", ["llm", "structured", "llm_attention"])
+def test_an_llm_condenser_without_its_llm_config_exports_valid_toml(kind) -> None:
+    artefact = _one("openhands", {"openhands_condenser_config": {"type": kind}})
+    doc = tomllib.loads(artefact.content)  # a hand-written `llm_config = None` did not parse
+    assert "llm_config" not in doc["condenser"]
+    assert any("needs llm_config" in n for n in artefact.notes)
+    condenser = import_openhands(artefact.content)["openhands_condenser_config"]
+    assert condenser["type"] == kind
+
+
+def test_every_builtin_profiles_toml_exports_parse() -> None:
+    from ctxsim.pipeline.profiles import PROFILES
+
+    for name in PROFILES:
+        for artefact in export_profile(resolve(name)):
+            if artefact.filename.endswith(".toml"):
+                tomllib.loads(artefact.content)

@@ -95,3 +95,17 @@ def test_anthropic_import_names_the_bad_field() -> None:
 def test_a_stacked_profile_exports_one_artefact_per_tool() -> None:
     assert [e.tool for e in export_profile(resolve("chatcli-aivax"))] == ["chatcli", "aivax"]
     assert export_profile(resolve("none")) == []
+
+
+def test_a_chatcli_env_file_is_read_as_dotenv_reads_it() -> None:
+    text = ('export CHATCLI_TOOL_RESULT_MAX_CHARS="12 000"  # quoted, with a comment\n'
+            "CHATCLI_MICROCOMPACT_HEAD_CHARS='a\\b'\n"
+            "CHATCLI_COMPRESSION=off # trailing comment\n")
+    assert import_chatcli(text) == {
+        "env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "12 000",
+                "CHATCLI_MICROCOMPACT_HEAD_CHARS": "a\\b"},
+        "ccr": "off",
+    }
+    with pytest.raises(ParamError) as exc:
+        import_chatcli('CHATCLI_TOOL_RESULT_MAX_CHARS="5000\n')
+    assert list(exc.value.errors) == ['line 1: CHATCLI_TOOL_RESULT_MAX_CHARS="5000']

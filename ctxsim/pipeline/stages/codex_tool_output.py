@@ -14,7 +14,7 @@ from typing import Any
 from ..agents_common import codex_bytes
 from ..messages import Message
 from . import StageContext, StageResult
-from ._codex import DEFAULT_LIMIT, history_budget, model_row, truncate
+from ._codex import DEFAULT_LIMIT, already_shaped, history_budget, model_row, truncate
 
 
 def session_meta(ctx: StageContext) -> Mapping[str, Any]:
@@ -68,7 +68,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     policy, source = resolve_policy(m, ctx)
     budget = history_budget(policy)
     text = codex_bytes(m.content)
-    after = truncate(text, budget)
+    # Before 0.56 the tool cut its output before the rollout recorded it (eras.py); an output
+    # this release already cut to the budget stays as it is too.
+    skipped = ("as_recorded" if ctx.params.get("codex_output_truncation") == "rollout"
+               else "already_truncated" if already_shaped(text, budget) else None)
+    after = m.content if skipped else truncate(text, budget)
     report = {
         "tool": _tool_name(history[:-1], m.tool_call_id),
         "policy": policy,
@@ -76,8 +80,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "history_budget": budget,
         "bytes_before": len(m.content),
         "bytes_after": len(after),
-        "truncated": after != text,
+        "truncated": not skipped and after != text,
     }
+    if skipped:
+        report["skipped"] = skipped
     if after == m.content:
         return StageResult(tuple(history), report, ())
     return StageResult((*history[:-1], m.with_content(after)), report, (len(history) - 1,))
@@ -95,6 +101,13 @@ def describe(report: Mapping[str, Any]) -> str:
     source = {"param": "the parameter", "recorded": "the rollout's turn_context",
               "model": "the model table", "default": "the default row"}.get(
         str(report.get("policy_source")), "?")
+    if report.get("skipped") == "as_recorded":
+        return (f"{report.get('tool') or 'Tool'} output left as the rollout recorded it "
+                f"({report.get('bytes_before')} bytes): this release cut outputs before "
+                "recording them.")
+    if report.get("skipped") == "already_truncated":
+        return (f"{report.get('tool') or 'Tool'} output already cut to {budget.get('limit')} "
+                f"{unit} ({report.get('bytes_before')} bytes), left as it is.")
     if report.get("truncated"):
         return (f"{report.get('tool') or 'Tool'} output truncated to {budget.get('limit')} "
                 f"{unit} (policy from {source}): {report.get('bytes_before')} → "
@@ -107,6 +120,10 @@ def quiet_note(facts: Any) -> str | None:
     """Dispatch reports are not per call: the note speaks of the largest result."""
     if any(activity(r) for r in facts.reports):
         return None
+    if facts.value("codex_output_truncation") == "rollout":
+        return ("This Codex release cut tool outputs before the rollout recorded them, so each "
+                "is sent as recorded: the largest result of this transcript is "
+                f"{facts.largest_result:,} bytes.")
     policy = facts.value("codex_truncation_policy")
     config = facts.value("codex_config") or {}
     where = (f"{policy['mode']} {policy['limit']} × 1.2" if policy else
