@@ -73,6 +73,16 @@ def data_url_part(kind: str, url: str, **extra: Any) -> dict[str, Any]:
     return binary_part(kind, "", None, url=url[:2000], **extra)
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """An optional object field: the object, or {} for anything else (absent, null, a list)."""
+    return value if isinstance(value, dict) else {}
+
+
+def items(value: Any) -> list[Any]:
+    """An optional list field: the list, or [] for anything else."""
+    return value if isinstance(value, list) else []
+
+
 def expect_dict(value: Any, field: str, line: int | None = None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise wrong_shape(field, "an object", value, line=line)
