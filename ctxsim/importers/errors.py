@@ -35,6 +35,11 @@ class TranscriptError(ValueError):
     def __str__(self) -> str:
         return self.message
 
+    def with_details(self) -> str:
+        """The message, then each detail on a line of its own (the message itself never holds
+        a newline): for a text field that keeps both, such as a background job's message."""
+        return "\n".join((self.message, *self.details))
+
 
 class Near(str):
     """A detection verdict saying the file *nearly* is this format: its signature is there but
