@@ -69,7 +69,8 @@ TOOLS = ("read_file", "write_to_file", "replace_in_file", "apply_diff", "insert_
 _TOOL_TAG = re.compile(r"<(" + "|".join(TOOLS) + r")>(.*?)(?:</\1>|$)", re.DOTALL)
 _PARAM = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.DOTALL)
 _THINKING = re.compile(r"<thinking>.*?</thinking>", re.DOTALL)
-_RESULT_HEADER = re.compile(r"\s*\[(\w+)(?: for [^\]]*)?\] Result:")
+# The argument may hold brackets and newlines: the header ends at the first "] Result:".
+_RESULT_HEADER = re.compile(r"\s*\[(\w+)(?: for .{0,4000}?)?\] Result:", re.DOTALL)
 _ERROR_TEXTS = ("The tool execution failed with the following error", "The user denied this "
                 "operation", "[ERROR]")
 ROO_FLAGS = ("isSummary", "condenseId", "condenseParent", "truncationId", "truncationParent",
@@ -216,9 +217,52 @@ def _result_content(content: Any) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(texts), media
 
 
+def _metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
+    """Newer Cline records each response's usage on the message itself:
+    `metrics.tokens = {prompt, completion, cached}` (`prompt` read as including the cached
+    tokens [X: OpenAI-compatible providers report it so])."""
+    tokens = obj(obj(item.get("metrics")).get("tokens"))
+    prompt = tokens.get("prompt")
+    if not isinstance(prompt, int):
+        return None
+    cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else None
+    return {"total_input": prompt, "input": max(prompt - (cached or 0), 0), "cache_read": cached,
+            "cache_write": None, "output": tokens.get("completion")
+            if isinstance(tokens.get("completion"), int) else None, "reasoning": None}
+
+
+def _text_results(blocks: list[tuple[str, Any]], pending: list[ToolCall], meta: dict[str, Any]
+                  ) -> tuple[list[Message], list[tuple[str, Any]]]:
+    """Results written as text (`[<tool> for '…'] Result:` blocks, XML era and Cline's native
+    calls alike): each header block starts the result of the next pending call (of that tool
+    when one waits), the blocks after it belong to it. Returns the results and the blocks
+    before the first header (a plain user message)."""
+    results: list[tuple[ToolCall, list[tuple[str, Any]]]] = []
+    lead: list[tuple[str, Any]] = []
+    waiting = list(pending)
+    for kind, value in blocks:
+        header = _RESULT_HEADER.match(value) if kind == "text" else None
+        if header is not None and waiting:
+            call = next((c for c in waiting if c.name == header.group(1)), waiting[0])
+            waiting.remove(call)
+            results.append((call, [(kind, value)]))
+        elif results:
+            results[-1][1].append((kind, value))
+        else:
+            lead.append((kind, value))
+    out = []
+    for call, group in results:
+        text = "\n\n".join(v for k, v in group if k == "text")
+        media = [v for k, v in group if k == "image"]
+        out.append(Message.of("tool", text, tool_call_id=call.id,
+                              is_error=any(marker in text for marker in _ERROR_TEXTS),
+                              meta={**meta, **({"binary_parts": media} if media else {})}))
+    return out, lead
+
+
 def map_history(api: list[Any], name: str) -> list[Message]:
     history = HistoryBuilder()
-    pending: str | None = None  # an XML call waiting for its "[tool] Result:" message
+    pending: list[ToolCall] = []  # calls of the last assistant message, not answered yet
     synthetic = 0
     for index, item in enumerate(api):
         where = f"{API_FILE}[{index}]"
@@ -238,40 +282,37 @@ def map_history(api: list[Any], name: str) -> list[Message]:
         elif item.get("isTruncationMarker"):
             meta["compaction"] = {"source": "roo-code", "kind": "sliding_window",
                                   "truncation_id": item.get("truncationId")}
-        blocks = _blocks(item.get("content"), f"{where}.content")
-        texts, media = [], []
+        blocks: list[tuple[str, Any]] = []  # ("text", str) / ("image", binary part)
         results: list[Message] = []
         calls: list[ToolCall] = []
-        for number, block in enumerate(blocks):
+        for number, block in enumerate(_blocks(item.get("content"), f"{where}.content")):
             block = expect_dict(block, f"{where}.content[{number}]")
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
+                blocks.append(("text", block["text"]))
             elif kind == "image":
-                media.append(_image(block))
+                blocks.append(("image", _image(block)))
             elif kind == "tool_use":
                 calls.append(ToolCall(str(block.get("id") or ""), str(block.get("name") or ""),
                                       arguments_text(block.get("input"))))
             elif kind == "tool_result":
                 output, parts = _result_content(block.get("content"))
-                result_meta = {"history_index": index, **({"binary_parts": parts} if parts
-                                                          else {})}
-                results.append(Message.of("tool", output,
-                                          tool_call_id=str(block.get("tool_use_id") or ""),
-                                          is_error=block.get("is_error") is True,
-                                          meta=result_meta))
-        text = "\n\n".join(texts)
-        if media:
-            meta["binary_parts"] = media
+                results.append(Message.of(
+                    "tool", output, tool_call_id=str(block.get("tool_use_id") or ""),
+                    is_error=block.get("is_error") is True,
+                    meta={"history_index": index, **({"binary_parts": parts} if parts else {})}))
         if role == "assistant":
+            text = "\n\n".join(v for k, v in blocks if k == "text")
             if not calls and (xml := _xml_call(text)) is not None:
                 synthetic += 1
                 calls = [ToolCall(f"{name}-{synthetic}", xml[0], compact_json(xml[1]))]
-                pending = calls[0].id
-            else:
-                pending = None
+            pending = list(calls)
             if any(c.name == "summarize_task" for c in calls):
                 meta["compaction"] = {"source": "cline", "kind": "summary"}
+            if (recorded := _metrics_usage(item)) is not None:
+                meta["recorded"] = recorded
+            if isinstance(obj(item.get("modelInfo")).get("modelId"), str):
+                meta["model"] = item["modelInfo"]["modelId"]
             history.close()
             draft = history.assistant(None, meta)
             draft.texts.append(text)
@@ -279,14 +320,16 @@ def map_history(api: list[Any], name: str) -> list[Message]:
                 draft.add_call(call)
             history.close()
             continue
-        for result in results:
+        answered = {r.tool_call_id for r in results}
+        text_results, lead = _text_results(
+            blocks, [c for c in pending if c.id not in answered], meta)
+        for result in (*results, *text_results):
             history.add(result)
-        if pending is not None and not results and _RESULT_HEADER.match(text):
-            error = any(marker in text for marker in _ERROR_TEXTS)
-            history.add(Message.of("tool", text, tool_call_id=pending, is_error=error, meta=meta))
-        elif text or media or not results:
-            history.add(Message.of("user", text, meta=meta))
-        pending = None
+        if lead or not (results or text_results):
+            media = [v for k, v in lead if k == "image"]
+            history.add(Message.of("user", "\n\n".join(v for k, v in lead if k == "text"),
+                                   meta={**meta, **({"binary_parts": media} if media else {})}))
+        pending = []
     return list(history.messages())
 
 

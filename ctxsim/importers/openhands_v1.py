@@ -196,6 +196,9 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
             draft.add_call(ToolCall(call_id, str(event.get("tool_name") or call.get("name") or ""),
                                     arguments_text(arguments)))
             draft.meta.setdefault("call_event_ids", []).append(event.get("id"))
+        elif kind == "AgentErrorEvent" and not event.get("tool_call_id"):
+            # An error the agent reports outside any call: what the model is told next.
+            history.add(Message.of("user", _str(event.get("error")), is_error=True, meta=meta))
         elif kind in RESULT_KINDS:
             call_id = str(event.get("tool_call_id") or "")
             observation = event.get("observation")

@@ -351,6 +351,29 @@ def cline_api_alone() -> bytes:
     return _json(cline_api())
 
 
+def cline_native() -> bytes:
+    """Cline 3.x with native tool calls: results still come back as text blocks, one per call
+    (observed in a public task history), and each response's usage is on the message."""
+    def use(n, name, **args):
+        return {"type": "tool_use", "id": f"tooluse_{n}", "name": name, "input": args,
+                "call_id": f"tooluse_{n}"}
+    return _json([
+        {"role": "user", "content": _text("<task>\nFind imports\n</task>", ENV), "ts": 1},
+        {"role": "assistant", "ts": 2, "modelInfo": {"modelId": "claude_4_5_opus",
+                                                     "providerId": "openai", "mode": "act"},
+         "metrics": {"tokens": {"prompt": 10049, "completion": 640, "cached": 9000}},
+         "content": [use(1, "search_files", regex="from ['\"]@/lib"),
+                     use(2, "read_file", path="a.ts")]},
+        {"role": "user", "ts": 3, "content": _text(
+            "[search_files for 'from ['\"]@/lib'] Result:\nFound 0 results.",
+            "[read_file for 'a.ts'] Result:\n1 | import x", "# TODO LIST UPDATE REQUIRED", ENV)},
+        {"role": "assistant", "ts": 4, "content": [use(3, "ask_followup_question", question="?")],
+         "metrics": {"tokens": {"prompt": 11000, "completion": 20, "cached": 10000}}},
+        {"role": "user", "ts": 5, "content": _text("[TASK RESUMPTION] This task was interrupted "
+                                                   "3 days ago.", ENV)},
+    ])
+
+
 def roo_api() -> list:
     return [
         {"role": "user", "content": _text("<task>\nFix b.py\n</task>", ROO_ENV), "ts": 10,
@@ -504,6 +527,7 @@ FIXTURES: dict[str, tuple[Builder, str, int, int, int, int, int]] = {
     "mini-v2.traj.json": (mini_v2_toolcalls, "mini-swe-agent", 1, 2, 2, 2, 0),
     "cline-task.zip": (cline_folder, "cline", 1, 3, 2, 3, 0),
     "api_conversation_history.json": (cline_api_alone, "cline", 1, 3, 2, 0, 0),
+    "cline-native.json": (cline_native, "cline", 1, 3, 2, 2, 0),
     "roo-task.zip": (roo_folder, "roo-code", 1, 2, 2, 2, 1),
     ".aider.chat.history.md": (aider_history, "aider", 2, 0, 0, 3, 0),
     "opencode-export.json": (opencode_export, "opencode", 1, 2, 2, 4, 1),

@@ -171,6 +171,20 @@ def test_cline_xml_calls_results_usage_and_deleted_range(tmp_path):
     assert session.meta["deleted_range"] == [2, 3]
 
 
+def test_cline_native_calls_answered_in_text_blocks_with_usage_on_the_message(tmp_path):
+    (session,) = _load("cline-native.json", tmp_path).sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "user"]
+    search, read = session.messages[2:4]
+    assert search.tool_call_id == "tooluse_1" and search.text.startswith("[search_files for")
+    assert read.tool_call_id == "tooluse_2" and "TODO LIST" in read.text
+    assert session.messages[1].meta["recorded"] == {
+        "total_input": 10049, "input": 1049, "cache_read": 9000, "cache_write": None,
+        "output": 640, "reasoning": None}
+    assert session.messages[1].meta["model"] == "claude_4_5_opus"
+    assert session.messages[5].text.startswith("[TASK RESUMPTION]")  # no result: a user turn
+
+
 def test_roo_code_is_told_from_cline_and_keeps_its_condensed_summary(tmp_path):
     (session,) = _load("roo-task.zip", tmp_path).sessions
     assert session.format == "roo-code"
