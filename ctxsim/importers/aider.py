@@ -1,7 +1,7 @@
 """Aider chat history (`.aider.chat.history.md`): append-only Markdown written by aider's
 `InputOutput`. Every process start writes `# aider chat started at YYYY-MM-DD HH:MM:SS`: each
-such header starts a session (one that holds no message — aider started and quit — is left
-out, with a warning).
+such header starts a session (one the model never answered — aider started and quit, or only
+ran /commands — is left out, with a warning).
 
 Inside a session, as aider's own `split_chat_history_markdown` reads it: lines starting
 `#### ` are the user's input (consecutive ones form one message; `/commands` are tagged
@@ -155,12 +155,14 @@ def parse(source: Source) -> list[Session]:
             current.add("assistant", line, line_no)
     if current is not None:
         current.flush()
-    kept = [s for s in sessions if s.messages]
-    require_sessions(kept, "the history has no chat messages (only aider start banners)")
+    # A start the model never answered (only the banner, or only /commands) is no session.
+    kept = [s for s in sessions if any(m.role == "assistant" for m in s.messages)]
+    require_sessions(kept, "the history has no model reply (only aider start banners and "
+                           "commands)")
     empty = len(sessions) - len(kept)
     out = []
     for number, session in enumerate(kept, start=1):
-        warnings = (f"{empty} aider start(s) without any message were left out",) \
+        warnings = (f"{empty} aider start(s) without a model reply were left out",) \
             if empty and number == 1 else ()
         out.append(Session(format=NAME, title=title_from(session.messages, "aider chat"),
                            messages=tuple(session.messages),

@@ -213,7 +213,7 @@ def test_aider_splits_sessions_at_each_start_and_reads_the_tokens_lines(tmp_path
     assert first.meta["agent_version"] == "0.85.1" and first.meta["model"] == "gpt-4o"
     assert second.meta["agent_version"] == "0.86.0"
     assert second.messages[1].meta["recorded"]["total_input"] == 1234
-    assert any("without any message" in w for w in result.warnings)
+    assert any("without a model reply" in w for w in result.warnings)
 
 
 def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_path):
