@@ -65,14 +65,23 @@ def detect(probe: Probe) -> bool | str:
     return "the first line is not a `thread.started` event"
 
 
+# Streams are looked for among the archive's first few text files only: an archive of another
+# format (OpenCode's storage holds thousands of JSON files) must not be opened file by file.
+MAX_CANDIDATES = 50
+
+
+def _candidates(archive: Archive, suffixes: tuple[str, ...]) -> list[str]:
+    return [n for n in archive.names if n.endswith(suffixes)][:MAX_CANDIDATES]
+
+
 def _streams(archive: Archive) -> list[str]:
-    return [n for n in archive.names if n.endswith((".jsonl", ".json", ".txt", ".log"))
-            and b'"thread.started"' in archive.head(n, 400)]
+    return [n for n in _candidates(archive, (".jsonl", ".json", ".txt", ".log"))
+            if b'"thread.started"' in archive.head(n, 400)]
 
 
 def _rollouts(archive: Archive) -> list[str]:
-    return [n for n in archive.names if n.endswith(".jsonl")
-            and b'"session_meta"' in archive.head(n, 400)]
+    return [n for n in _candidates(archive, (".jsonl",))
+            if b'"session_meta"' in archive.head(n, 400)]
 
 
 def _output(item: dict[str, Any]) -> tuple[str, bool]:
