@@ -30,15 +30,14 @@ call is `{"source": "cline", "kind": "summary"}` on its assistant message, and t
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
-from dataclasses import replace
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
 from .archive import Archive, json_member
+from .cline_ui import apply_ui
 from .common import (
     HistoryBuilder,
     arguments_text,
@@ -331,70 +330,6 @@ def map_history(api: list[Any], name: str) -> list[Message]:
                                    meta={**meta, **({"binary_parts": media} if media else {})}))
         pending = []
     return list(history.messages())
-
-
-# -- usage and compaction markers from ui_messages --------------------------------------------
-
-
-def _request_usage(entry: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(entry.get("text") or "")
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    numbers = {k: data.get(k) if isinstance(data.get(k), int) else None
-               for k in ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")}
-    if numbers["tokensIn"] is None and numbers["tokensOut"] is None:
-        return None
-    fresh, reads, writes = numbers["tokensIn"] or 0, numbers["cacheReads"], numbers["cacheWrites"]
-    protocol = data.get("apiProtocol")
-    includes = protocol == "openai" or (protocol == "anthropic"
-                                        and fresh >= (reads or 0) + (writes or 0) > 0)
-    total = fresh if includes else fresh + (reads or 0) + (writes or 0)
-    return {"total_input": total, "input": total - (reads or 0) - (writes or 0),
-            "cache_read": reads, "cache_write": writes, "output": numbers["tokensOut"],
-            "reasoning": None}
-
-
-def apply_ui(messages: list[Message], ui: list[Any]) -> tuple[list[Message], dict[str, Any]]:
-    requests = [(e.get("ts"), usage) for e in ui if isinstance(e, dict)
-                and e.get("say") == "api_req_started" and not e.get("partial")
-                and (usage := _request_usage(e)) is not None]
-    condenses = [e.get("contextCondense") for e in ui if isinstance(e, dict)
-                 and e.get("say") == "condense_context" and isinstance(e.get("contextCondense"),
-                                                                       dict)]
-    assistants = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    out = list(messages)
-    timed = all(isinstance(out[i].meta.get("ts"), (int, float)) for i in assistants) and all(
-        isinstance(ts, (int, float)) for ts, _ in requests)
-    used = -1
-    for k, i in enumerate(assistants):
-        if timed:
-            at = out[i].meta["ts"]
-            later = [j for j, (ts, _) in enumerate(requests) if j > used and ts <= at]
-            j = later[-1] if later else None
-        else:
-            j = k if k < len(requests) and len(requests) == len(assistants) else None
-        if j is not None:
-            used = j
-            out[i] = replace(out[i], meta={**out[i].meta, "recorded": requests[j][1]})
-    summaries = [i for i, m in enumerate(out) if isinstance(m.meta.get("compaction"), dict)
-                 and m.meta["compaction"].get("source") == "roo-code"
-                 and m.meta["compaction"].get("kind") == "summary"]
-    for i, condense in zip(summaries, condenses, strict=False):
-        condense = obj(condense)
-        marker = {**out[i].meta["compaction"], "pre_tokens": condense.get("prevContextTokens"),
-                  "post_tokens": condense.get("newContextTokens")}
-        out[i] = replace(out[i], meta={**out[i].meta, "compaction": marker})
-    meta: dict[str, Any] = {"api_requests": len(requests)}
-    ranges = [e["conversationHistoryDeletedRange"] for e in ui if isinstance(e, dict)
-              and isinstance(e.get("conversationHistoryDeletedRange"), list)]
-    if ranges:
-        meta["deleted_range"] = ranges[-1]
-    if condenses:
-        meta["condense_events"] = len(condenses)
-    return out, meta
 
 
 # -- sessions ----------------------------------------------------------------------------------
