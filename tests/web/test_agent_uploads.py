@@ -86,3 +86,14 @@ def test_a_folders_files_uploaded_together_import_as_one(personas, archive, form
     assert not result.error, result.error
     assert [s.format for s in result.sessions] == [format_name]
     assert result.sessions[0].tool_call_count == calls
+
+
+@override_settings(CTXSIM_BACKGROUND_IMPORT_BYTES=1000)
+def test_a_large_opencode_database_is_imported_now_never_rewritten_line_by_line(personas, tmp_path):
+    data = af.opencode_db(tmp_path / "opencode.db")
+    assert len(data) > 1000
+    page = personas.client("owner").post(reverse("upload"),
+                                         {"files": [upload("opencode.db", data)]}, follow=True)
+    (result,) = page.context["results"]
+    assert not result.error and result.job is None
+    assert [s.format for s in result.sessions] == ["opencode"]
