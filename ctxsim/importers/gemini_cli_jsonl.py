@@ -16,7 +16,11 @@ user message with `meta.compaction = {"source": "gemini-cli", "kind": "summary",
 "pre_tokens": <the last recorded input before it>, "preserved_ids": [record ids of the kept
 tail], "notice": "Context compressed from …"}`, the acknowledgement an assistant message with
 `meta.compaction_ack = true` (no model call answered it: it has no usage), and the kept tail is
-not repeated (records it repeats under new ids are recognised by their content).
+not repeated. The recorder keeps the ids of the turns it keeps (`updateMessagesFromHistory`
+maps each history turn to the record with its id, new turns such as the snapshot get new ones
+[S google-gemini/gemini-cli@5411f113 packages/core/src/services/chatRecordingService.ts]);
+a kept record under a new id is still recognised by its content. The `user` records of
+function responses a checkpoint adds are skipped like any other (the calls hold them).
 """
 
 from __future__ import annotations

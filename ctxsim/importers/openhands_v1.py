@@ -126,7 +126,8 @@ def _observation_text(event: dict[str, Any]) -> str:
     if event.get("kind") == "AgentErrorEvent":
         return _str(event.get("error"))
     if event.get("kind") == "UserRejectObservation":
-        return _str(event.get("rejection_reason") or "The user rejected this action.")
+        # What the SDK sends for it (event/llm_convertible/observation.py, to_llm_message).
+        return f"Action rejected: {_str(event.get('rejection_reason'))}"
     observation = event.get("observation")
     if not isinstance(observation, dict):
         return _str(observation)
