@@ -1,6 +1,9 @@
 """What a Cline / Roo Code task's `ui_messages.json` adds to its history (see `cline_common`):
 each request's recorded usage (`say: "api_req_started"`), Roo's `condense_context` figures
-on its summaries, and Cline's `conversationHistoryDeletedRange`."""
+on its summaries, and Cline's `conversationHistoryDeletedRange`: each new range becomes
+`meta.compaction = {"source": "cline", "kind": "truncation", "deleted_range": [start, end]}`
+on the first history message written after the UI entry that first carries it (by `ts`; a
+history without `ts` keeps only the last range, on the session)."""
 
 from __future__ import annotations
 
@@ -65,10 +68,31 @@ def apply_ui(messages: list[Message], ui: list[Any]) -> tuple[list[Message], dic
                   "post_tokens": condense.get("newContextTokens")}
         out[i] = replace(out[i], meta={**out[i].meta, "compaction": marker})
     meta: dict[str, Any] = {"api_requests": len(requests)}
-    ranges = [e["conversationHistoryDeletedRange"] for e in ui if isinstance(e, dict)
-              and isinstance(e.get("conversationHistoryDeletedRange"), list)]
+    ranges = [(e.get("ts"), e["conversationHistoryDeletedRange"]) for e in ui
+              if isinstance(e, dict) and _is_range(e.get("conversationHistoryDeletedRange"))]
     if ranges:
-        meta["deleted_range"] = ranges[-1]
+        meta["deleted_range"] = ranges[-1][1]
+    out = _mark_ranges(out, ranges)
     if condenses:
         meta["condense_events"] = len(condenses)
     return out, meta
+
+
+def _is_range(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in value)
+
+
+def _mark_ranges(messages: list[Message], ranges: list[tuple[Any, list[int]]]) -> list[Message]:
+    out = list(messages)
+    seen: list[int] | None = None
+    for ts, value in ranges:
+        if value == seen or not isinstance(ts, (int, float)):
+            continue
+        seen = value
+        at = next((i for i, m in enumerate(out) if isinstance(m.meta.get("ts"), (int, float))
+                   and m.meta["ts"] > ts and "compaction" not in m.meta), None)
+        if at is not None:
+            marker = {"source": "cline", "kind": "truncation", "deleted_range": list(value)}
+            out[at] = replace(out[at], meta={**out[at].meta, "compaction": marker})
+    return out

@@ -25,9 +25,10 @@ function responses a checkpoint adds are skipped like any other (the calls hold 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ctxsim.pipeline.messages import Session
+from ctxsim.pipeline.messages import Message, Session
 
 from .common import compact_json, expect_dict
 from .errors import Near, TranscriptError, type_name
@@ -160,8 +161,22 @@ def parse(source: Source) -> list[Session]:
         messages = map_records(records)
     except TranscriptError as error:
         raise TranscriptError(error.reason) from None
+    messages = _with_kept_counts(messages)
     session = build_session(NAME, replay.header, messages)
     meta = with_recorded_compactions(session.meta, session.messages)
     return [Session(format=NAME, title=session.title, messages=session.messages,
                     key=session.key, meta=meta)]
 
+
+def _with_kept_counts(messages: list[Message]) -> list[Message]:
+    """Each recorded summary's `kept`: how many canonical messages right before it the
+    checkpoint kept (the records of `preserved_ids`, their tool results included)."""
+    out = list(messages)
+    for i, m in enumerate(out):
+        marker = m.meta.get("compaction")
+        if not isinstance(marker, dict) or marker.get("source") != "gemini-cli":
+            continue
+        preserved = set(marker.get("preserved_ids") or ())
+        kept = sum(1 for earlier in out[:i] if earlier.meta.get("record_id") in preserved)
+        out[i] = replace(m, meta={**m.meta, "compaction": {**marker, "kept": kept}})
+    return out

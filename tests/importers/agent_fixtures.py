@@ -317,7 +317,7 @@ FIXTURES: dict[str, tuple[Builder, str, int, int, int, int, int]] = {
     "codex-exec-with-rollout.zip": (codex_exec_with_rollout, "codex-exec", 1, 1, 1, 2, 0),
     "mini-v1.traj.json": (mini_v1, "mini-swe-agent", 1, 2, 2, 1, 0),
     "mini-v2.traj.json": (mini_v2_toolcalls, "mini-swe-agent", 1, 2, 2, 2, 0),
-    "cline-task.zip": (cline_folder, "cline", 1, 3, 2, 3, 0),
+    "cline-task.zip": (cline_folder, "cline", 1, 3, 2, 3, 1),
     "api_conversation_history.json": (cline_api_alone, "cline", 1, 3, 2, 0, 0),
     "cline-native.json": (cline_native, "cline", 1, 3, 2, 2, 0),
     "roo-task.zip": (roo_folder, "roo-code", 1, 2, 2, 2, 1),

@@ -90,7 +90,7 @@ def test_gemini_jsonl_replays_updates_rewinds_and_keeps_the_recorded_compression
     assert marker["source"] == "gemini-cli" and marker["kind"] == "summary"
     assert marker["pre_tokens"] == 14100
     assert marker["notice"] == "Context compressed from 71% to 12%."
-    assert marker["preserved_ids"] == ["u3"]
+    assert marker["preserved_ids"] == ["u3"] and marker["kept"] == 1
     ack = session.messages[session.messages.index(summary) + 1]
     assert ack.meta["compaction_ack"] and "recorded" not in ack.meta
     assert session.messages[2].tool_calls[0].id == "ls-1"  # the update added the call
@@ -169,6 +169,9 @@ def test_cline_xml_calls_results_usage_and_deleted_range(tmp_path):
     assert read.meta["recorded"]["total_input"] == 3 + 9000 + 500
     assert done.meta["recorded"]["total_input"] == 2 + 9600
     assert session.meta["deleted_range"] == [2, 3]
+    # The range is recorded on the first history message written after it (ts 3600 → 4000).
+    assert done.meta["compaction"] == {"source": "cline", "kind": "truncation",
+                                       "deleted_range": [2, 3]}
 
 
 def test_cline_native_calls_answered_in_text_blocks_with_usage_on_the_message(tmp_path):
