@@ -45,6 +45,7 @@ from .common import (
     compact_json,
     expect_dict,
     expect_list,
+    iso_from_ms,
     items,
     obj,
     require_sessions,
@@ -358,6 +359,9 @@ def build(api: list[Any], ui: list[Any] | None, task_meta: Any, name: str, key: 
     except TranscriptError as error:
         raise TranscriptError(f"{label}: {error.reason}") from None
     meta: dict[str, Any] = {"task_id": key}
+    times = [m.meta["ts"] for m in messages if isinstance(m.meta.get("ts"), (int, float))]
+    if times:
+        meta.update(started=iso_from_ms(min(times)), ended=iso_from_ms(max(times)))
     if ui is not None:
         messages, ui_meta = apply_ui(messages, ui)
         meta.update(ui_meta)

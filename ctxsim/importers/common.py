@@ -5,6 +5,7 @@ and the history builder that keeps "one assistant message per model call" (SPEC 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from ctxsim.pipeline.images import base64_image_size
@@ -76,6 +77,17 @@ def data_url_part(kind: str, url: str, **extra: Any) -> dict[str, Any]:
 def obj(value: Any) -> dict[str, Any]:
     """An optional object field: the object, or {} for anything else (absent, null, a list)."""
     return value if isinstance(value, dict) else {}
+
+
+def iso_from_ms(value: Any) -> str | None:
+    """An epoch-milliseconds timestamp (Cline, Roo Code, OpenCode) as ISO 8601 UTC."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return None
+    try:
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def items(value: Any) -> list[Any]:

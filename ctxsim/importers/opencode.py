@@ -44,6 +44,7 @@ from .common import (
     data_url_part,
     expect_dict,
     expect_list,
+    iso_from_ms,
     obj,
     require_sessions,
     title_from,
@@ -285,6 +286,10 @@ def _session(info: dict[str, Any], messages: list[tuple[dict[str, Any], list[Any
     result = history.messages()
     require_sessions(list(result), f"{LABEL} session {session_id} has no messages")
     meta: dict[str, Any] = {"session_id": session_id}
+    created: list[float] = [c for i, _ in messages
+                            if isinstance(c := obj(i.get("time")).get("created"), (int, float))]
+    if created:
+        meta.update(started=iso_from_ms(min(created)), ended=iso_from_ms(max(created)))
     if isinstance(info.get("version"), str):
         meta["agent_version"] = info["version"]
     for key in ("directory", "projectID"):

@@ -233,6 +233,10 @@ def _session(events: list[Any], key: str, where: str, meta: dict[str, Any],
         lead = [m for m in messages if m.role == "system"]
         messages = (*lead, first, *messages[len(lead):])
     require_sessions(list(messages), f"{where} has no messages or actions")
+    stamps = [e.get("timestamp") for e in events if isinstance(e, dict)
+              and isinstance(e.get("timestamp"), str)]
+    if stamps:
+        meta.update(started=stamps[0], ended=stamps[-1])  # no time zone, as recorded
     return Session(format=meta.pop("format", NAME), title=title_from(messages, "OpenHands run"),
                    messages=tuple(messages), tools=tools, key=key,
                    meta=with_recorded_compactions(meta, messages))

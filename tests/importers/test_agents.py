@@ -169,6 +169,7 @@ def test_cline_xml_calls_results_usage_and_deleted_range(tmp_path):
     assert read.meta["recorded"]["total_input"] == 3 + 9000 + 500
     assert done.meta["recorded"]["total_input"] == 2 + 9600
     assert session.meta["deleted_range"] == [2, 3]
+    assert session.meta["started"] == "1970-01-01T00:00:01.000Z"  # the first message's ts (ms)
     # The range is recorded on the first history message written after it (ts 3600 → 4000).
     assert done.meta["compaction"] == {"source": "cline", "kind": "truncation",
                                        "deleted_range": [2, 3]}
@@ -232,6 +233,7 @@ def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_p
     assert marker["source"] == "opencode" and marker["trigger"] == "auto"
     assert marker["pre_tokens"] == 2 + 9650 + 30
     assert session.meta["agent_version"] == "1.0.107" and session.title == "List files"
+    assert session.meta["started"] == "1970-01-01T00:00:00.001Z"
 
 
 # -- detection and errors ----------------------------------------------------------------------
