@@ -29,7 +29,15 @@ from ctxsim.pipeline.messages import Message, Session, ToolCall
 
 from . import codex
 from .archive import Archive, jsonl_member
-from .common import HistoryBuilder, compact_json, items, obj, require_sessions, title_from
+from .common import (
+    AssistantDraft,
+    HistoryBuilder,
+    compact_json,
+    items,
+    obj,
+    require_sessions,
+    title_from,
+)
 from .errors import Near, TranscriptError, type_name
 from .source import Probe, Source
 
@@ -123,6 +131,15 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else compact_json(value)
 
 
+def _response(history: HistoryBuilder, line: int, *, new: bool) -> AssistantDraft:
+    """The assistant message (one inferred model call) an item belongs to: the open one, or a
+    new one when `new` (the item follows a finished call) or none is open."""
+    if new or history.open_assistant is None:
+        history.close()
+        return history.assistant(("exec", line), {"source_line": line})
+    return history.open_assistant
+
+
 def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
     history = HistoryBuilder()
     thread_id = ""
@@ -166,12 +183,8 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
                     running.add(item_id)
                 continue
             if item_type in CALL_ITEMS:
-                if item_id not in running and (after_result or history.open_assistant is None):
-                    history.close()
-                    history.assistant(("exec", line), {"source_line": line})
-                draft = history.open_assistant
+                draft = _response(history, line, new=item_id not in running and after_result)
                 running.discard(item_id)
-                assert draft is not None
                 calls += 1
                 call_id = f"{NAME}-{calls}"
                 name, arguments = _arguments(item)
@@ -182,12 +195,8 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
                     meta={"source_line": line, "item_id": item_id, "item_type": item_type}))
                 after_result = True
             elif item_type in ("agent_message", "reasoning"):
-                if after_result or history.open_assistant is None:
-                    history.close()
-                    history.assistant(("exec", line), {"source_line": line})
-                    after_result = False
-                draft = history.open_assistant
-                assert draft is not None
+                draft = _response(history, line, new=after_result)
+                after_result = False
                 if item_type == "agent_message":
                     draft.texts.append(_str(item.get("text")))
                 else:

@@ -74,7 +74,7 @@ def detect(probe: Probe) -> bool | str:
                 tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE "
                                                    "type='table'")}
         except (sqlite3.Error, OSError) as error:
-            return f"the SQLite database cannot be read ({error})"
+            return Near(f"the SQLite database cannot be read ({error})", 1)
         missing = {"session", "message", "part"} - tables
         return True if not missing else Near(
             f"an SQLite database without the table(s) {', '.join(sorted(missing))}", 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 
 import pytest
 
@@ -56,6 +57,21 @@ def test_the_opencode_sqlite_database_imports_like_its_export(tmp_path):
     assert result.sessions[0].meta["agent_version"] == "1.2.0"
     assert [m.text for m in result.sessions[0].messages] == \
         [m.text for m in export.sessions[0].messages]
+
+
+def test_a_damaged_opencode_database_gets_one_line(tmp_path):
+    data = af.opencode_db(tmp_path / "opencode.db")
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO(data[:100] + b"\x00" * 4000))
+    assert str(caught.value).startswith("unknown transcript format: closest is opencode, but "
+                                        "the SQLite database cannot be read")
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE notes (text)")
+    db.commit()
+    db.close()
+    with pytest.raises(TranscriptError, match="without the table.s. message, part, session"):
+        load(other)
 
 
 def test_the_same_files_upload_as_a_stream(tmp_path):
