@@ -97,7 +97,10 @@ def only_function_responses(parts: list[Any]) -> bool:
 
 
 def recorded_tokens(tokens: Any) -> dict[str, Any] | None:
-    if not isinstance(tokens, dict) or not isinstance(tokens.get("input"), int):
+    """`tokens` of a response; `null` or `input: 0` (a response cut off before its usage was
+    reported, observed) is no recorded usage rather than a prompt of 0 tokens."""
+    if not isinstance(tokens, dict) or not isinstance(tokens.get("input"), int) \
+            or isinstance(tokens["input"], bool) or tokens["input"] <= 0:
         return None
     cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else None
     return {"total_input": tokens["input"], "input": tokens["input"] - (cached or 0),

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from ctxsim.importers import TranscriptError, detect, load
+from ctxsim.importers import TranscriptError, detect, gemini_cli, load
 from ctxsim.importers.archive import archive_bytes
 from tests.importers import agent_fixtures as af
 from tests.shared import SHARED_DIR
@@ -93,6 +93,7 @@ def test_gemini_legacy_splits_each_tool_call_into_call_and_result_with_usage(tmp
     assert session.messages[2].text == "Hello from Gemini CLI"
     assert session.messages[3].is_error and session.messages[3].text == "no match"
     assert session.meta["started"] == "2025-10-29T10:37:00.099Z"
+    assert gemini_cli.recorded_tokens({"input": 0, "output": 3}) is None
 
 
 def test_gemini_jsonl_replays_updates_rewinds_and_keeps_the_recorded_compression(tmp_path):
