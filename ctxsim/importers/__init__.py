@@ -184,7 +184,8 @@ def describe_shape(probe: Probe) -> str:
     """What the file looks like, in a few words, for the unknown-format line."""
     def keys(value: object) -> str:
         names = list(value)[:6] if isinstance(value, dict) else []
-        return ", ".join(f"`{k}`" for k in names) or "no keys"
+        # Keys are the file's own text: a few, each shortened, keep the line short.
+        return ", ".join(f"`{k[:40]}`" for k in names) or "no keys"
 
     if probe.is_jsonl:
         first = probe.first_record

@@ -35,7 +35,7 @@ from .common import (
     require_sessions,
     title_from,
 )
-from .errors import Near, TranscriptError, type_name
+from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "mini-swe-agent"
@@ -49,9 +49,8 @@ def detect(probe: Probe) -> bool | str:
     tag = document.get("trajectory_format")
     if isinstance(tag, str) and tag.startswith("mini-swe-agent"):
         return True  # parse says what is wrong with `messages`, if anything
-    if isinstance(document.get("messages"), list) and isinstance(document.get("info"), dict) \
-            and "mini_version" in document["info"]:
-        return Near("`info.mini_version` is there but `trajectory_format` is missing", 3)
+    if isinstance(document.get("messages"), list) and "mini_version" in obj(document.get("info")):
+        return True  # a trajectory saved before `trajectory_format` was written [X]
     return "no `trajectory_format` starting with mini-swe-agent"
 
 

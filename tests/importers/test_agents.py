@@ -258,13 +258,12 @@ def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_p
 
 def test_unknown_format_is_one_short_line_naming_the_closest_with_details(tmp_path):
     path = tmp_path / "near.json"
-    path.write_text(json.dumps({"messages": [{"content": "hi"}],
-                                "info": {"mini_version": "1.0"}}))
+    path.write_text(json.dumps({"info": {"id": "ses_1", "title": "t"}, "parts": []}))
     with pytest.raises(TranscriptError) as caught:
         detect(path)
     error = caught.value
-    assert str(error) == ("unknown transcript format: closest is mini-swe-agent, but "
-                          "`info.mini_version` is there but `trajectory_format` is missing")
+    assert str(error) == ("unknown transcript format: closest is opencode, but `info.id` is an "
+                          "OpenCode session id but there is no `messages` list")
     assert len(str(error)) < 160
     assert len(error.details) >= 20 and any(d.startswith("gemini-cli: ") for d in error.details)
 
@@ -346,6 +345,11 @@ def test_an_unknown_archive_says_what_it_is_with_every_reason_in_the_details():
 def test_mini_swe_agent_is_detected_before_openai_chat(tmp_path):
     path = tmp_path / "t.json"
     path.write_bytes(af.mini_v1())
+    assert detect(path) == "mini-swe-agent"
+    # A trajectory without `trajectory_format` (older releases [X]) is still recognised.
+    document = json.loads(af.mini_v1())
+    del document["trajectory_format"]
+    path.write_text(json.dumps(document))
     assert detect(path) == "mini-swe-agent"
 
 
