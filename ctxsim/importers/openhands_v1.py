@@ -16,7 +16,9 @@ Recorded compactions (SPEC-agents §2.5.0.5): a `Condensation` event puts
 on the next message, a `CondensationRequest` `meta.openhands_condensation_request = true`;
 every message keeps its event id (`meta.event_id`, `meta.call_event_ids` on assistant
 messages) so a replay can map the forgotten ids. Usage (SPEC §11): the run's `token_usages`
-(in `base_state.json` `stats`, or an eval line's `metrics`) matched by `llm_response_id`.
+(in `base_state.json` `stats`, an eval line's `metrics`, else the log's last `stats` state
+update) matched by `llm_response_id`. An observation whose action is not in the log (a cut
+log) is a user message, with a warning, not a result.
 """
 
 from __future__ import annotations
@@ -148,6 +150,7 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
     condensations: list[tuple[int, dict[str, Any]]] = []
     requests: list[int] = []
     billed: set[str] = set()
+    called: set[str] = set()
     for index, event in enumerate(events):
         event = expect_dict(event, f"{where}[{index}]")
         kind = event.get("kind")
@@ -194,6 +197,7 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
             call_id = str(event.get("tool_call_id") or call.get("id") or f"{NAME}-{index}")
             arguments = call.get("arguments") if "arguments" in call else {
                 k: v for k, v in (event.get("action") or {}).items() if k != "kind"}
+            called.add(call_id)
             draft.add_call(ToolCall(call_id, str(event.get("tool_name") or call.get("name") or ""),
                                     arguments_text(arguments)))
             draft.meta.setdefault("call_event_ids", []).append(event.get("id"))
@@ -207,6 +211,13 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
                                                    and observation.get("error") is True)
             meta["observation"] = observation.get("kind") if isinstance(observation, dict) \
                 else kind
+            if call_id not in called:
+                # A result whose action is not in the log (a cut or filtered log): what the
+                # model was told, but no call's answer.
+                meta["orphan_result"] = call_id
+                history.add(Message.of("user", _observation_text(event), is_error=error,
+                                       meta=meta))
+                continue
             history.add(Message.of("tool", _observation_text(event), tool_call_id=call_id,
                                    is_error=error, meta=meta))
         elif kind == "Condensation":
@@ -224,6 +235,12 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
 
 def _session(events: list[Any], key: str, where: str, meta: dict[str, Any],
              token_usages: list[Any], fallback_task: str = "") -> Session:
+    if not token_usages:
+        # The run's statistics also travel in the log, as `stats` state updates (the last one
+        # holds them all).
+        stats = [e.get("value") for e in events if isinstance(e, dict)
+                 and e.get("kind") == "ConversationStateUpdateEvent" and e.get("key") == "stats"]
+        token_usages = find_token_usages(stats[-1]) if stats else []
     try:
         messages, tools = map_events(events, where, token_usages)
     except TranscriptError as error:
@@ -237,9 +254,12 @@ def _session(events: list[Any], key: str, where: str, meta: dict[str, Any],
               and isinstance(e.get("timestamp"), str)]
     if stamps:
         meta.update(started=stamps[0], ended=stamps[-1])  # no time zone, as recorded
+    orphans = sum(1 for m in messages if m.meta.get("orphan_result"))
+    warnings = (f"{orphans} tool result(s) answer an action that is not in the log: kept as "
+                "user messages",) if orphans else ()
     return Session(format=meta.pop("format", NAME), title=title_from(messages, "OpenHands run"),
                    messages=tuple(messages), tools=tools, key=key,
-                   meta=with_recorded_compactions(meta, messages))
+                   meta=with_recorded_compactions(meta, messages), warnings=warnings)
 
 
 def _directory_sessions(archive: Archive) -> list[Session]:

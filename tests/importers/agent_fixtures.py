@@ -171,6 +171,23 @@ def openhands_v1_jsonl() -> bytes:
     return _jsonl(_openhands_events())
 
 
+def openhands_v1_cut() -> bytes:
+    """A log cut after its start (shape of the SDK's own test fixture): an observation whose
+    action is missing, and the usage in `stats` state updates."""
+    stats = {"usage_to_metrics": {"default": {"token_usages": _usages()[:1]}}}
+    return _jsonl([
+        _event("ConversationStateUpdateEvent", 1, source="environment", key="stats",
+               value={"usage_to_metrics": {}}),
+        _action(3, "call_a", "{\"command\": \"ls\"}", "resp-1"),
+        _event("ObservationEvent", 4, source="environment", tool_call_id="call_a",
+               observation={"kind": "ExecuteBashObservation", "output": "a"}),
+        _event("ObservationEvent", 5, source="environment", tool_call_id="call_gone",
+               observation={"kind": "ExecuteBashObservation", "output": "b"}),
+        _event("ConversationStateUpdateEvent", 6, source="environment", key="stats",
+               value=stats),
+    ])
+
+
 def openhands_v1_eval() -> bytes:
     line = {"instance_id": "demo__demo-1", "instruction": "Count the files",
             "history": _openhands_events(with_prompt=False),
@@ -312,6 +329,7 @@ FIXTURES: dict[str, tuple[Builder, str, int, int, int, int, int]] = {
     "gemini.jsonl": (gemini_jsonl, "gemini-cli-jsonl", 1, 1, 1, 3, 1),
     "openhands-v1-conversation.zip": (openhands_v1_dir, "openhands-v1", 1, 3, 3, 3, 1),
     "openhands-v1-events.jsonl": (openhands_v1_jsonl, "openhands-v1", 1, 3, 3, 0, 1),
+    "openhands-v1-cut.jsonl": (openhands_v1_cut, "openhands-v1", 1, 1, 1, 1, 0),
     "openhands-v1-output.jsonl": (openhands_v1_eval, "openhands-v1-eval", 2, 3, 3, 3, 1),
     "codex-exec.jsonl": (codex_exec_stream, "codex-exec", 1, 4, 4, 0, 0),
     "codex-exec-with-rollout.zip": (codex_exec_with_rollout, "codex-exec", 1, 1, 1, 2, 0),

@@ -130,6 +130,15 @@ def test_openhands_v1_groups_parallel_actions_and_marks_the_condensation(tmp_pat
     assert session.meta["condenser"]["max_size"] == 80
 
 
+def test_openhands_v1_cut_log_keeps_an_orphan_result_as_a_user_message(tmp_path):
+    result = _load("openhands-v1-cut.jsonl", tmp_path)
+    (session,) = result.sessions
+    orphan = next(m for m in session.messages if m.meta.get("orphan_result"))
+    assert orphan.role == "user" and orphan.text == "b"
+    assert any("not in the log" in w for w in result.warnings)
+    assert session.messages[0].meta["recorded"]["total_input"] == 1200  # from `stats`
+
+
 def test_openhands_v1_eval_leads_with_the_instruction_and_keeps_the_sdk_version(tmp_path):
     first, second = _load("openhands-v1-output.jsonl", tmp_path).sessions
     assert first.messages[0].role == "user" and first.messages[0].text == "Count the files"
