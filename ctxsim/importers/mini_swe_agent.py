@@ -3,8 +3,9 @@
 `trajectory_format` is `mini-swe-agent-1` (v1.x) or `mini-swe-agent-1.1` (v2.x). The messages
 are OpenAI-style, but the agent acts through them, so they are never a plain chat:
 
-- v1 (text actions): an assistant message holding exactly one fenced action block (the
-  config's `action_regex`, default ```` ```bash\\n…\\n``` ````) is one synthetic call
+- text actions (v1; v2 text models): an assistant message holding exactly one action block
+  (the config's `action_regex`, default ```` ```bash ````, v2's ```` ```mswea_bash_command ````
+  or `<mswea_bash_command>`) is one synthetic call
   `mini-swe-agent-<n>` named `bash` with `{"command": …}`; the next user message is its result
   (the observation, a timeout notice, or the final submission). An assistant message with no
   or several blocks made no call: the next user message is the format error the agent sent.
@@ -39,11 +40,32 @@ from .errors import TranscriptError, type_name
 from .source import Probe, Source
 
 NAME = "mini-swe-agent"
-DEFAULT_ACTION = r"```bash\s*\n(.*?)\n```"
+# The action blocks mini-swe-agent parses when the config names none: v1's ```bash block,
+# v2's ```mswea_bash_command block and its XML variant [S SWE-agent/mini-swe-agent@a83fcae8
+# src/minisweagent/models/litellm_textbased_model.py:8, config/benchmarks/swebench_xml.yaml].
+DEFAULT_ACTIONS = (r"```bash\s*\n(.*?)\n```", r"```mswea_bash_command\s*\n(.*?)\n```",
+                   r"<mswea_bash_command>(.*?)</mswea_bash_command>")
+_OBSERVATION = "<returncode>"
+
+
+def is_bare_trajectory(value: Any) -> bool:
+    """A messages list saved on its own (mini-swe-agent's own test data): the agent's
+    `<returncode>` observations answering fenced bash actions."""
+    if not isinstance(value, list) or not value or not all(
+            isinstance(m, dict) and "role" in m for m in value[:200]):
+        return False
+    texts = [(m.get("role"), m.get("content")) for m in value[:200]]
+    return any(r == "user" and isinstance(c, str) and c.lstrip().startswith(_OBSERVATION)
+               for r, c in texts) and any(
+        r == "assistant" and isinstance(c, str) and any(re.search(p, c, re.DOTALL)
+                                                         for p in DEFAULT_ACTIONS)
+        for r, c in texts)
 
 
 def detect(probe: Probe) -> bool | str:
     document = probe.document() if not probe.is_jsonl else None
+    if is_bare_trajectory(document):
+        return True
     if not isinstance(document, dict):
         return "not a JSON object with `trajectory_format`"
     tag = document.get("trajectory_format")
@@ -52,6 +74,19 @@ def detect(probe: Probe) -> bool | str:
     if isinstance(document.get("messages"), list) and "mini_version" in obj(document.get("info")):
         return True  # a trajectory saved before `trajectory_format` was written [X]
     return "no `trajectory_format` starting with mini-swe-agent"
+
+
+def _action_patterns(config: dict[str, Any]) -> list[re.Pattern[str]]:
+    """The config's `action_regex` (agent in v1, model in v2) when it compiles, else the
+    defaults."""
+    for section in ("agent", "model"):
+        given = obj(config.get(section)).get("action_regex")
+        if isinstance(given, str):
+            try:
+                return [re.compile(given, re.DOTALL)]
+            except re.error:
+                break
+    return [re.compile(p, re.DOTALL) for p in DEFAULT_ACTIONS]
 
 
 def _text(content: Any, where: str) -> str:
@@ -77,18 +112,15 @@ def _usage(message: dict[str, Any]) -> dict[str, Any] | None:
 
 def parse(source: Source) -> list[Session]:
     document = source.document()
+    if isinstance(document, list):
+        document = {"messages": document}  # saved without `info`
     if not isinstance(document, dict):
         raise TranscriptError(f"a mini-swe-agent trajectory should be a JSON object, "
                               f"not {type_name(document)}")
     raw = expect_list(document.get("messages"), "messages")
     info = obj(document.get("info"))
     config = obj(info.get("config"))
-    agent = obj(config.get("agent"))
-    regex = agent.get("action_regex") if isinstance(agent.get("action_regex"), str) else None
-    try:
-        action = re.compile(regex or DEFAULT_ACTION, re.DOTALL)
-    except re.error:
-        action = re.compile(DEFAULT_ACTION, re.DOTALL)
+    action = _action_patterns(config)
 
     messages: list[Message] = []
     synthetic = 0
@@ -156,12 +188,15 @@ def parse(source: Source) -> list[Session]:
                     key=str(meta_out.get("instance_id", "")), meta=meta_out)]
 
 
-def _actions(item: dict[str, Any], text: str, action: re.Pattern[str]) -> list[str]:
-    """The commands an assistant message ran: v2's `extra.actions`, else exactly one fenced
-    block of the text (v1 refuses a message with none or several)."""
+def _actions(item: dict[str, Any], text: str, patterns: list[re.Pattern[str]]) -> list[str]:
+    """The commands an assistant message ran: v2's `extra.actions`, else exactly one action
+    block of the text (the agent refuses a message with none or several)."""
     extra = obj(item.get("extra"))
     listed = extra.get("actions")
     if isinstance(listed, list):
         return [str(a.get("command", "")) if isinstance(a, dict) else str(a) for a in listed]
-    found = action.findall(text)
-    return [found[0].strip()] if len(found) == 1 else []
+    for pattern in patterns:
+        found = pattern.findall(text)
+        if found:
+            return [str(found[0]).strip()] if len(found) == 1 else []
+    return []

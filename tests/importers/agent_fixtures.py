@@ -299,6 +299,20 @@ def mini_v1() -> bytes:
         "trajectory_format": "mini-swe-agent-1", "instance_id": "demo__demo-1"})
 
 
+def mini_bare_v2_text() -> bytes:
+    """The messages list saved alone (as mini-swe-agent's own test data is), with v2's
+    ```mswea_bash_command blocks."""
+    return _json([
+        {"role": "system", "content": "Reply with exactly ONE bash code block."},
+        {"role": "user", "content": "Please solve this issue: print hello"},
+        {"role": "assistant", "content": "Try:\n\n```mswea_bash_command\necho hello\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nhello\n</output>"},
+        {"role": "assistant",
+         "content": "```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+        {"role": "user", "content": ""},
+    ])
+
+
 def mini_v2_toolcalls() -> bytes:
     def call(n, command):
         return {"id": f"call_{n}", "type": "function",
@@ -335,6 +349,7 @@ FIXTURES: dict[str, tuple[Builder, str, int, int, int, int, int]] = {
     "codex-exec-with-rollout.zip": (codex_exec_with_rollout, "codex-exec", 1, 1, 1, 2, 0),
     "mini-v1.traj.json": (mini_v1, "mini-swe-agent", 1, 2, 2, 1, 0),
     "mini-v2.traj.json": (mini_v2_toolcalls, "mini-swe-agent", 1, 2, 2, 2, 0),
+    "mini-bare.traj.json": (mini_bare_v2_text, "mini-swe-agent", 1, 2, 2, 0, 0),
     "cline-task.zip": (cline_folder, "cline", 1, 3, 2, 3, 1),
     "api_conversation_history.json": (cline_api_alone, "cline", 1, 3, 2, 0, 0),
     "cline-native.json": (cline_native, "cline", 1, 3, 2, 2, 0),
