@@ -11,7 +11,7 @@ the assistant's reply. Aider acts through the reply text (SEARCH/REPLACE or whol
 blocks), not tool calls, so its sessions have no tool calls.
 
 Recorded usage (SPEC §11): the `> Tokens: <sent> sent[, <w> cache write][, <h> cache hit],
-<r> received.` line after a reply (`1.2k` → 1,200 and `12k` → 12,000 as aider rounds them;
+<r> received.` line after a reply (older releases: `, <h> cached`) (`1.2k` → 1,200 and `12k` → 12,000 as aider rounds them;
 older releases print exact numbers with separators): `total_input` = sent, `cache_read` = hit,
 `cache_write` = write, `output` = received. The banner gives the version (`> Aider v0.85.1` →
 `agent_version`), the model and the edit format. Summaries are never recorded (aider keeps
@@ -31,8 +31,8 @@ from .source import Probe, Source
 
 NAME = "aider"
 HEADER = "# aider chat started at "
-_TOKENS = re.compile(r"Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<write>[\d.,]+k?) cache write)?"
-                     r"(?:, (?P<hit>[\d.,]+k?) cache hit)?, (?P<recv>[\d.,]+k?) received")
+_TOKENS = re.compile(r"Tokens: [\d.,]+k? sent\b.*?[\d.,]+k? received")
+_COUNT = re.compile(r"([\d.,]+k?) (sent|cache write|cache hit|cached|received)\b")
 _VERSION = re.compile(r"^Aider v(\S+)")
 _MODEL = re.compile(r"^(?:Main )?[Mm]odel: (\S+)(?: with (\S+) edit format)?")
 
@@ -60,12 +60,15 @@ def usage_of(line: str) -> dict[str, Any] | None:
     found = _TOKENS.search(line)
     if found is None:
         return None
-    sent = tokens(found["sent"])
-    hit = tokens(found["hit"]) if found["hit"] else None
-    write = tokens(found["write"]) if found["write"] else None
+    counts = {label: tokens(number) for number, label in _COUNT.findall(found.group())}
+    sent = counts["sent"]
+    # Releases before the "cache write / cache hit" wording printed "N cached" [O], read as
+    # cache hits [X].
+    hit = counts.get("cache hit", counts.get("cached"))
+    write = counts.get("cache write")
     fresh = sent - (hit or 0) - (write or 0)
     return {"total_input": sent, "input": fresh if fresh >= 0 else None, "cache_read": hit,
-            "cache_write": write, "output": tokens(found["recv"]), "reasoning": None}
+            "cache_write": write, "output": counts.get("received"), "reasoning": None}
 
 
 class _Session:

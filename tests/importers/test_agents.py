@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from ctxsim.importers import TranscriptError, detect, gemini_cli, load
+from ctxsim.importers import TranscriptError, aider, detect, gemini_cli, load
 from ctxsim.importers.archive import archive_bytes
 from tests.importers import agent_fixtures as af
 from tests.shared import SHARED_DIR
@@ -244,6 +244,15 @@ def test_aider_splits_sessions_at_each_start_and_reads_the_tokens_lines(tmp_path
     assert second.meta["agent_version"] == "0.86.0"
     assert second.messages[1].meta["recorded"]["total_input"] == 1234
     assert any("without a model reply" in w for w in result.warnings)
+
+
+def test_aider_reads_every_wording_of_its_tokens_line():
+    assert aider.usage_of("Tokens: 21,539 sent, 320 cached, 9 received. Cost: $0.0030 message")[
+        "cache_read"] == 320
+    full = aider.usage_of("Tokens: 3.2k sent, 1.0k cache write, 2.0k cache hit, 21 received.")
+    assert (full["total_input"], full["cache_write"], full["cache_read"], full["input"]) == (
+        3200, 1000, 2000, 200)
+    assert aider.usage_of("Applied edit to a.py") is None
 
 
 def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_path):
