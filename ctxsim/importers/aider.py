@@ -11,11 +11,11 @@ the assistant's reply. Aider acts through the reply text (SEARCH/REPLACE or whol
 blocks), not tool calls, so its sessions have no tool calls.
 
 Recorded usage (SPEC §11): the `> Tokens: <sent> sent[, <w> cache write][, <h> cache hit],
-<r> received.` line after a reply (older releases: `, <h> cached`) (`1.2k` → 1,200 and `12k` → 12,000 as aider rounds them;
-older releases print exact numbers with separators): `total_input` = sent, `cache_read` = hit,
-`cache_write` = write, `output` = received. The banner gives the version (`> Aider v0.85.1` →
-`agent_version`), the model and the edit format. Summaries are never recorded (aider keeps
-them in memory only).
+<r> received.` line after a reply (older releases: `, <h> cached`; `1.2k` → 1,200 and
+`12k` → 12,000 as aider rounds them; older releases print exact numbers with separators):
+`total_input` = sent, `cache_read` = hit, `cache_write` = write, `output` = received. The
+banner gives the version (`> Aider v0.85.1` → `agent_version`), the model and the edit
+format. Summaries are never recorded (aider keeps them in memory only).
 """
 
 from __future__ import annotations
