@@ -303,7 +303,12 @@ def base_state_meta(state: dict[str, Any]) -> dict[str, Any]:
     if isinstance(llm.get("model"), str):
         meta["model"] = llm["model"]
     if isinstance(agent.get("condenser"), dict):
-        meta["condenser"] = agent["condenser"]
+        # Its arguments (max_size, keep_first, …) without its LLM block, which holds the
+        # (masked) API key: the condenser's model name is enough.
+        condenser = {k: v for k, v in agent["condenser"].items() if k != "llm"}
+        if isinstance(obj(agent["condenser"].get("llm")).get("model"), str):
+            condenser["llm_model"] = agent["condenser"]["llm"]["model"]
+        meta["condenser"] = condenser
     return meta
 
 
