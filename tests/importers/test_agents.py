@@ -382,12 +382,38 @@ AGENT_FOLDERS = {
 }
 
 
+# Files that are part of a folder transcript, never a transcript alone.
+FOLDER_PARTS = ("ui_messages.json", "task_metadata.json", "context_history.json",
+                "base_state.json")
+
+
+def _folder_transcript(directory):
+    """A directory that is one multi-file transcript (a Cline / Roo Code task, an OpenHands V1
+    conversation, OpenCode storage), or None."""
+    names = {p.name for p in directory.iterdir()}
+    if "api_conversation_history.json" in names or "events" in names or "storage" in names \
+            or any(n.startswith("ses_") for n in names):
+        return directory
+    return None
+
+
 def _real_files():
+    """Every transcript of the issue-29 agents under ../shared/transcripts/<agent>*/: single
+    files, and folders (zipped here, as a user would upload them)."""
     found = []
     for folder, formats in AGENT_FOLDERS.items():
-        for path in sorted(SAMPLES.glob(f"{folder}*/*")) if SAMPLES.is_dir() else ():
-            if path.is_file() and path.name != "MANIFEST.md":
-                found.append(pytest.param(path, formats, id=f"{path.parent.name}/{path.name}"))
+        for top in sorted(SAMPLES.glob(f"{folder}*")) if SAMPLES.is_dir() else ():
+            if not top.is_dir():
+                continue
+            folders = sorted({d for d in top.rglob("*") if d.is_dir() and _folder_transcript(d)})
+            for path in sorted(top.rglob("*")):
+                if any(d == path or d in path.parents for d in folders):
+                    continue
+                if path.is_file() and path.name not in FOLDER_PARTS and path.suffix != ".md" \
+                        or path.is_file() and path.name.endswith(".aider.chat.history.md"):
+                    found.append(pytest.param(path, formats,
+                                              id=str(path.relative_to(SAMPLES))))
+            found += [pytest.param(d, formats, id=str(d.relative_to(SAMPLES))) for d in folders]
     if not found:
         return [pytest.param(None, None, marks=pytest.mark.skip(
             reason=f"no transcripts of the issue-29 agents under {SAMPLES} (folders "
@@ -395,14 +421,21 @@ def _real_files():
     return found
 
 
+def _load_real(path):
+    if path.is_dir():
+        files = {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
+        return load(io.BytesIO(archive_bytes(files)))
+    return load(path)
+
+
 @pytest.mark.shared
 @pytest.mark.parametrize(("path", "formats"), _real_files())
 def test_real_transcripts_of_the_new_agents_import_as_their_agent_never_as_a_plain_chat(
         path, formats):
-    result = load(path)
+    result = _load_real(path)
     assert result.format in formats
     expected = SAMPLES / "expected-counts.json"
-    relative = f"{path.parent.name}/{path.name}"
+    relative = str(path.relative_to(SAMPLES))
     counts = json.loads(expected.read_text()).get(relative) if expected.is_file() else None
     if counts is not None:
         assert {"sessions": len(result.sessions),
