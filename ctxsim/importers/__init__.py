@@ -33,6 +33,7 @@ from ctxsim.pipeline.usage import provider_family, recorded_per_call, session_to
 from . import (
     aider,
     anthropic_messages,
+    archive,
     chatcli,
     claude_code,
     claude_code_requests,
@@ -206,9 +207,21 @@ def describe_shape(probe: Probe) -> str:
     return "a single JSON value"
 
 
+def _opened(source: PathOrStream, max_bytes: int) -> Source:
+    """The file as a `Source`; a directory (a Cline task folder, an OpenHands V1 conversation,
+    OpenCode's storage) is read as the zip of its files, like its upload."""
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        folder = Source(io.BytesIO(archive.folder_bytes(os.fspath(source), max_bytes)),
+                        max_bytes=max_bytes)
+        folder.archive_reason = ("this folder is not a transcript folder (a Cline or Roo Code "
+                                 "task, an OpenHands V1 conversation, OpenCode's storage)")
+        return folder
+    return Source(source, max_bytes=max_bytes)
+
+
 def detect(source: PathOrStream, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """The format name of a transcript, from its content alone."""
-    return _detect(Probe(Source(source, max_bytes=max_bytes)))
+    return _detect(Probe(_opened(source, max_bytes)))
 
 
 def load(
@@ -223,7 +236,7 @@ def load(
         raise TranscriptError(
             f"unknown format {format!r}; use one of: {', '.join(FORMATS)}"
         )
-    opened = Source(source, max_bytes=max_bytes)
+    opened = _opened(source, max_bytes)
     if format is None:
         format = _detect(Probe(opened))
     module = _REGISTRY[format]

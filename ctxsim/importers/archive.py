@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import posixpath
 import tarfile
 import zipfile
@@ -150,6 +151,33 @@ def jsonl_member(archive: Archive, name: str) -> list[tuple[int, Any]]:
                 break
             raise TranscriptError(f"{name}: malformed JSON ({error})", line=line_no) from None
     return out
+
+
+def folder_bytes(root: str, max_bytes: int) -> bytes:
+    """A zip of a directory's regular files (hidden ones left out), refused past `max_bytes`
+    before anything is read."""
+    files: list[tuple[str, str]] = []
+    total = 0
+    for folder_path, folders, names in os.walk(root):
+        folders[:] = sorted(d for d in folders if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            path = os.path.join(folder_path, name)
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            total += os.path.getsize(path)
+            if total > max_bytes or len(files) >= MAX_MEMBERS:
+                raise TranscriptError("the folder's files are larger than the upload limit "
+                                      "(or too many)")
+            files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+    if not files:
+        raise TranscriptError("the folder holds no file")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as packed:
+        for name, path in files:
+            packed.write(path, name)
+    return buffer.getvalue()
 
 
 def archive_bytes(files: dict[str, bytes]) -> bytes:

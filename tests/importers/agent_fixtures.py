@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ctxsim.importers.archive import archive_bytes
 from tests.importers.agent_fixtures_ide import (
     aider_history,
+    cline_api,
     cline_api_alone,
     cline_folder,
     cline_native,
@@ -21,7 +22,7 @@ from tests.importers.agent_fixtures_ide import (
     roo_folder,
 )
 
-__all__ = ["FIXTURES", "cline_ui", "opencode_db"]
+__all__ = ["FIXTURES", "cline_api", "cline_ui", "opencode_db"]
 
 
 def _json(value) -> bytes:

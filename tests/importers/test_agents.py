@@ -74,6 +74,18 @@ def test_a_damaged_opencode_database_gets_one_line(tmp_path):
         load(other)
 
 
+def test_a_folder_is_read_like_its_zip(tmp_path):
+    task = tmp_path / "tasks" / "1758845000000"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(af.cline_api()))
+    (task / "ui_messages.json").write_text(json.dumps(af.cline_ui()))
+    assert _counts(load(task)) == _counts(_load("cline-task.zip", tmp_path))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("hello")
+    with pytest.raises(TranscriptError, match="this folder is not a transcript folder"):
+        load(tmp_path / "notes")
+
+
 def test_the_same_files_upload_as_a_stream(tmp_path):
     result = load(io.BytesIO(af.opencode_storage()))
     assert result.format == "opencode" and len(result.sessions) == 1
@@ -421,18 +433,11 @@ def _real_files():
     return found
 
 
-def _load_real(path):
-    if path.is_dir():
-        files = {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
-        return load(io.BytesIO(archive_bytes(files)))
-    return load(path)
-
-
 @pytest.mark.shared
 @pytest.mark.parametrize(("path", "formats"), _real_files())
 def test_real_transcripts_of_the_new_agents_import_as_their_agent_never_as_a_plain_chat(
         path, formats):
-    result = _load_real(path)
+    result = load(path)  # a folder is read as the zip of its files
     assert result.format in formats
     expected = SAMPLES / "expected-counts.json"
     relative = str(path.relative_to(SAMPLES))
