@@ -65,7 +65,9 @@ def _load_sessions(path: Path) -> Sequence[Session]:
 def _prepare(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     path = Path(args.file)
     try:
-        raw = path.read_bytes()
+        # A folder (a Cline task, an OpenHands V1 conversation…) is a transcript, never a
+        # scenario: the importers read it as the zip of its files.
+        raw = b"" if path.is_dir() else path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{args.file}: cannot read file ({exc.strerror or exc})") from None
     overrides: dict[str, Any] = {}

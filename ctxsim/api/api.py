@@ -25,6 +25,7 @@ from ctxsim.api.schemas import (
     JobOut,
     OverviewOut,
     QueuedOut,
+    Refused,
     SessionDetail,
     SessionPage,
 )
@@ -148,7 +149,7 @@ class IngestQuery(Schema):
 @api.post(
     "/transcripts",
     url_name="transcripts",
-    response={200: IngestOut, 201: IngestOut, 202: QueuedOut, 400: Error, 401: Error,
+    response={200: IngestOut, 201: IngestOut, 202: QueuedOut, 400: Refused, 401: Error,
               403: Error, 413: Error},
     openapi_extra=_BODY,
     summary="Upload a transcript",
@@ -165,7 +166,7 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
             session_key=_text(params.session_key, "session_key", 200),
         )
     except ingest.IngestError as error:
-        return Status(error.status, {"detail": error.message})
+        return Status(error.status, {"detail": error.message, "details": list(error.details)})
     if received.status == 202:
         return Status(202, {"job": job_ref(request, received.job)})
     record = received.record
@@ -341,7 +342,8 @@ def get_job(request: HttpRequest, job_id: int):
         **job_ref(request, job),
         "status": job.status,
         "progress": job.progress,
-        "message": job.message,
+        "message": job.message_line,
+        "details": job.message_details,
         "file_name": job.file_name,
         "created_at": job.created_at,
         "finished_at": job.finished_at,

@@ -37,10 +37,11 @@ CHUNK = 1024 * 1024
 class IngestError(Exception):
     """A request the API refuses: the HTTP status and the one-line message."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, details: tuple[str, ...] = ()):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.details = details
 
 
 @dataclass
@@ -170,7 +171,7 @@ def receive(
         try:
             outcome = adapters.import_now(spool, team=team, user=user, format=format, name=name)
         except TranscriptError as error:
-            raise IngestError(400, str(error)) from None
+            raise IngestError(400, str(error), error.details) from None
         except OSError as error:
             reason = error.strerror or error
             raise IngestError(400, f"the upload cannot be read ({reason})") from None

@@ -12,6 +12,13 @@ class Error(Schema):
     detail: str
 
 
+class Refused(Error):
+    """A refused transcript: the one-line reason, and the facts behind it (for an unknown
+    format: why each format did not match)."""
+
+    details: list[str] = []
+
+
 class SessionOut(Schema):
     id: int
     url: str
@@ -61,6 +68,7 @@ class JobOut(JobRef):
     status: str
     progress: int
     message: str
+    details: list[str] = []  # the reasons behind a failed import's one-line message
     file_name: str
     created_at: datetime
     finished_at: datetime | None = None

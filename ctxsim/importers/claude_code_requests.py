@@ -20,110 +20,26 @@ not), so a replay can be compared call by call with what Claude Code sent.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import posixpath
 import re
-import tarfile
-import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxsim.pipeline.messages import Session
 
 from . import anthropic_messages
+from .archive import Archive as _Archive
+from .archive import archive_bytes as archive_bytes  # re-exported for tests
+from .archive import json_member
 from .errors import TranscriptError, type_name
-from .source import MAX_DEPTH, Probe, Source, check_depth
+from .source import Probe, Source
 
 NAME = "claude-code-requests"
 LINE_BASED = False
 ARCHIVE = True
 
-MAX_MEMBERS = 100_000
 _LEGACY_SESSION = re.compile(r"session_([0-9a-fA-F-]{8,})")
-
-
-# -- reading the archive -----------------------------------------------------------------------
-
-
-class _Archive:
-    """The regular files of a zip or tar.gz, by path, read lazily and within a byte budget."""
-
-    def __init__(self, source: Source):
-        self.source = source
-        self.budget = source.max_bytes
-        self._zip: zipfile.ZipFile | None = None
-        self._tar: tarfile.TarFile | None = None
-        self._stream_cm = source.open()
-        stream = self._stream_cm.__enter__()
-        try:
-            if source.archive == "zip":
-                self._zip = zipfile.ZipFile(stream)
-                names = [i.filename for i in self._zip.infolist() if not i.is_dir()]
-            else:
-                self._tar = tarfile.open(fileobj=stream, mode="r:gz")  # noqa: SIM115 (closed in close())
-                names = [m.name for m in self._tar.getmembers() if m.isfile()]
-        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as error:
-            self.close()
-            raise TranscriptError(f"the archive cannot be read ({error})") from None
-        if len(names) > MAX_MEMBERS:
-            self.close()
-            raise TranscriptError(f"the archive holds more than {MAX_MEMBERS} files")
-        self.names = [n for n in names if not _hidden(n)]
-
-    def read(self, name: str) -> bytes:
-        try:
-            if self._zip is not None:
-                info = self._zip.getinfo(name)
-                self._spend(info.file_size, name)
-                with self._zip.open(info) as stream:
-                    data = stream.read(self.budget + 1)
-            else:
-                assert self._tar is not None
-                member = self._tar.getmember(name)
-                self._spend(member.size, name)
-                handle = self._tar.extractfile(member)
-                data = handle.read(self.budget + 1) if handle is not None else b""
-        except (KeyError, zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as error:
-            raise TranscriptError(f"{name}: cannot be read from the archive ({error})") from None
-        self._spend(len(data), name, actual=True)
-        return data
-
-    def _spend(self, size: int, name: str, *, actual: bool = False) -> None:
-        # Declared sizes are checked first (cheap), then what really came out (a zip bomb
-        # may declare less than it holds).
-        if size > self.budget:
-            raise TranscriptError(
-                f"{name}: the archive's contents are larger than the upload limit"
-            )
-        if actual:
-            self.budget -= size
-
-    def close(self) -> None:
-        for handle in (self._zip, self._tar):
-            if handle is not None:
-                handle.close()
-        self._stream_cm.__exit__(None, None, None)
-
-
-def _hidden(name: str) -> bool:
-    parts = name.split("/")
-    return any(p.startswith(".") or p == "__MACOSX" for p in parts if p)
-
-
-def _json_member(archive: _Archive, name: str) -> Any:
-    raw = archive.read(name)
-    check_depth(raw)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise TranscriptError(f"{name}: not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise TranscriptError(
-            f"{name}: malformed JSON ({error.msg}, line {error.lineno} column {error.colno})"
-        ) from None
-    except RecursionError:
-        raise TranscriptError(f"{name}: nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _index_name(names: list[str]) -> str | None:
@@ -238,13 +154,13 @@ def _read_calls(archive: _Archive) -> list[_Call]:
 
 def _call(archive: _Archive, order: int, request_name: str, response_name: str | None,
           entry: dict[str, Any]) -> _Call:
-    request = _json_member(archive, request_name)
+    request = json_member(archive, request_name)
     if not isinstance(request, dict):
         raise TranscriptError(f"{request_name}: a request should be an object, "
                               f"not {type_name(request)}")
     if not isinstance(request.get("messages"), list):
         raise TranscriptError(f"{request_name}: the request has no `messages` list")
-    response = _json_member(archive, response_name) if response_name else None
+    response = json_member(archive, response_name) if response_name else None
     if response is not None and not isinstance(response, dict):
         raise TranscriptError(f"{response_name}: a response should be an object")
     session_id = entry.get("session_id") if isinstance(entry.get("session_id"), str) else ""
@@ -348,12 +264,3 @@ def parse(source: Source) -> list[Session]:
             sessions.append(_chain_session(chain, session_id, f"{session_id}:chain-{number}",
                                            session_id))
     return sessions
-
-
-def archive_bytes(files: dict[str, bytes]) -> bytes:
-    """A zip of the given files (name → bytes): for tests and for uploads of loose files."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()

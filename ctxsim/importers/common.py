@@ -5,6 +5,7 @@ and the history builder that keeps "one assistant message per model call" (SPEC 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from ctxsim.pipeline.images import base64_image_size
@@ -71,6 +72,27 @@ def data_url_part(kind: str, url: str, **extra: Any) -> dict[str, Any]:
         media_type = header[5:].split(";", 1)[0]
         return binary_part(kind, media_type, data, **extra)
     return binary_part(kind, "", None, url=url[:2000], **extra)
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """An optional object field: the object, or {} for anything else (absent, null, a list)."""
+    return value if isinstance(value, dict) else {}
+
+
+def iso_from_ms(value: Any) -> str | None:
+    """An epoch-milliseconds timestamp (Cline, Roo Code, OpenCode) as ISO 8601 UTC."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return None
+    try:
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def items(value: Any) -> list[Any]:
+    """An optional list field: the list, or [] for anything else."""
+    return value if isinstance(value, list) else []
 
 
 def expect_dict(value: Any, field: str, line: int | None = None) -> dict[str, Any]:

@@ -44,11 +44,13 @@ _BLANK_PREFIXES = frozenset((b"", b" ", b"\t", b"\r", b"\n"))
 
 # Archives are refused with these reasons unless an archive format (`claude-code-requests`)
 # recognises what is inside; `Source.archive` tells the registry which one it is.
-ARCHIVE_MAGIC = {b"PK\x03\x04": "zip", b"\x1f\x8b": "gzip"}
+ARCHIVE_MAGIC = {b"PK\x03\x04": "zip", b"\x1f\x8b": "gzip", b"SQLite format 3\x00": "sqlite"}
 
 _MAGIC_REASONS = (
     (b"PK\x03\x04", "this is a ZIP archive (an Inspect .eval log?), not a transcript file"),
     (b"\x1f\x8b", "this file is gzip-compressed; decompress it and upload the result"),
+    (b"SQLite format 3\x00", "this is an SQLite database without OpenCode's session, message "
+     "and part tables"),
     (CHATCLI_ENCRYPTED_MAGIC, "this is an encrypted ChatCLI session (CHATCLI_ENC_v1); "
      "save it unencrypted from ChatCLI and upload that"),
     (b"\xff\xfe\x00\x00", "the file is UTF-32 text; save it as UTF-8"),

@@ -142,7 +142,7 @@ def provider_family(format: str, model: str | None = None) -> str | None:
         return "openai"
     if format in ("claude-code", "anthropic-messages"):
         return "anthropic"
-    if format in ("codex", "codex-legacy", "openai-chat", "openai-responses"):
+    if format in ("codex", "codex-legacy", "codex-exec", "openai-chat", "openai-responses"):
         return "openai"
     return None
 

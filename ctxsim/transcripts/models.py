@@ -169,6 +169,16 @@ class ImportJob(models.Model):
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
+    def message_line(self) -> str:
+        """The message's first line: what the page shows (a failed import may keep the
+        reasons behind it on the following lines, `TranscriptError.with_details`)."""
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def message_details(self) -> list[str]:
+        return [line for line in self.message.split("\n")[1:] if line]
+
+    @property
     def can_requeue(self) -> bool:
         return self.status == self.Status.FAILED and bool(self.stored_name)
 

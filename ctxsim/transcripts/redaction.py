@@ -3,8 +3,9 @@
 A background import keeps the upload in the default storage until the worker reads it, so the
 secrets are replaced in the raw file first: the original bytes are never written anywhere.
 The pure patterns live in `ctxsim.importers.redact`; this module only streams a file through
-them. Archives (`.zip`, `.tar.gz`) cannot be rewritten line by line; they are imported during
-the request instead (`is_archive`), where the parsed sessions are redacted before saving.
+them. Archives (`.zip`, `.tar.gz`) and SQLite databases (OpenCode's `opencode.db`) cannot be
+rewritten line by line; they are imported during the request instead (`is_archive`), where
+the parsed sessions are redacted before saving.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from django.core.files import File
 
 from ctxsim.importers.redact import merge_counts, redact_lines, redact_text
 
-ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b")
+ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"SQLite format 3\x00")
 
 
 def is_archive(stream: IO[bytes]) -> bool:
-    """Whether the stream starts like a ZIP or gzip file (rewound afterwards)."""
+    """Whether the stream starts like a ZIP, gzip or SQLite file (rewound afterwards)."""
     start = stream.tell()
-    head = stream.read(4)
+    head = stream.read(16)
     stream.seek(start)
     return isinstance(head, bytes) and head.startswith(ARCHIVE_MAGIC)
 

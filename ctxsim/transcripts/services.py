@@ -133,6 +133,8 @@ class FileResult:
     format: str = ""
     warnings: list[str] = field(default_factory=list)
     error: str = ""
+    # The facts behind `error` (for an unknown format: why each format did not match).
+    error_details: list[str] = field(default_factory=list)
     job: ImportJob | None = None
     redactions: dict[str, int] = field(default_factory=dict)
     sha256: str = ""
@@ -192,17 +194,19 @@ def import_uploads(
 ) -> list[FileResult]:
     """Import each file: small ones now, large ones by the worker; one result per file.
 
-    Claude Code's request-body files uploaded together are imported as one archive. A file
+    Files that make up one multi-file transcript (Claude Code's request bodies, a Cline / Roo
+    Code task folder, an OpenHands V1 conversation, OpenCode's storage, a `codex exec` stream
+    with its rollout: `bundles`) uploaded together are imported as one archive. A file
     whose bytes the team already holds is not imported: its result names the session, and a
     copy is kept for `import_kept` ("import again"; none for an archive of a team that
     redacts, which cannot be stored redacted)."""
     results = []
-    if bundles.is_request_bundle(files):
-        packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES)
+    bundle = bundles.bundle_name(files)
+    if bundle is not None:
+        packed = bundles.pack(files, settings.CTXSIM_MAX_UPLOAD_BYTES, bundle)
         if packed is None:
             total = sum(f.size or 0 for f in files)
-            return [FileResult(name="claude-code-requests.zip", size=total,
-                               error=size_error(total))]
+            return [FileResult(name=bundle, size=total, error=size_error(total))]
         files = [packed]
     for upload in files:
         name = upload.name or "upload"
@@ -283,6 +287,7 @@ def _import_now(source, result: FileResult, *, team, user, format: str,
         )
     except TranscriptError as error:
         result.error = str(error)
+        result.error_details = list(error.details)
         return
     except OSError as error:
         result.error = f"the upload cannot be read ({error.strerror or error})"

@@ -200,7 +200,7 @@ def _import(job: ImportJob, reporter: JobReporter) -> dict:
         logger.warning("background import %s was given up while it ran; nothing stored", job_id)
         return {"job": job_id, "status": "given up"}
     except TranscriptError as error:
-        return _finish(job, ImportJob.Status.FAILED, str(error))
+        return _finish(job, ImportJob.Status.FAILED, error.with_details())
     except OSError as error:
         return _finish(
             job, ImportJob.Status.FAILED, f"the stored upload cannot be read ({error})"

@@ -35,6 +35,7 @@ def store(session, team: Team, results: list[services.FileResult], format: str =
 def _record(r: services.FileResult) -> dict[str, Any]:
     return {
         "name": r.name, "size": r.size, "format": r.format, "error": r.error,
+        "error_details": list(r.error_details),
         "warnings": list(r.warnings), "sha256": r.sha256,
         "sessions": [s.pk for s in r.sessions],
         "job": r.job.pk if r.job is not None else None,
@@ -67,6 +68,7 @@ def load(session, token: str) -> list[services.FileResult] | None:
     for f in files:
         result = services.FileResult(
             name=f["name"], size=f["size"], format=f["format"], error=f["error"],
+            error_details=f.get("error_details", []),
             warnings=f["warnings"], sha256=f["sha256"], kept=f["kept"],
             redactions=f.get("redactions", {}),
             sessions=[sessions[pk] for pk in f["sessions"] if pk in sessions],

@@ -91,6 +91,23 @@ def test_a_bad_file_shows_its_one_line_message_in_the_browser(
     assert not Session.objects.exists()
 
 
+def test_an_unknown_format_shows_one_line_and_the_reasons_behind_details(
+    personas, login, live_server, tmp_path
+):
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"hello": "world"}')
+    page = login("owner")
+    page.goto(f"{live_server.url}/uploads/")
+    page.set_input_files("input[type=file]", str(odd))
+    page.click("[data-upload-button]")
+    result = page.locator('li.file-result[data-file="odd.json"]')
+    expect(result.locator(".file-error")).to_contain_text("unknown transcript format")
+    reasons = result.locator(".error-details li").first
+    expect(reasons).to_be_hidden()  # collapsed until asked for
+    result.locator(".error-details summary").click()
+    expect(reasons).to_be_visible()
+
+
 def test_a_large_file_goes_through_the_worker_with_a_progress_bar(
     personas, login, live_server, settings, tmp_path, worker
 ):

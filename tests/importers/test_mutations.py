@@ -12,10 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxsim.importers import TranscriptError, load
+from tests.importers.agent_fixtures import FIXTURES as AGENT_FIXTURES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = sorted(path for path in FIXTURES.iterdir() if path.is_file())
-SEED_BYTES = [path.read_bytes() for path in SEEDS]
+# The issue-29 agents' fixtures are built in code; their text files are seeds too.
+AGENT_SEEDS = [data for build, *_ in AGENT_FIXTURES.values() if not (data := build()).startswith(
+    b"PK")]
+SEED_BYTES = [path.read_bytes() for path in SEEDS] + AGENT_SEEDS
+TEXT_SEEDS = [(path.name, path.read_text(encoding="utf-8")) for path in SEEDS] + [
+    (name, data.decode()) for name, (build, *_) in AGENT_FIXTURES.items()
+    if name.endswith((".json", ".jsonl")) and not (data := build()).startswith(b"PK")]
 # Bytes that matter to JSON structure, UTF-8 and the byte checks.
 INTERESTING = [b"{", b"}", b"[", b"]", b'"', b"\\", b",", b":", b"\n", b"\x00", b"\xff",
                b"\xc3", b"null", b"1e999", b'"role"', b'"type"', b"[[[[[[", b" "]
@@ -78,9 +85,8 @@ def _replace_somewhere(value, draw, depth=0):
 @st.composite
 def files_with_wrong_shapes(draw) -> bytes:
     """Valid JSON whose structure is wrong somewhere: the "right JSON, wrong shapes" case."""
-    path = draw(st.sampled_from(SEEDS))
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
+    name, text = draw(st.sampled_from(TEXT_SEEDS))
+    if name.endswith(".jsonl"):
         lines = text.splitlines()
         index = draw(st.integers(min_value=0, max_value=len(lines) - 1))
         record = json.loads(lines[index])

@@ -90,3 +90,16 @@ def test_a_lone_surrogate_escape_becomes_one_replacement_character_as_go_decodes
     code, out, _ = run(tmp_path, text)
     sent = json.loads(out)["calls"][0]["budget"]["history"][0]
     assert code == 0 and sent == {"role": "user", "content": "a\ufffdb\U0001f600"}
+
+
+def test_a_transcript_folder_is_simulated_like_its_zip(tmp_path: Path) -> None:
+    from tests.importers import agent_fixtures as af
+
+    task = tmp_path / "1758845000000"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(af.cline_api()))
+    (task / "ui_messages.json").write_text(json.dumps(af.cline_ui()))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(task), "--profile", "none", "--summary"], out, err) == 0, err.getvalue()
+    trace = json.loads(out.getvalue())
+    assert len(trace["calls"]) == 4  # three answered calls and the trailing one

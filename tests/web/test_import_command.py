@@ -64,6 +64,15 @@ def test_a_failed_file_is_one_stderr_line_and_exit_2(personas, generated, tmp_pa
     assert Session.objects.count() == 1
 
 
+def test_an_unknown_format_is_one_line_and_its_reasons_with_verbosity_2(personas, tmp_path):
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"hello": 1}')
+    _, err, code = run(str(odd), "--team", "alpha")
+    assert code == 2 and err.count("\n") == 1 and "unknown transcript format" in err
+    _, err, code = run(str(odd), "--team", "alpha", "-v", "2")
+    assert err.count("\n") > 20 and "\n  mini-swe-agent: " in err
+
+
 def test_a_missing_file_is_reported_like_a_bad_one(personas, tmp_path):
     before = (Session.objects.count(), Message.objects.count(), Content.objects.count())
     lines, err, code = run(str(tmp_path / "nope.jsonl"), "--team", "alpha")

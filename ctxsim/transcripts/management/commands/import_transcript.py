@@ -37,6 +37,9 @@ class Command(BaseCommand):
             except TranscriptError as error:
                 failed += 1
                 self.stderr.write(f"{path}: {error}")
+                if options.get("verbosity", 1) > 1:  # -v 2: the reasons behind the line
+                    for detail in error.details:
+                        self.stderr.write(f"  {detail}")
                 continue
             except OSError as error:
                 failed += 1

@@ -1,0 +1,450 @@
+"""Importers of issue 29 (Gemini CLI, OpenHands V1, codex exec, mini-swe-agent, Cline, Roo Code,
+Aider, OpenCode): counts, recorded usage, recorded compactions, versions, archives, the one
+clear line for a near-format file, the short unknown-format line, and real transcripts in
+`../shared/transcripts` when present."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+
+import pytest
+
+from ctxsim.importers import TranscriptError, aider, detect, gemini_cli, load
+from ctxsim.importers.archive import archive_bytes
+from tests.importers import agent_fixtures as af
+from tests.shared import SHARED_DIR
+
+SAMPLES = SHARED_DIR / "transcripts"
+
+
+def _load(name: str, tmp_path):
+    builder = af.FIXTURES[name][0]
+    path = tmp_path / name
+    path.write_bytes(builder())
+    return load(path)
+
+
+def _counts(result):
+    sessions = result.sessions
+    return (result.format, len(sessions), sum(s.tool_call_count for s in sessions),
+            sum(s.tool_result_count for s in sessions),
+            sum(1 for s in sessions for m in s.messages
+                if m.role == "assistant" and m.meta.get("recorded")),
+            sum(len(s.meta.get("recorded_compactions", ())) for s in sessions))
+
+
+@pytest.mark.parametrize("name", sorted(af.FIXTURES))
+def test_each_agent_fixture_gives_its_sessions_calls_results_usage_and_compactions(name, tmp_path):
+    _, *expected = af.FIXTURES[name]
+    result = _load(name, tmp_path)
+    assert _counts(result) == tuple(expected)
+    for session in result.sessions:
+        seen: set[str] = set()
+        for message in session.messages:
+            seen.update(call.id for call in message.tool_calls)
+            if message.role == "tool":
+                assert message.tool_call_id in seen, (name, message.tool_call_id)
+
+
+def test_the_opencode_sqlite_database_imports_like_its_export(tmp_path):
+    path = tmp_path / "opencode.db"
+    af.opencode_db(path)
+    result = load(path)
+    export = _load("opencode-export.json", tmp_path)
+    assert _counts(result) == _counts(export)
+    assert result.sessions[0].meta["agent_version"] == "1.2.0"
+    assert [m.text for m in result.sessions[0].messages] == \
+        [m.text for m in export.sessions[0].messages]
+
+
+def test_a_damaged_opencode_database_gets_one_line(tmp_path):
+    data = af.opencode_db(tmp_path / "opencode.db")
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO(data[:100] + b"\x00" * 4000))
+    assert str(caught.value).startswith("unknown transcript format: closest is opencode, but "
+                                        "the SQLite database cannot be read")
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE notes (text)")
+    db.commit()
+    db.close()
+    with pytest.raises(TranscriptError, match="without the table.s. message, part, session"):
+        load(other)
+
+
+def test_a_folder_is_read_like_its_zip(tmp_path):
+    task = tmp_path / "tasks" / "1758845000000"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(af.cline_api()))
+    (task / "ui_messages.json").write_text(json.dumps(af.cline_ui()))
+    assert _counts(load(task)) == _counts(_load("cline-task.zip", tmp_path))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("hello")
+    with pytest.raises(TranscriptError, match="this folder is not a transcript folder"):
+        load(tmp_path / "notes")
+
+
+def test_the_same_files_upload_as_a_stream(tmp_path):
+    result = load(io.BytesIO(af.opencode_storage()))
+    assert result.format == "opencode" and len(result.sessions) == 1
+
+
+# -- per-format details ------------------------------------------------------------------------
+
+
+def test_gemini_legacy_splits_each_tool_call_into_call_and_result_with_usage(tmp_path):
+    (session,) = _load("gemini-legacy.json", tmp_path).sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"]
+    first = session.messages[1]
+    assert [c.name for c in first.tool_calls] == ["read_file", "glob"]
+    assert first.meta["recorded"] == {"total_input": 5367, "input": 4367, "cache_read": 1000,
+                                      "cache_write": None, "output": 26, "reasoning": 98}
+    assert session.messages[2].text == "Hello from Gemini CLI"
+    assert session.messages[3].is_error and session.messages[3].text == "no match"
+    assert session.meta["started"] == "2025-10-29T10:37:00.099Z"
+    assert gemini_cli.recorded_tokens({"input": 0, "output": 3}) is None
+
+
+def test_gemini_jsonl_replays_updates_rewinds_and_keeps_the_recorded_compression(tmp_path):
+    (session,) = _load("gemini.jsonl", tmp_path).sessions
+    texts = [m.text for m in session.messages]
+    assert "oops" not in texts  # rewound
+    assert texts.count("Now explain a.py") == 1  # the kept tail is not repeated
+    summary = next(m for m in session.messages if "<state_snapshot>" in m.text)
+    assert summary.role == "user"
+    marker = summary.meta["compaction"]
+    assert marker["source"] == "gemini-cli" and marker["kind"] == "summary"
+    assert marker["pre_tokens"] == 14100
+    assert marker["notice"] == "Context compressed from 71% to 12%."
+    assert marker["preserved_ids"] == ["u3"] and marker["kept"] == 1
+    ack = session.messages[session.messages.index(summary) + 1]
+    assert ack.meta["compaction_ack"] and "recorded" not in ack.meta
+    assert session.messages[2].tool_calls[0].id == "ls-1"  # the update added the call
+    (entry,) = session.meta["recorded_compactions"]
+    assert entry["source"] == "gemini-cli" and entry["summary_present"] is True
+
+
+def test_openhands_v1_groups_parallel_actions_and_marks_the_condensation(tmp_path):
+    (session,) = _load("openhands-v1-conversation.zip", tmp_path).sessions
+    assert session.messages[0].role == "system" and session.tools == [{"name": "execute_bash"}]
+    parallel = session.messages[2]
+    assert [c.id for c in parallel.tool_calls] == ["call_a", "call_b"]
+    assert parallel.text == "Two looks." and parallel.meta["recorded"]["total_input"] == 1200
+    assert parallel.meta["call_event_ids"][0].endswith("000000000003")
+    marked = next(m for m in session.messages if "openhands_condensation" in m.meta)
+    assert marked.meta["openhands_condensation"]["summary"] == "The agent listed files."
+    error = next(m for m in session.messages if m.tool_call_id == "call_c")
+    assert error.is_error and error.text == "command must be a string"
+    assert session.meta["model"] == "claude-sonnet-4-5"
+    assert session.meta["condenser"]["max_size"] == 80
+
+
+def test_openhands_v1_cut_log_keeps_an_orphan_result_as_a_user_message(tmp_path):
+    result = _load("openhands-v1-cut.jsonl", tmp_path)
+    (session,) = result.sessions
+    orphan = next(m for m in session.messages if m.meta.get("orphan_result"))
+    assert orphan.role == "user" and orphan.text == "b"
+    assert any("not in the log" in w for w in result.warnings)
+    assert session.messages[0].meta["recorded"]["total_input"] == 1200  # from `stats`
+
+
+def test_openhands_v1_eval_leads_with_the_instruction_and_keeps_the_sdk_version(tmp_path):
+    first, second = _load("openhands-v1-output.jsonl", tmp_path).sessions
+    assert first.messages[0].role == "user" and first.messages[0].text == "Count the files"
+    assert first.meta["agent_version"] == "1.0.0" and first.title.startswith("demo__demo-1: ")
+    assert second.tool_call_count == 0
+
+
+def test_codex_exec_infers_model_calls_and_keeps_the_running_total_off_the_calls(tmp_path):
+    result = _load("codex-exec.jsonl", tmp_path)
+    (session,) = result.sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "assistant",
+                     "user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    assert session.messages[0].meta["prompt_not_recorded"]
+    parallel = session.messages[5]
+    assert len(parallel.tool_calls) == 2 and session.messages[7].is_error
+    assert session.messages[8].tool_calls[0].name == "docs__search"
+    assert session.meta["thread_usage"]["input_tokens"] == 20000
+    assert not any(m.meta.get("recorded") for m in session.messages)
+    assert any("model rerouted" in w for w in result.warnings)
+
+
+def test_codex_exec_with_its_rollout_takes_the_rollouts_messages_usage_and_version(tmp_path):
+    (session,) = _load("codex-exec-with-rollout.zip", tmp_path).sessions
+    assert session.format == "codex-exec" and session.meta["cli_version"] == "0.58.0"
+    assert session.meta["exec_stream"] == {"tool_calls": 4, "tool_results": 4}
+    assert session.messages[0].text == "list the files"
+    assert [m.meta["recorded"]["total_input"] for m in session.messages
+            if m.role == "assistant"] == [3000, 3040]
+
+
+def test_mini_swe_agent_actions_are_tool_calls_never_plain_chat(tmp_path):
+    (session,) = _load("mini-v1.traj.json", tmp_path).sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant",
+                     "tool"]
+    assert json.loads(session.messages[2].tool_calls[0].arguments) == {"command": "ls -R"}
+    assert session.messages[4].tool_calls == ()  # two blocks: the agent refused it
+    assert session.meta["agent_version"] == "1.15.0"
+    assert session.meta["model_stats"]["api_calls"] == 3
+    assert session.messages[2].meta["recorded"]["total_input"] == 1779
+
+
+def test_cline_xml_calls_results_usage_and_deleted_range(tmp_path):
+    (session,) = _load("cline-task.zip", tmp_path).sessions
+    assert session.format == "cline" and session.key == "1758845000000"
+    assert session.title == "Read a.py"
+    read, command, done = [m for m in session.messages if m.role == "assistant"]
+    assert read.tool_calls[0].name == "read_file"
+    assert json.loads(read.tool_calls[0].arguments) == {"path": "a.py"}
+    denied = next(m for m in session.messages if m.tool_call_id == command.tool_calls[0].id)
+    assert denied.is_error
+    # Cline's tokensIn excludes the cache: the context is the sum.
+    assert read.meta["recorded"]["total_input"] == 3 + 9000 + 500
+    assert done.meta["recorded"]["total_input"] == 2 + 9600
+    assert session.meta["deleted_range"] == [2, 3]
+    assert session.meta["started"] == "1970-01-01T00:00:01.000Z"  # the first message's ts (ms)
+    # The range is recorded on the first history message written after it (ts 3600 → 4000).
+    assert done.meta["compaction"] == {"source": "cline", "kind": "truncation",
+                                       "deleted_range": [2, 3]}
+
+
+def test_cline_native_calls_answered_in_text_blocks_with_usage_on_the_message(tmp_path):
+    (session,) = _load("cline-native.json", tmp_path).sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "user"]
+    search, read = session.messages[2:4]
+    assert search.tool_call_id == "tooluse_1" and search.text.startswith("[search_files for")
+    assert read.tool_call_id == "tooluse_2" and "TODO LIST" in read.text
+    assert session.messages[1].meta["recorded"] == {
+        "total_input": 10049, "input": 1049, "cache_read": 9000, "cache_write": None,
+        "output": 640, "reasoning": None}
+    assert session.messages[1].meta["model"] == "claude_4_5_opus"
+    assert session.messages[5].text.startswith("[TASK RESUMPTION]")  # no result: a user turn
+
+
+def test_roo_code_is_told_from_cline_and_keeps_its_condensed_summary(tmp_path):
+    (session,) = _load("roo-task.zip", tmp_path).sessions
+    assert session.format == "roo-code"
+    summary = next(m for m in session.messages if m.meta.get("compaction"))
+    assert summary.meta["compaction"] == {"source": "roo-code", "kind": "summary",
+                                          "condense_id": "c1", "pre_tokens": 150000,
+                                          "post_tokens": 9000}
+    assert session.messages[0].meta["condense_parent"] == "c1"
+    first, second = [m for m in session.messages if m.role == "assistant"]
+    assert first.meta["recorded"]["total_input"] == 2000  # anthropic, tokensIn ≥ cache
+    assert second.meta["recorded"]["total_input"] == 9200  # openai protocol: includes cache
+    assert session.messages[-1].is_error
+
+
+def test_aider_splits_sessions_at_each_start_and_reads_the_tokens_lines(tmp_path):
+    result = _load(".aider.chat.history.md", tmp_path)
+    first, second = result.sessions
+    assert [m.role for m in first.messages] == ["user", "assistant", "user", "assistant"]
+    assert first.messages[0].text == "add a comment at the top of a.py\nthat says hello"
+    assert first.messages[1].meta["recorded"] == {
+        "total_input": 3200, "input": 2200, "cache_read": 1000, "cache_write": None,
+        "output": 21, "reasoning": None}
+    assert first.messages[1].meta["aider_output"][-1] == "Applied edit to a.py"
+    assert first.messages[2].meta["aider_command"] == "/ask"
+    assert first.messages[3].meta["recorded"]["total_input"] == 12000
+    assert first.meta["agent_version"] == "0.85.1" and first.meta["model"] == "gpt-4o"
+    assert second.meta["agent_version"] == "0.86.0"
+    assert second.messages[1].meta["recorded"]["total_input"] == 1234
+    assert any("without a model reply" in w for w in result.warnings)
+
+
+def test_aider_reads_every_wording_of_its_tokens_line():
+    assert aider.usage_of("Tokens: 21,539 sent, 320 cached, 9 received. Cost: $0.0030 message")[
+        "cache_read"] == 320
+    full = aider.usage_of("Tokens: 3.2k sent, 1.0k cache write, 2.0k cache hit, 21 received.")
+    assert (full["total_input"], full["cache_write"], full["cache_read"], full["input"]) == (
+        3200, 1000, 2000, 200)
+    assert aider.usage_of("Applied edit to a.py") is None
+
+
+def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_path):
+    (session,) = _load("opencode-export.json", tmp_path).sessions
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "user",
+                     "assistant"]
+    assert session.messages[1].meta["recorded"]["total_input"] == 9640 + 9600
+    assert session.messages[2].meta["opencode_pruned"] == 5
+    assert session.messages[4].is_error and session.messages[4].text == "not found"
+    assert session.messages[6].text == "What did we do so far?"
+    marker = session.messages[7].meta["compaction"]
+    assert marker["source"] == "opencode" and marker["trigger"] == "auto"
+    assert marker["pre_tokens"] == 2 + 9650 + 30
+    assert session.meta["agent_version"] == "1.0.107" and session.title == "List files"
+    assert session.meta["started"] == "1970-01-01T00:00:00.001Z"
+
+
+# -- detection and errors ----------------------------------------------------------------------
+
+
+def test_unknown_format_is_one_short_line_naming_the_closest_with_details(tmp_path):
+    path = tmp_path / "near.json"
+    path.write_text(json.dumps({"info": {"id": "ses_1", "title": "t"}, "parts": []}))
+    with pytest.raises(TranscriptError) as caught:
+        detect(path)
+    error = caught.value
+    assert str(error) == ("unknown transcript format: closest is opencode, but `info.id` is an "
+                          "OpenCode session id but there is no `messages` list")
+    assert len(str(error)) < 160
+    assert len(error.details) >= 20 and any(d.startswith("gemini-cli: ") for d in error.details)
+
+
+def test_unknown_format_without_a_near_miss_describes_the_shape(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"hello": 1, "world": 2}))
+    with pytest.raises(TranscriptError) as caught:
+        load(path)
+    assert str(caught.value).startswith("unknown transcript format: a JSON object with "
+                                        "`hello`, `world` matches none of the ")
+    assert caught.value.details
+
+
+NEAR_MISSES = {
+    # a broken file close to a format: (content, the one line expected)
+    "ui-only.json": (json.dumps(af.cline_ui()), "closest is cline, but this is a task's "
+                     "ui_messages.json alone"),
+    "aider-no-header.md": ("#### hi\n\nHello\n\n> Tokens: 10 sent, 2 received.\n",
+                           "closest is aider, but there are `####` input"),
+    "exec-torn-head.jsonl": (json.dumps({"type": "item.completed", "item": {"id": "item_0"}})
+                             + "\n" + json.dumps({"type": "turn.completed"}) + "\n",
+                             "closest is codex-exec, but item events are there"),
+    "opencode-no-messages.json": (json.dumps({"info": {"id": "ses_1"}}),
+                                  "closest is opencode, but `info.id` is an OpenCode session id"),
+    "gemini-no-hash.json": (json.dumps({"sessionId": "s", "messages": [
+        {"id": "u", "type": "user", "content": "hi"}]}),
+                            "closest is gemini-cli, but the object has `sessionId`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_a_file_close_to_a_format_gets_one_line_saying_what_is_wrong(name, tmp_path):
+    content, expected = NEAR_MISSES[name]
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(TranscriptError) as caught:
+        load(path)
+    assert expected in str(caught.value)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 200
+
+
+BROKEN = {
+    # the format is recognised, the structure is wrong: the line says what and where
+    "gemini-cli": (lambda: json.dumps({"sessionId": "s", "projectHash": "h", "messages": [
+        {"id": "g", "type": "gemini", "toolCalls": "none"}]}), "`messages[0].toolCalls` should "
+                   "be a list"),
+    "gemini-cli-jsonl": (lambda: json.dumps({"sessionId": "s", "projectHash": "h"}) + "\n"
+                         + json.dumps({"hello": 1}) + "\n",
+                         "line 2: Gemini CLI: a line should be a message record"),
+    "mini-swe-agent": (lambda: json.dumps({"trajectory_format": "mini-swe-agent-1",
+                                           "messages": {"role": "user"}}),
+                       "`messages` should be a list"),
+    "opencode": (lambda: json.dumps({"info": {"id": "ses_1"}, "messages": [
+        {"info": {"id": "msg_1", "role": "robot"}, "parts": []}]}), "`role` should be user or "
+                 "assistant, not 'robot'"),
+    "openhands-v1-eval": (lambda: json.dumps({"instance_id": "i", "history": [
+        {"kind": "MessageEvent", "id": "e", "llm_message": "hi"}]}) + "\n",
+                          "line 1: OpenHands V1: `history[0].llm_message` should be an object"),
+}
+
+
+@pytest.mark.parametrize("format_name", sorted(BROKEN))
+def test_a_broken_file_of_a_known_format_names_the_field(format_name):
+    build, expected = BROKEN[format_name]
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO(build().encode()))
+    assert expected in str(caught.value), str(caught.value)
+
+
+def test_an_unknown_archive_says_what_it_is_with_every_reason_in_the_details():
+    data = archive_bytes({"notes.txt": b"hello"})
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO(data))
+    assert str(caught.value).startswith("this is a ZIP archive")
+    assert any(d.startswith("cline: ") for d in caught.value.details)
+
+
+def test_mini_swe_agent_is_detected_before_openai_chat(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_bytes(af.mini_v1())
+    assert detect(path) == "mini-swe-agent"
+    # A trajectory without `trajectory_format` (older releases [X]) is still recognised.
+    document = json.loads(af.mini_v1())
+    del document["trajectory_format"]
+    path.write_text(json.dumps(document))
+    assert detect(path) == "mini-swe-agent"
+
+
+# -- real transcripts (../shared/transcripts) --------------------------------------------------
+
+AGENT_FOLDERS = {
+    "gemini-cli": ("gemini-cli", "gemini-cli-jsonl"), "openhands-v1": ("openhands-v1",
+                                                                      "openhands-v1-eval"),
+    "codex-exec": ("codex-exec",), "mini-swe-agent": ("mini-swe-agent",),
+    "cline": ("cline",), "roo-code": ("roo-code", "cline"), "aider": ("aider",),
+    "opencode": ("opencode",),
+}
+
+
+# Files that are part of a folder transcript, never a transcript alone.
+FOLDER_PARTS = ("ui_messages.json", "task_metadata.json", "context_history.json",
+                "base_state.json")
+
+
+def _folder_transcript(directory):
+    """A directory that is one multi-file transcript (a Cline / Roo Code task, an OpenHands V1
+    conversation, OpenCode storage), or None."""
+    names = {p.name for p in directory.iterdir()}
+    if "api_conversation_history.json" in names or "events" in names or "storage" in names \
+            or any(n.startswith("ses_") for n in names):
+        return directory
+    return None
+
+
+def _real_files():
+    """Every transcript of the issue-29 agents under ../shared/transcripts/<agent>*/: single
+    files, and folders (zipped here, as a user would upload them)."""
+    found = []
+    for folder, formats in AGENT_FOLDERS.items():
+        for top in sorted(SAMPLES.glob(f"{folder}*")) if SAMPLES.is_dir() else ():
+            if not top.is_dir():
+                continue
+            folders = sorted({d for d in top.rglob("*") if d.is_dir() and _folder_transcript(d)})
+            for path in sorted(top.rglob("*")):
+                if any(d == path or d in path.parents for d in folders):
+                    continue
+                if path.is_file() and path.name not in FOLDER_PARTS and path.suffix != ".md" \
+                        or path.is_file() and path.name.endswith(".aider.chat.history.md"):
+                    found.append(pytest.param(path, formats,
+                                              id=str(path.relative_to(SAMPLES))))
+            found += [pytest.param(d, formats, id=str(d.relative_to(SAMPLES))) for d in folders]
+    if not found:
+        return [pytest.param(None, None, marks=pytest.mark.skip(
+            reason=f"no transcripts of the issue-29 agents under {SAMPLES} (folders "
+                   f"{', '.join(AGENT_FOLDERS)}*)"), id="none-present")]
+    return found
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(("path", "formats"), _real_files())
+def test_real_transcripts_of_the_new_agents_import_as_their_agent_never_as_a_plain_chat(
+        path, formats):
+    result = load(path)  # a folder is read as the zip of its files
+    assert result.format in formats
+    expected = SAMPLES / "expected-counts.json"
+    relative = str(path.relative_to(SAMPLES))
+    counts = json.loads(expected.read_text()).get(relative) if expected.is_file() else None
+    if counts is not None:
+        assert {"sessions": len(result.sessions),
+                "tool_calls": sum(s.tool_call_count for s in result.sessions),
+                "tool_results": sum(s.tool_result_count for s in result.sessions)} == counts
+    if result.format != "aider":
+        assert sum(s.tool_call_count for s in result.sessions) > 0
