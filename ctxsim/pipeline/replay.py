@@ -14,13 +14,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .calibration import call_estimates
 from .history import History, Prefix, plus
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
-from .calibration import call_estimates
 from .token_model import TokenModel, anchors_of
 from .token_model import build as build_token_model
 from .tokens import TokenCounter, extras_tokens, get_counter, tokens_by_identity

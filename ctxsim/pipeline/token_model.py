@@ -270,6 +270,17 @@ def accuracy(billed: Sequence[CallEstimate], predicted: Mapping[int, int]) -> di
             "calls": len(level), "steps": len(step)}
 
 
+def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
+    """A replay call's `tokens.real_raw`, `real_sent` and `real_raw_predicted` (SPEC §11);
+    `call` is a `replay.CallResult`. Without a model (a replay that turned it off) all null."""
+    if model is None:
+        return {"real_raw": None, "real_sent": None, "real_raw_predicted": None}
+    i = call.call_index
+    return {"real_raw": model.real(call.raw_tokens, len(call.raw_history), i),
+            "real_sent": model.real(call.sent_tokens, len(call.sent), i),
+            "real_raw_predicted": model.predicted.get(i)}
+
+
 # --- what stages call ----------------------------------------------------------------------
 
 
