@@ -134,6 +134,7 @@ class Anchor:
     bill: int
     estimate: int
     messages: int
+    reasoning: int = 0  # the reasoning sent back in the anchor's prompt (in its bill)
 
 
 @dataclass
@@ -155,16 +156,19 @@ class TokenModel:
     # left out); None: `anchors` serve both.
     stage_anchors: list[Anchor | None] | None = None
 
-    def real(self, estimate: int, messages: int, call: int, *, stage: bool = False) -> int:
+    def real(self, estimate: int, messages: int, call: int, *, stage: bool = False,
+             reasoning: int | None = None) -> int:
         """`real(S, call)` of a prompt whose counter estimate and length are given. `stage`:
-        the estimate is a stage's (`full_prompt`, images counted as base64/4), which reads
-        the anchors measured the same way (`stage_anchors`)."""
+        the estimate is a stage's (`full_prompt`: images counted as base64/4, no reasoning),
+        which reads the anchors measured the same way (`stage_anchors`); `reasoning`, when
+        given, is the reasoning the prompt still sends back (else: the anchor's)."""
         if self.method == "anchored":
             anchors = self.stage_anchors if stage and self.stage_anchors else self.anchors
             anchor = anchors[min(max(call, 0), len(anchors) - 1)]
             if anchor is not None:
                 f = self.tokenizer.f
-                return max(0, round(anchor.bill + f(estimate, messages)
+                carried = 0 if reasoning is None else reasoning - anchor.reasoning
+                return max(0, round(anchor.bill + f(estimate + carried, messages)
                                     - f(anchor.estimate, anchor.messages)))
         if self.method == "calibrated":
             return max(0, round(self.a + self.tokenizer.b * estimate))
@@ -229,7 +233,7 @@ def anchors_of(points: Sequence[CallEstimate], reasoning: bool = True) -> list[A
     stage's `full_prompt` does (the bill still holds it)."""
     def anchor(p: CallEstimate) -> Anchor:
         return Anchor(p.recorded or 0, p.agent_estimate - (0 if reasoning else p.reasoning),
-                      p.agent_messages)
+                      p.agent_messages, p.reasoning)
 
     billed = [p for p in points if p.recorded is not None and p.recorded > 0]
     if not billed:
@@ -285,10 +289,12 @@ def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
 
 
 def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
-             source: str = "anchored") -> int:
+             source: str = "anchored", reasoning: int | None = None) -> int:
     """The compared figure of a view at call `call` (default: the call being made):
     `tokens` is the view's full prompt under the profile's counter (`full_prompt(view,
-    ctx)`), `messages` its length. With `source` "anchored" and a session that records
+    ctx)`), `messages` its length, `reasoning` (when the stage knows it differs from the
+    transcript's) the reasoning tokens the view still sends back (SPEC §11: a compaction
+    drops the turn's reasoning items). With `source` "anchored" and a session that records
     usage it is SPEC §11's `real(V', call)`, else `tokens` (so `counter` and sessions
     without usage compare ctxsim's own count, exactly as before).
 
@@ -297,7 +303,8 @@ def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
     model: TokenModel | None = getattr(ctx, "token_model", None)
     if source != "anchored" or model is None or model.method != "anchored":
         return tokens
-    return model.real(tokens, messages, ctx.call_index if call is None else call, stage=True)
+    return model.real(tokens, messages, ctx.call_index if call is None else call, stage=True,
+                      reasoning=reasoning)
 
 
 def step_call(ctx: Any, history: Sequence[Any], end: int, j: int) -> int:

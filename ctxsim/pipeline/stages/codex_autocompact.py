@@ -134,6 +134,22 @@ class _Run:
         lead = min(self.lead, n)
         return lead, (s.anchor if s.anchor is not None else lead - 1) + 1
 
+    def view_reasoning(self, n: int, s: State) -> int | None:
+        """The reasoning V(P, s) sends back (SPEC §11): after a compaction, that of the
+        assistant messages since the anchor in the current user turn (the compacted turn's
+        reasoning items are gone); None without one (the transcript's own)."""
+        if s.anchor is None:
+            return None
+        total = 0
+        for i in range(n - 1, s.anchor, -1):
+            m = self.h[i]
+            if m.role == "user":
+                break
+            spent = m.meta.get("reasoning_tokens") if m.role == "assistant" else None
+            if isinstance(spent, int) and spent > 0:
+                total += spent
+        return total
+
     def view_len(self, n: int, s: State) -> int:
         """len(V(P, s)) for P = input[:n], without building the view."""
         lead, start = self._start(n, s)
@@ -145,7 +161,7 @@ class _Run:
         limit is compared with (SPEC-agents §2.5.0.10) at `call` (default: this call)."""
         if not self.usage:
             return compared(self.ctx, self.prompt_tokens(n, s), self.view_len(n, s), call,
-                            self.source)
+                            self.source, self.view_reasoning(n, s))
         _, start = self._start(n, s)
         hidden = [i for i in self.hidden[bisect_left(self.hidden, start):] if i < n]
         return self._usage_from_sums(n, s, start, hidden)
