@@ -317,3 +317,27 @@ def step_call(ctx: Any, history: Sequence[Any], end: int, j: int) -> int:
     if model is None:
         return j
     return model.call_of(history[end].origin, j)
+
+
+def unit_of(ctx: Any, source: str) -> str:
+    """The unit a stage's `tokens_before` is in, for its reports and notes: "provider"
+    (anchored on the session's bill), "usage" (the agent's own recorded-usage measure) or
+    "counter" (ctxsim's count)."""
+    if source == "usage":
+        return "usage"
+    model: TokenModel | None = getattr(ctx, "token_model", None)
+    anchored = source == "anchored" and model is not None and model.method == "anchored"
+    return "provider" if anchored else "counter"
+
+
+UNIT_WORDS = {"provider": "the provider's tokens, anchored on the recorded bill",
+              "usage": "the last recorded usage plus an estimate of what followed",
+              "counter": "ctxsim's own count"}
+
+
+def unit_words(reports: Sequence[Mapping[str, Any]]) -> str:
+    """" (in …)" naming the unit of a replay's reports, for a stage's notes; "" when the
+    reports do not say."""
+    unit = next((r.get("token_unit") for r in reports if r.get("token_unit")), None)
+    return f" ({UNIT_WORDS[unit]})" if unit in UNIT_WORDS else ""
+

@@ -35,7 +35,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
-from ..token_model import compared, step_call
+from ..token_model import compared, step_call, unit_of, unit_words
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "claude_code_autocompact"
@@ -248,7 +248,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": info["summary_source"],
         "recorded_pre_tokens": info["recorded_pre_tokens"],
         "compactions_so_far": result.state.count, "dropped_recorded_summaries": dropped,
-        "enabled": th.enabled, "token_source": source,
+        "enabled": th.enabled, "token_source": source, "token_unit": unit_of(ctx, source),
         "env_effective": {
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": env.pct_override,
             "CLAUDE_CODE_AUTO_COMPACT_WINDOW": env.auto_compact_window,
@@ -293,8 +293,9 @@ def quiet_note(facts: ReplayFacts) -> str | None:
     peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
     if not thresholds:
         return None
-    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens, "
-            f"below the threshold of {thresholds[-1]:,} (effective window minus the safety "
+    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens"
+            f"{unit_words(facts.reports)}, below the threshold of {thresholds[-1]:,} tokens "
+            "(effective window minus the safety "
             "buffer; the 20,000-token summary reserve is ctxsim's default, not documented by "
             "Anthropic).")
 

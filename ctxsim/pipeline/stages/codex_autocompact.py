@@ -24,7 +24,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..token_model import compared, step_call
+from ..token_model import compared, step_call, unit_of, unit_words
 from ..tokens import extras_tokens, tokens_by_identity
 from . import StageContext, StageResult, changed_since, view_result
 from ._codex import (
@@ -313,6 +313,7 @@ class _Run:
             "recorded": bool(mine),
             "predicted": predicted,
             "token_source": self.source,
+            "token_unit": unit_of(self.ctx, self.source),
         }
         kind = _kind(bool(mine), applied_recorded, predicted, compacted)
         if kind is not None:
@@ -429,8 +430,9 @@ def quiet_note(facts: Any) -> str | None:
     if limits[-1] is None:
         return ("Codex auto-compaction never fired: the model's context window is unknown, so "
                 "Codex would not compact (set codex_config.model_context_window).")
-    return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens, below "
-            f"the limit of {limits[-1]:,} (90 % of the window, or the configured "
+    return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens"
+            f"{unit_words(facts.reports)}, below the limit of {limits[-1]:,} tokens (90 % of "
+            "the window, or the configured "
             "model_auto_compact_token_limit).")
 
 
