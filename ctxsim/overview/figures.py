@@ -30,8 +30,8 @@ from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, replay
 from ctxsim.pipeline.spill import NullSpillSink
-from ctxsim.pipeline.tokens import TokenCounter, tokens_by_identity
 from ctxsim.pipeline.token_model import call_figures
+from ctxsim.pipeline.tokens import TokenCounter, tokens_by_identity
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded
 from ctxsim.replays import services as replays
@@ -39,7 +39,7 @@ from ctxsim.replays.state import ReplaySettings
 from ctxsim.replays.token_counts import save_counts
 
 # Bump when the figures change meaning: stored rows under the old key are then not read.
-FIGURES_VERSION = 2
+FIGURES_VERSION = 3  # 3: calibrated sent tokens are the token model's
 
 # Summed over sessions as they are.
 SIMULATED = ("sessions", "calls", "failed", "raw_tokens", "sent_tokens", "cached_tokens",

@@ -378,9 +378,14 @@ def call_usage(run: ReplayRun, index: int) -> dict[str, Any]:
     recorded = c.get("rec")
     out = {"recorded": recorded, "calibrated_raw": c.get("craw"), "calibrated_sent":
            c.get("csent"), "flag": flagged.get(index), "trailing": c.get("resp") is None,
-           "uncalibrated": not run.totals.get("calibration")}
-    if recorded and c.get("craw") is not None:
-        out["difference"] = recorded["total_input"] - c["craw"]
+           "uncalibrated": not run.totals.get("calibration"),
+           "unit_label": UNIT_LABELS[numbers_unit(run)], "predicted": c.get("pred")}
+    calibration = Calibration.from_json(run.totals.get("calibration"))
+    if recorded and calibration is not None and c.get("raw") is not None:
+        # The in-sample line (what a flag measures), not the anchored figure (the bill).
+        out["difference"] = recorded["total_input"] - (calibration.value(c["raw"]) or 0)
+    if recorded and c.get("pred") is not None:
+        out["predicted_off"] = recorded["total_input"] - c["pred"]
     return out
 
 

@@ -77,7 +77,7 @@ def test_claude_code_calls_carry_their_responses_billed_input_once_per_message_i
     assert seen, "a Claude Code sample with usage should yield recorded calls"
 
 
-# --- Codex: the k-th token_count whose total moved is the k-th model call ----------------------------
+# --- Codex: the k-th token_count whose total moved is the k-th model call ---------------
 
 def codex_billed(path: Path) -> list[int]:
     billed, last = [], None

@@ -68,7 +68,12 @@ def test_the_summary_states_a_b_and_the_fit(personas, billed):
             "b = 1.22 (tokenizer factor)") in html
     assert "robust fit (Theil–Sen) over 9 calls with recorded usage" in html
     assert "1 call flagged: context the transcript does not show" in html
-    assert "Numbers shown:" in html and "<strong>calibrated</strong>" in html
+    # Issue 25: with a bill the page shows the provider's tokens (anchored on it), and the
+    # token model's one-step accuracy beside the in-sample fit.
+    assert "Numbers shown:" in html and "<strong>the provider's tokens</strong>" in html
+    assert 'id="one-step-accuracy">One step ahead (each bill predicted from earlier calls ' \
+        "only): median" in html
+    assert "Peak input · provider&#x27;s tokens" in html
 
 
 def test_the_chart_shows_recorded_points_calibrated_lines_window_and_flags(personas, billed):
@@ -79,10 +84,9 @@ def test_the_chart_shows_recorded_points_calibrated_lines_window_and_flags(perso
     assert chart["calibrated"] is True
     assert chart["flagged"] == [FLAGGED_CALL]
     assert chart["window"] == 200_000 and chart["model"] == "claude-sonnet-4-5"
-    # The lines are calibrated: within a token of the bill on every unflagged call.
-    for i, (line, bill) in enumerate(zip(chart["raw"], recorded, strict=True)):
-        if i != FLAGGED_CALL:
-            assert abs(line - bill) <= 2
+    # The lines are the provider's tokens: the bill itself at every billed call (the flagged
+    # one too: anchored on it).
+    assert chart["raw"] == recorded
 
 
 def billed_session_calls() -> list[dict]:
@@ -118,7 +122,8 @@ def test_the_call_view_shows_recorded_against_estimated_and_the_flag(personas, b
                           + "?profile=chatcli&call=1", headers={"HX-Request": "true",
                                                                 "HX-Target": "#call-view"})
     body = fragment.content.decode()
-    assert "recorded by the provider" in body and "calibrated <strong>" in body
+    assert "recorded by the provider" in body and "provider&#x27;s tokens <strong>" in body
+    assert 'id="one-step">predicted from the earlier calls only:' in body
     assert "flagged:" not in body
 
 
