@@ -417,7 +417,7 @@ def compare_chart(sides, selected: int) -> dict[str, Any]:
                     "failed": [c["i"] for c in s.run.calls if c["error"]]} for s in sides],
         "selected": selected,
         "counter": first.counter,
-        "unit": UNIT_LABELS[numbers_unit(first.run) if real else "raw"],
+        "unit": UNIT_LABELS[numbers_unit(first) if real else "raw"],
     }
 
 

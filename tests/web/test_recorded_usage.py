@@ -204,3 +204,19 @@ def test_a_negative_offset_is_explained(personas):
     offset = re.search(r"a = (-[\d,]+) tokens the transcript does not show", html)
     assert offset and abs(int(offset.group(1).replace(",", "")) + 2_000) <= 2
     assert "a is negative: ctxsim counts more than the provider billed" in html
+
+
+def test_compare_and_notes_are_in_the_unit_of_the_session_page(personas, billed):
+    """Issue 26: compare showed ctxsim's count unlabelled beside the session page's
+    calibrated peak, and the auto-compact note a third figure."""
+    client = personas.client("viewer")
+    html = page(client, billed, "?profile=claude-code")
+    peak = re.search(r"Peak input · provider&#x27;s tokens</small><strong>([\d,]+)<", html)
+    assert peak
+    compare = client.get(reverse("session-compare", args=[billed.pk]),
+                         {"profile": "claude-code", "b": "none"}).content.decode()
+    assert "Tokens sent per call, in provider&#x27;s tokens." in compare
+    assert f"Peak · provider&#x27;s tokens</small><strong>{peak.group(1)}<" in compare
+    note = re.search(r"auto-compact never fired: the conversation peaked at ([\d,]+) tokens "
+                     r"\(the provider&#x27;s tokens, anchored on the recorded bill\)", html)
+    assert note and note.group(1) == peak.group(1)
