@@ -176,10 +176,6 @@ class TokenModel:
             return max(0, round(self.a + self.tokenizer.b * estimate))
         return estimate
 
-    def scaled(self, tokens: int) -> int:
-        """A difference of estimates (what a stage saved) in the provider's tokens."""
-        return tokens if self.method == "counter" else round(self.tokenizer.b * tokens)
-
     def call_of(self, response_index: int | None, default: int) -> int:
         """The call answered by the raw message at `response_index` (a message's `origin`)."""
         if response_index is None:
@@ -212,18 +208,19 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
     steps: list[Step] = []
     predicted: dict[int, int] = {}
     tokenizer = Tokenizer(table_b)
-    fitted_at = 0
+    fitted_at = usable = 0
     for prev, cur in zip(billed, billed[1:], strict=False):
-        if _usable(steps) >= max(MIN_STEPS, fitted_at * REFIT_GROWTH):
+        if usable >= max(MIN_STEPS, fitted_at * REFIT_GROWTH):
             start = (tokenizer.b, tokenizer.c) if tokenizer.method == "huber" else None
             tokenizer = fit_steps(steps, table_b, start)
-            fitted_at = _usable(steps)
+            fitted_at = usable
         f = tokenizer.f
         assert prev.recorded is not None and cur.recorded is not None
         predicted[cur.call_index] = round(prev.recorded + f(cur.agent_estimate, cur.agent_messages)
                                           - f(prev.agent_estimate, prev.agent_messages))
         steps.append((cur.agent_estimate - prev.agent_estimate,
                       cur.agent_messages - prev.agent_messages, cur.recorded - prev.recorded))
+        usable += abs(steps[-1][2]) >= NOISE
     final = fit_steps(steps, table_b)
     return TokenModel("anchored", counter, final, anchors_of(points), predicted=predicted,
                       accuracy=accuracy(billed, predicted), by_response=by_response)
@@ -247,10 +244,6 @@ def anchors_of(points: Sequence[CallEstimate], reasoning: bool = True) -> list[A
             latest = anchor(p)
         anchors.append(latest)
     return anchors
-
-
-def _usable(steps: Sequence[Step]) -> int:
-    return sum(1 for s in steps if abs(s[2]) >= NOISE)
 
 
 def accuracy(billed: Sequence[CallEstimate], predicted: Mapping[int, int]) -> dict[str, Any]:
