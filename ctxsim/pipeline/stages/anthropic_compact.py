@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..token_model import compared, step_call
+from ..token_model import compared, step_call, unit_of
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "anthropic_compact"
@@ -120,6 +120,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "paused": bool(info["applied"] and p.get("compact_pause_after_compaction")),
         "trigger": {"type": "input_tokens", "value": trigger},
         "instructions": p.get("compact_instructions"),
+        "token_source": "anchored", "token_unit": unit_of(ctx, "anchored"),
         COMPACTION_EVENTS: events,
     }
     h = tuple(history)

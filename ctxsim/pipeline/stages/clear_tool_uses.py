@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import Message
-from ..token_model import compared
+from ..token_model import compared, unit_of
 from ..tokens import full_prompt_tokens
 from . import ReplayFacts, StageContext, StageResult
 from ._ownership import result_owners
@@ -39,7 +39,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         fired = len(calls) > trigger["value"]
     else:
         # The API counts its own tokens: the provider's where the session has a bill.
-        fired = compared(ctx, before, len(history)) > trigger["value"]
+        report.update(token_source="anchored", token_unit=unit_of(ctx, "anchored"),
+                      tokens_before=compared(ctx, before, len(history)))
+        fired = report["tokens_before"] > trigger["value"]
     if not fired:
         return StageResult(tuple(history), report)
     keep = (p.get("keep") or {"value": 3})["value"]
