@@ -18,6 +18,9 @@ say exactly what is timed):
   stages' memos off against the same with them on, CPU in one process: >= 10.
 - `retune-first`: on a stored 2,000-call session, the htmx replay request for a threshold
   whose previews were never made against the same request from the replay cache: <= 10.
+- `token-model` (SPEC §11, issue 25): a cold replay of a 2,000-call Claude Code session with
+  recorded usage, profile `claude-code`, with the token model on against the same replay
+  with it off: <= 1.1.
 - `import-worker-memory`: a real `db_worker` importing the ~100 MB Claude Code file, its peak
   RSS above its idle RSS against the file size: <= 2.
 
@@ -38,7 +41,7 @@ from bench.common import ROOT, child, median, output_dir
 IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
 TARGETS = ["replay", "replay-physical", "memo", "linearity", "linearity-warm", "retune",
            "retune-first", "import", "import-worker-memory", "pages", "overview", "insights",
-           "insights-linearity"]
+           "insights-linearity", "token-model"]
 PAGE_LIMIT_BYTES = 1_000_000  # the session page of the 2,000-call session (SPEC §9)
 IMPORT_SEED = 0
 
@@ -203,6 +206,13 @@ def main() -> int:
             info(f"{small['calls']} calls, every count known, CPU in one process: memos off "
                  f"{physical['unmemoized']:.2f}s (runs {runs(physical, 'unmemoized_times')}); "
                  f"baseline, memos on {small['warm']:.3f}s (runs {runs(small, 'warm_times')})")
+
+    if "token-model" in only:
+        model = child("bench.token_model", str(2000 // scale), str(reps))
+        results.append(line("token-model", model["on"] / model["off"], 1.1))
+        info(f"{model['calls']} calls with recorded usage, claude-code, cold: token model on "
+             f"{model['on']:.2f}s (runs {runs(model, 'on_times')}); baseline, off "
+             f"{model['off']:.2f}s (runs {runs(model, 'off_times')})")
 
     if "retune" in only:
         retune = child("bench.retune", str(500 // scale), str(reps))

@@ -6,8 +6,10 @@ total). The session's `instructions` become a leading system message (SPEC §7).
 
 Usage is aligned by count, never by position (SPEC §11): 0.40 writes a response's
 `token_count` before its items, 0.58 after them and again (unchanged) after the next turn
-context. Only the events whose `total_token_usage.total_tokens` grew are responses; the k-th
-of them answered the k-th model call, i.e. the k-th assistant message.
+context. Only the events whose `total_token_usage.total_tokens` changed since the previous
+event are responses (it grows, or restarts lower: a `last_token_usage` that belongs to a new
+model call whatever the running total did); the k-th of them answered the k-th model call,
+i.e. the k-th assistant message.
 """
 
 from __future__ import annotations
@@ -100,12 +102,15 @@ def parse(source: Source) -> list[Session]:
                     window = info["model_context_window"]
                 total = info.get("total_token_usage")
                 total = total.get("total_tokens") if isinstance(total, dict) else None
-                if isinstance(total, int) and (last_total is None or total > last_total):
+                # A response is an event whose running total moved: up, or down when the
+                # counter restarted (1,363,408 → 37,543 in one real rollout); a repeat of the
+                # previous event leaves it as it was.
+                if isinstance(total, int) and total != last_total:
                     usages.append(info.get("last_token_usage"))
                 elif total is None and isinstance(info.get("last_token_usage"), dict):
                     usages.append(info["last_token_usage"])  # no running total to dedupe by
                 if isinstance(total, int):
-                    last_total = total if last_total is None else max(last_total, total)
+                    last_total = total
             elif event == "user_message" and not human_prompt:
                 message = payload.get("message")
                 human_prompt = message if isinstance(message, str) else ""

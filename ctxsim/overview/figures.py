@@ -30,6 +30,7 @@ from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, replay
 from ctxsim.pipeline.spill import NullSpillSink
+from ctxsim.pipeline.token_model import call_figures
 from ctxsim.pipeline.tokens import TokenCounter, tokens_by_identity
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded
@@ -38,7 +39,7 @@ from ctxsim.replays.state import ReplaySettings
 from ctxsim.replays.token_counts import save_counts
 
 # Bump when the figures change meaning: stored rows under the old key are then not read.
-FIGURES_VERSION = 2
+FIGURES_VERSION = 3  # 3: calibrated sent tokens are the token model's
 
 # Summed over sessions as they are.
 SIMULATED = ("sessions", "calls", "failed", "raw_tokens", "sent_tokens", "cached_tokens",
@@ -67,7 +68,7 @@ class _Observed:
     """A replay whose calls are also handed to `observe` as `analyse` consumes them, so one
     replay feeds both readings."""
 
-    def __init__(self, rep: Any, observe: Callable[[CallResult], None]) -> None:
+    def __init__(self, rep: Any, observe: Callable[[CallResult, Any], None]) -> None:
         self._rep = rep
         self._observe = observe
 
@@ -76,7 +77,7 @@ class _Observed:
 
     def calls(self) -> Iterator[CallResult]:
         for call in self._rep.calls():
-            self._observe(call)
+            self._observe(call, self._rep.token_model)
             yield call
 
 
@@ -91,6 +92,7 @@ class _CallTally:
         self.counter = counter
         self.image_rule = image_rule
         self.recorded: dict[int, dict[str, Any]] = {}  # call index -> its recorded usage
+        self.real_sent: dict[int, int | None] = {}  # call index -> the token model's figure
         self.by_tool: dict[str, int] = {}
         self.raw_tokens = 0
         self.peak_sent = 0
@@ -101,10 +103,13 @@ class _CallTally:
     def _count(self, m: Message) -> int:
         return tokens_by_identity(self._tokens, m, self.counter, self.image_rule)
 
-    def __call__(self, call: CallResult) -> None:
+    def __call__(self, call: CallResult, token_model: Any = None) -> None:
         recorded = call_recorded(self.messages, call.response_input_index)
         if recorded:
             self.recorded[call.call_index] = recorded
+        if token_model is not None and token_model.method == "anchored":
+            # The provider's tokens of what was sent (SPEC §11), as the session page shows.
+            self.real_sent[call.call_index] = call_figures(token_model, call)["real_sent"]
         self.peak_raw = max(self.peak_raw, call.raw_tokens)
         if call.error:
             return
@@ -146,21 +151,24 @@ def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> di
         "by_tool": tally.by_tool,
     }
     out.update(_billed(insights.calls, tally.recorded, canonical.meta.get("recorded_totals"),
-                       calibration, rule))
+                       calibration, rule, tally.real_sent))
     return out
 
 
 def _billed(rows: Sequence[Any], per_call: Mapping[int, Mapping[str, Any]],
             session_totals: Mapping[str, Any] | None, calibration: Calibration | None,
-            rule: CacheRule) -> dict[str, Any]:
+            rule: CacheRule, real_sent: Mapping[int, int | None] | None = None
+            ) -> dict[str, Any]:
     """The recorded and calibrated figures of one session (see the module docstring)."""
     out: dict[str, Any] = dict.fromkeys(BILLED, 0)
+    real_sent = real_sent or {}
     calibrated: dict[int, tuple[int, float]] = {}  # call -> (tokens, cost), calibrated
     if calibration is not None:
         for row in rows:
             if row.failed:
                 continue
-            tokens = calibration.value(row.input_tokens) or 0
+            real = real_sent.get(row.index)
+            tokens = real if real is not None else calibration.value(row.input_tokens) or 0
             ratio = tokens / row.input_tokens if row.input_tokens else 0.0
             calibrated[row.index] = (tokens, row.cost * ratio)
         out["calibrated_sessions"] = 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,14 @@ class CallEstimate:
     response_input_index: int | None
     estimate: int
     recorded: int | None
+    # For the token model (`token_model.py`): the raw prompt's number of messages, and what
+    # the agent itself sent (`agent_*`): the raw prompt from the latest recorded compaction
+    # on (its leading system messages, the marked message and what followed), which is what
+    # the provider billed. Without a recorded compaction both equal the raw prompt's.
+    messages: int = 0
+    agent_estimate: int = 0
+    agent_messages: int = 0
+    reasoning: int = 0  # the part of both estimates that is reasoning sent back (SPEC §11)
 
 
 @dataclass(frozen=True)
@@ -104,24 +112,37 @@ def call_estimates(
     Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
     without running the replay.
     """
-    tokens = extras_tokens(counter, "", tools, response_schema)
+    extras = tokens = extras_tokens(counter, "", tools, response_schema)
     reasoning: dict[int, int] = {}
     turn_reasoning = 0
     out: list[CallEstimate] = []
+    lead = lead_tokens = 0  # the leading system messages
+    agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
+
+    def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
+        return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
+                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning)
+
     for index, m in enumerate(messages):
         if m.role == "assistant":
             recorded = message_recorded(m)
-            out.append(CallEstimate(len(out), index, tokens + turn_reasoning,
-                                    recorded["total_input"] if recorded else None))
+            out.append(point(index, recorded["total_input"] if recorded else None, index))
             spent = m.meta.get("reasoning_tokens")
             if isinstance(spent, int) and spent > 0:
                 reasoning[index] = spent
                 turn_reasoning += spent
         elif m.role == "user" and reasoning:
             reasoning, turn_reasoning = {}, 0
-        tokens += message_tokens(m, counter, image_rule)
+        cost = message_tokens(m, counter, image_rule)
+        if m.role == "system" and lead == index:
+            lead, lead_tokens = index + 1, lead_tokens + cost
+            agent_from = lead
+        elif isinstance(m.meta.get("compaction"), Mapping):
+            agent_tokens, agent_from = extras + lead_tokens, index
+        tokens += cost
+        agent_tokens += cost
     if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):
-        out.append(CallEstimate(len(out), None, tokens + turn_reasoning, None))
+        out.append(point(None, None, len(messages)))
     return out
 
 

@@ -205,10 +205,13 @@ PARAMS.update({
                   "threshold; recorded: replay the transcript's compactions.",
                   _choice("predict", "recorded"), kind="choice",
                   choices=("predict", "recorded"), undocumented_by=ANTHROPIC),
-        ParamSpec("cc_token_source", "Token source", "counter", "counter: the profile's counter "
-                  "on the full prompt; usage: the last recorded usage plus a rough estimate of "
-                  "what followed.", _choice("counter", "usage"), kind="choice",
-                  choices=("counter", "usage"), undocumented_by=ANTHROPIC),
+        ParamSpec("cc_token_source", "Token source", "anchored", "anchored: the provider's "
+                  "tokens (the recorded bill of this call or the latest earlier one, plus what "
+                  "the profile changed since; the counter without usage); counter: the "
+                  "profile's counter on the full prompt; usage: the last recorded usage plus a "
+                  "rough estimate of what followed.", _choice("anchored", "counter", "usage"),
+                  kind="choice", choices=("anchored", "counter", "usage"),
+                  undocumented_by=ANTHROPIC),
         ParamSpec("cc_summary_template", "Summary wording", "v2", "v2: 2026 transcripts; v1: "
                   "2025 transcripts.", _choice("v2", "v1"), kind="choice", choices=("v2", "v1")),
         # clear_thinking (§2.5.7)
@@ -349,10 +352,13 @@ PARAMS.update({p.name: p for p in (
               "model_auto_compact_token_limit can only lower 90 % of the window (newer Codex); "
               "override: it replaces it (older Codex).", _choice("min", "override"),
               kind="choice", choices=("min", "override")),
-    ParamSpec("codex_token_source", "Codex token source", "counter", "counter: the full prompt "
-              "under ctxsim's counter; usage: the last recorded total_tokens plus ⌈bytes/4⌉ "
-              "of what followed (Codex's own estimate).", _choice("counter", "usage"),
-              kind="choice", choices=("counter", "usage")),
+    ParamSpec("codex_token_source", "Codex token source", "anchored", "anchored: the "
+              "provider's tokens (the recorded bill of this call or the latest earlier one, "
+              "plus what the profile changed since; the counter without usage); counter: the "
+              "full prompt under ctxsim's counter; usage: the last recorded total_tokens plus "
+              "⌈bytes/4⌉ of what followed (Codex's own estimate).",
+              _choice("anchored", "counter", "usage"), kind="choice",
+              choices=("anchored", "counter", "usage")),
     ParamSpec("codex_user_message_budget", "User messages kept", 20000, "Approximate tokens of "
               "the most recent user messages kept after a compaction "
               "(COMPACT_USER_MESSAGE_MAX_TOKENS).", _int_range(0, 10_000_000), unit="tokens"),

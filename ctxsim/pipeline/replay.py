@@ -14,13 +14,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .calibration import call_estimates
 from .history import History, Prefix, plus
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
+from .token_model import TokenModel, anchors_of
+from .token_model import build as build_token_model
 from .tokens import TokenCounter, extras_tokens, get_counter, tokens_by_identity
+from .usage import guess_provider
 
 
 @dataclass
@@ -201,6 +205,11 @@ class Replay:
     use_memos: bool = True
     # The session's `meta` (SPEC-agents §2.5.0.8), handed to every stage as `ctx.session`.
     session: Any = None
+    # SPEC §11's token model, built when the calls start (`token_model`); off, every stage
+    # compares ctxsim's own count (the bench's baseline). `agent`: the transcript format,
+    # which picks the pooled prior of a session without usage.
+    use_token_model: bool = True
+    agent: str | None = None
 
     def __post_init__(self) -> None:
         self.spills = SpillService(self.sink)
@@ -220,6 +229,7 @@ class Replay:
         self.extra_tokens = extras_tokens(
             self.counter, gateway_si, self.tools, self.response_schema
         )
+        self.token_model: TokenModel | None = None
 
     @property
     def measured(self) -> Mapping[int, tuple[Message, int]]:
@@ -231,6 +241,22 @@ class Replay:
     @property
     def spilled_files(self) -> list[SpillRecord]:
         return self.spills.records
+
+    def build_token_model(self) -> TokenModel:
+        """The session's token model under this replay's counter and image rule: a pass over
+        the raw history (each content a cache lookup once the replay counted it)."""
+        points = call_estimates(self.messages, self.counter, self.image_rule, self.tools,
+                                self.response_schema)
+        session = self.session or {}
+        provider = session.get("provider") or guess_provider(self.messages)
+        model = build_token_model(points, self.counter.name, provider, self.agent)
+        if model.method == "anchored":
+            if self.image_rule != "bytes4" and any(m.meta.get("binary_parts")
+                                                   for m in self.messages):
+                points = call_estimates(self.messages, self.counter, "bytes4", self.tools,
+                                        self.response_schema)
+            model.stage_anchors = anchors_of(points, reasoning=False)
+        return model
 
     def calls(self) -> Iterator[CallResult]:
         """Yield one result per model call (SPEC §1), in order.
@@ -244,6 +270,8 @@ class Replay:
         count_many = getattr(self.counter, "count_many", None)
         if count_many is not None:
             count_many(_counted_parts(self.messages))
+        if self.use_token_model and self.token_model is None:
+            self.token_model = self.build_token_model()
         agent_mode = values["loop_mode"] == "agent"
         dispatch_stages = [s for s, p in self.config.stages if p == "dispatch"]
         persistent = History()
@@ -285,7 +313,8 @@ class Replay:
                     for stage in dispatch_stages:
                         ctx = StageContext(values, self.counter, state["turn"], state["call"],
                                            self.spills, self.tools, self.response_schema,
-                                           session=self.session or {})
+                                           session=self.session or {},
+                                           token_model=self.token_model)
                         r = STAGES[stage].run([*persistent[latest_assistant:], msg], ctx)
                         if r.history[-1] is not msg:
                             saved = self._costs.cost(msg) - self._costs.cost(r.history[-1])
@@ -314,7 +343,8 @@ class Replay:
               reasoning: dict[int, int] | None = None) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
-                           self.tools, self.response_schema, session=self.session or {})
+                           self.tools, self.response_schema, session=self.session or {},
+                           token_model=self.token_model)
         spill_start = len(self.spills.records)
         history: Sequence[Message] = persistent
         start = persistent
@@ -394,6 +424,7 @@ def replay(
     tools: Any = None,
     response_schema: Any = None,
     session: Any = None,
+    use_token_model: bool = True,
 ) -> Replay:
     """Prepare a replay: the one way every caller (CLI, web, sweeps, tests) builds a `Replay`.
 
@@ -407,10 +438,13 @@ def replay(
         run_config = profile
     else:
         run_config = resolve(profile, config, stages)
+    agent = None
     if isinstance(source, Session):
+        agent = source.format
         tools = source.tools if tools is None else tools
         response_schema = source.response_schema if response_schema is None else response_schema
         session = dict(source.meta) if session is None else session
         run_config = run_config.for_session(source.format, source.meta)
         source = source.messages
-    return Replay(source, run_config, sink, tools, response_schema, session=session)
+    return Replay(source, run_config, sink, tools, response_schema, session=session,
+                  use_token_model=use_token_model, agent=agent)

@@ -12,7 +12,7 @@ import json
 from .profiles import RunConfig
 
 # Bump when the engine's output for the same settings changes, so cached replays are redone.
-ENGINE_VERSION = "3"  # 3: image rules, Codex reasoning, recorded usage and calibration
+ENGINE_VERSION = "4"  # 4: the token model (anchored limits, real tokens; SPEC §11 2026-12)
 
 
 def run_key(rc: RunConfig) -> str:

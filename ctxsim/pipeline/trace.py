@@ -19,6 +19,7 @@ from .calibration import Calibration, calibrate
 from .messages import Message, decode_for_display, is_valid_utf8
 from .replay import CallResult, Replay
 from .spill import SpillRecord
+from .token_model import TokenModel, call_figures
 from .usage import NEXT_CALL_LABEL, call_recorded, guess_provider
 
 # `build_trace(calibration=AUTO)`: calibrate the replay's own messages.
@@ -68,7 +69,8 @@ def spill_json(s: SpillRecord) -> dict[str, Any]:
 
 
 def call_json(call: CallResult, summary: bool = False, *, recorded: Any = None,
-              calibration: Calibration | None = None) -> dict[str, Any]:
+              calibration: Calibration | None = None,
+              token_model: TokenModel | None = None) -> dict[str, Any]:
     """One call: position, one key per stage (report + `history` unless summary), tokens,
     the provider's recorded usage and the calibrated estimates (SPEC §11)."""
     out: dict[str, Any] = {
@@ -91,6 +93,7 @@ def call_json(call: CallResult, summary: bool = False, *, recorded: Any = None,
         "carried_over": call.carried_over,
         "calibrated_raw": calibration.value(call.raw_tokens) if calibration else None,
         "calibrated_sent": calibration.value(call.sent_tokens) if calibration else None,
+        **call_figures(token_model, call),
     }
     out["recorded"] = recorded
     out["error"] = call.error
@@ -142,7 +145,8 @@ def _render(rep: Replay, summary: bool, on_call: Any, *, calibration: Any = AUTO
     peak = total = 0
     for call in rep.calls():
         billed = call_recorded(rep.messages, call.response_input_index)
-        on_call(call_json(call, summary, recorded=billed, calibration=calibration))
+        on_call(call_json(call, summary, recorded=billed, calibration=calibration,
+                          token_model=rep.token_model))
         compactions += call_compactions(call)
         peak = max(peak, call.sent_tokens)
         total += call.sent_tokens
@@ -153,6 +157,7 @@ def _render(rep: Replay, summary: bool, on_call: Any, *, calibration: Any = AUTO
         "final_history": _Items(message_json, rep.final_history),
         "spilled_files": _Items(spill_json, rep.spilled_files),
         "calibration": calibration.as_json() if calibration else None,
+        "token_model": rep.token_model.as_json() if rep.token_model else None,
         "tokens": {"counter": rep.counter.name, "peak_sent": peak, "total_sent": total},
     }
     # SPEC-agents §2.5.0.7: only traces of the agent stages carry the compaction lists.

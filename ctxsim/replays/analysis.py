@@ -16,6 +16,7 @@ from ctxsim.pipeline.messages import Message, decode_for_display
 from ctxsim.pipeline.registry import STAGES
 from ctxsim.pipeline.replay import CallResult
 from ctxsim.pipeline.stages import ReplayFacts
+from ctxsim.pipeline.token_model import TokenModel, call_figures
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 # Report lists can hold one entry per message; the cached summary keeps their length only.
@@ -25,10 +26,13 @@ STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
 
 
 def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
-                 calibration: Calibration | None = None) -> dict[str, Any]:
+                 calibration: Calibration | None = None,
+                 token_model: TokenModel | None = None) -> dict[str, Any]:
     """The compact per-call record the replay cache keeps (no histories), with the provider's
-    recorded usage (`rec`) and the calibrated estimates (`craw`, `csent`; None when the
-    session is uncalibrated) of SPEC §11."""
+    recorded usage (`rec`) and the provider's tokens of SPEC §11 (`craw`, `csent`; None when
+    the session is uncalibrated): the token model's `real_raw`/`real_sent` when the session
+    has a bill (the unit every anchored threshold compares), else the calibration line;
+    `pred` is the one-step-ahead prediction of the bill."""
     reports = {}
     for run in call.stages:
         report = {}
@@ -52,9 +56,19 @@ def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
         "saved": _savings(call),
         "reports": reports,
         "rec": dict(recorded) if recorded else None,
-        "craw": calibration.value(call.raw_tokens) if calibration else None,
-        "csent": calibration.value(call.sent_tokens) if calibration else None,
+        **_provider_tokens(call, calibration, token_model),
     }
+
+
+def _provider_tokens(call: CallResult, calibration: Calibration | None,
+                     token_model: TokenModel | None) -> dict[str, int | None]:
+    if token_model is not None and token_model.method == "anchored":
+        real = call_figures(token_model, call)
+        return {"craw": real["real_raw"], "csent": real["real_sent"],
+                "pred": real["real_raw_predicted"]}
+    return {"craw": calibration.value(call.raw_tokens) if calibration else None,
+            "csent": calibration.value(call.sent_tokens) if calibration else None,
+            "pred": None}
 
 
 # What earlier calls' persistent stages saved (and, negatively, what the anchor adds): listed

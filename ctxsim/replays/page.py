@@ -239,6 +239,7 @@ def calibration_summary(run: ReplayRun) -> dict[str, Any] | None:
     quality = f"{method} over {cal['calls_used']} calls with recorded usage"
     if sd is not None:
         quality += f", residual SD {round(sd):,} tokens"
+    accuracy = ((run.totals.get("token_model") or {}).get("accuracy") or {})
     note = ""
     if cal["a"] < 0:
         note = ("a is negative: ctxsim counts more than the provider billed for something every "
@@ -250,22 +251,59 @@ def calibration_summary(run: ReplayRun) -> dict[str, Any] | None:
         "line": f"a = {round(cal['a']):,} tokens the transcript does not show (system prompt, "
                 f"tools) · b = {cal['b']:.2f} (tokenizer factor)",
         "quality": quality,
+        "accuracy": _accuracy_line(accuracy),
     }
+
+
+def _accuracy_line(accuracy: dict[str, Any]) -> str:
+    """The token model's honest accuracy (SPEC §11): each bill predicted from the earlier
+    ones only, shown beside the in-sample fit."""
+    if not accuracy.get("calls") or accuracy.get("one_step_median") is None:
+        return ""
+    line = (f"One step ahead (each bill predicted from earlier calls only): median "
+            f"{accuracy['one_step_median']:.2%}, p90 {accuracy['one_step_p90']:.2%} over "
+            f"{accuracy['calls']:,} calls")
+    if accuracy.get("step_median") is not None:
+        line += (f"; what a call added (steps of 1,000 tokens or more): median "
+                 f"{accuracy['step_median']:.1%}, p90 {accuracy['step_p90']:.1%}")
+    return line
+
+
+def numbers_unit(run: ReplayRun, numbers: str = "calibrated") -> str:
+    """The unit of the page's numbers: "real" (the provider's tokens, anchored on the bill:
+    the unit anchored thresholds compare), "calibrated" (the calibration line) or "raw"."""
+    if numbers == "raw" or not run.totals.get("calibration"):
+        return "raw"
+    model = run.totals.get("token_model") or {}
+    return "real" if model.get("method") == "anchored" else "calibrated"
+
+
+UNIT_LABELS = {"real": "provider's tokens", "calibrated": "calibrated",
+               "raw": "ctxsim's estimate"}
 
 
 def summary(run: ReplayRun, numbers: str = "calibrated") -> dict[str, Any]:
     t = run.totals
     saved = sorted(t["saved_by_stage"].items(), key=lambda kv: -kv[1])
     calibrated = bool(t.get("calibration")) and numbers == "calibrated"
+    unit = numbers_unit(run, numbers)
+    # Savings in the unit of the page: the provider's tokens of what was removed are b times
+    # ctxsim's count of it (the token model's factor; SPEC §11).
+    factor = ((t.get("token_model") or {}).get("tokenizer") or {}).get("b", 1.0) \
+        if unit == "real" else 1.0
+    saved = [(stage, round(n * factor)) for stage, n in saved]
     return {
         **t,
         "calibrated": calibrated,
+        "unit": unit,
+        "unit_label": UNIT_LABELS[unit],
         "calibration_view": calibration_summary(run),
         "shown_peak_sent": t.get("peak_sent_calibrated") if calibrated else t["peak_sent"],
         "shown_total_sent": t.get("total_sent_calibrated") if calibrated else t["total_sent"],
         "shown_peak_raw": t.get("peak_raw_calibrated") if calibrated else t["peak_raw"],
         "shown_total_raw": t.get("total_raw_calibrated") if calibrated else t["total_raw"],
-        "saved_total": t["total_raw"] - t["total_sent"],
+        "saved_total": sum(n for _, n in saved) if unit == "real"
+        else t["total_raw"] - t["total_sent"],
         "saved_list": [{"stage": s, "label": _saving_label(s), "tokens": n,
                         "share": (n / t["total_raw"] * 100) if t["total_raw"] else 0}
                        for s, n in saved],
@@ -368,9 +406,14 @@ def call_usage(run: ReplayRun, index: int) -> dict[str, Any]:
     recorded = c.get("rec")
     out = {"recorded": recorded, "calibrated_raw": c.get("craw"), "calibrated_sent":
            c.get("csent"), "flag": flagged.get(index), "trailing": c.get("resp") is None,
-           "uncalibrated": not run.totals.get("calibration")}
-    if recorded and c.get("craw") is not None:
-        out["difference"] = recorded["total_input"] - c["craw"]
+           "uncalibrated": not run.totals.get("calibration"),
+           "unit_label": UNIT_LABELS[numbers_unit(run)], "predicted": c.get("pred")}
+    calibration = Calibration.from_json(run.totals.get("calibration"))
+    if recorded and calibration is not None and c.get("raw") is not None:
+        # The in-sample line (what a flag measures), not the anchored figure (the bill).
+        out["difference"] = recorded["total_input"] - (calibration.value(c["raw"]) or 0)
+    if recorded and c.get("pred") is not None:
+        out["predicted_off"] = recorded["total_input"] - c["pred"]
     return out
 
 
@@ -388,13 +431,21 @@ def session_facts(session: Session) -> list[tuple[str, Any]]:
 
 def compare_chart(sides, selected: int) -> dict[str, Any]:
     first = sides[0].run
+    # One unit for both sides, the session page's: the provider's tokens when both have them.
+    real = all(numbers_unit(s.run) != "raw" for s in sides)
+
+    def shown(c: dict[str, Any], key: str) -> Any:
+        return c[f"c{key}"] if real and c.get(f"c{key}") is not None else c[key]
+
     return {
         "labels": [c["i"] for c in first.calls],
-        "raw": [c["raw"] for c in first.calls],
-        "series": [{"label": s.settings.profile.name, "sent": [c["sent"] for c in s.run.calls],
+        "raw": [shown(c, "raw") for c in first.calls],
+        "series": [{"label": s.settings.profile.name,
+                    "sent": [shown(c, "sent") for c in s.run.calls],
                     "failed": [c["i"] for c in s.run.calls if c["error"]]} for s in sides],
         "selected": selected,
         "counter": first.counter,
+        "unit": UNIT_LABELS[numbers_unit(first) if real else "raw"],
     }
 
 
@@ -417,17 +468,21 @@ def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
     marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
     rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
     calibration = Calibration.from_json(run.totals.get("calibration"))
-    # A stage measuring in recorded usage already counts what the provider billed.
+    # A stage measuring in recorded usage, or anchored on the bill, already counts what the
+    # provider billed.
     billed = any(STAGES[s].measures_billed(run.config) for s, _ in run.stages
                  if s in STAGES and STAGES[s].measures_billed is not None)
-    shown = calibration.value if calibration and numbers == "calibrated" and not billed \
-        else _same
+    anchored = any(r.get("token_unit") == "provider" for c in run.calls
+                   for r in c["reports"].values())
+    shown = calibration.value if calibration and numbers == "calibrated" and not (
+        billed or anchored) else _same
     for row in rows:
         row["at_recorded"] = shown(row["tokens_at_recorded"])
         row["at_predicted"] = shown(row["tokens_at_predicted"])
     return {
         "compaction_rows": rows,
-        "compaction_numbers": ("billed" if billed else "uncalibrated" if calibration is None
+        "compaction_numbers": ("billed" if billed else "provider" if anchored
+                               else "uncalibrated" if calibration is None
                                else "calibrated" if numbers == "calibrated" else "raw"),
         "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
                           for m in marks if m["call_index"] == call],

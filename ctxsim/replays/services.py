@@ -222,7 +222,7 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
         calibration = replay_calibration(rep)
         for call in rep.calls():
             recorded = call_recorded(rep.messages, call.response_input_index)
-            calls.append(analysis.call_summary(call, recorded, calibration))
+            calls.append(analysis.call_summary(call, recorded, calibration, rep.token_model))
             if call.call_index == keep:
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
@@ -238,6 +238,7 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)
     totals["calibration"] = calibration.as_json() if calibration else None
+    totals["token_model"] = rep.token_model.as_json() if rep.token_model else None
     # Per-call sums, else what the file records for the whole session (SWE-agent).
     totals["recorded"] = (session_totals([c["rec"] for c in calls])
                           or canonical.meta.get("recorded_totals"))

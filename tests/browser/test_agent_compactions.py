@@ -38,8 +38,12 @@ def test_the_recorded_compaction_is_on_the_chart_and_lowering_the_threshold_pred
     stored = save_sessions(load(FIXTURE).sessions, team=personas.team,
                            user=personas.users["owner"])[0]
     page = login("reviewer")
-    # No profile in the URL: a Claude Code session opens with the claude-code profile.
-    page.goto(f"{live_server.url}/sessions/{stored.pk}/?call={RECORDED_CALL}")
+    # No profile in the URL: a Claude Code session opens with the claude-code profile. The
+    # counter token source: with the default (anchored) the bill of call 1 (167,006) is over
+    # the threshold and the prediction is one call before the recorded compaction (pinned in
+    # tests/pipeline/test_token_model.py).
+    page.goto(f"{live_server.url}/sessions/{stored.pk}/?call={RECORDED_CALL}"
+              "&cc_token_source=counter")
     expect(page.locator("#profile-select")).to_have_value("claude-code")
     expect(page.locator("#call-view")).to_contain_text(
         "Claude Code compacted here: 167,648 tokens before (auto).")

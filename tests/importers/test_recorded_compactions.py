@@ -86,10 +86,22 @@ def test_the_recorded_profile_replays_both_compactions_at_their_calls(tmp_path: 
 
 def test_predicted_under_the_default_threshold_the_recorded_one_is_not_predicted(
         tmp_path: Path) -> None:
-    trace = simulate(CLAUDE, tmp_path, "claude-code")
+    # ctxsim's own count of this hand-made file is far below the threshold.
+    trace = simulate(CLAUDE, tmp_path, "claude-code", cc_token_source="counter")
     assert kinds(trace) == [("claude_code_autocompact", 2, "recorded_not_predicted")]
     # The session's model (Sonnet 4.5) gives the 200K window: threshold 167000.
     assert trace["calls"][0]["claude_code_autocompact"]["threshold"] == 167000
+
+
+def test_anchored_on_the_bill_the_compaction_is_predicted_where_the_bill_crosses(
+        tmp_path: Path) -> None:
+    """The default token source: call 1 was billed 167,006 ≥ 167,000, so the simulation
+    compacts there; Claude Code itself decided from that response's usage, one call later."""
+    trace = simulate(CLAUDE, tmp_path, "claude-code")
+    assert kinds(trace) == [("claude_code_autocompact", 1, "predicted"),
+                            ("claude_code_autocompact", 2, "recorded_not_predicted")]
+    report = trace["calls"][1]["claude_code_autocompact"]
+    assert report["tokens_before"] == 167_006 and report["token_unit"] == "provider"
 
 
 def test_a_lower_threshold_moves_the_simulated_compaction_earlier(tmp_path: Path) -> None:

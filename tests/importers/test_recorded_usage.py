@@ -77,7 +77,7 @@ def test_claude_code_calls_carry_their_responses_billed_input_once_per_message_i
     assert seen, "a Claude Code sample with usage should yield recorded calls"
 
 
-# --- Codex: the k-th growing token_count is the k-th model call ----------------------------
+# --- Codex: the k-th token_count whose total moved is the k-th model call ---------------
 
 def codex_billed(path: Path) -> list[int]:
     billed, last = [], None
@@ -89,9 +89,9 @@ def codex_billed(path: Path) -> list[int]:
         if payload.get("type") != "token_count" or not isinstance(info, dict):
             continue
         total = info["total_token_usage"]["total_tokens"]
-        if last is None or total > last:
+        if total != last:
             billed.append(info["last_token_usage"]["input_tokens"])
-        last = total if last is None else max(last, total)
+        last = total
     return billed
 
 
@@ -334,3 +334,35 @@ def test_the_trailing_call_is_labelled_and_carries_no_usage(tmp_path):
     assert last["recorded"] is None
     assert trace["calibration"] is None  # no usage at all: uncalibrated
     assert last["tokens"]["calibrated_raw"] is None
+
+
+def _rollout_line(kind: str, payload: dict) -> str:
+    return json.dumps({"timestamp": "2026-03-01T10:00:00Z", "type": kind, "payload": payload})
+
+
+def _token_count(total: int, last: int) -> str:
+    return _rollout_line("event_msg", {"type": "token_count", "info": {
+        "total_token_usage": {"total_tokens": total},
+        "last_token_usage": {"input_tokens": last, "cached_input_tokens": 0,
+                             "output_tokens": 20, "total_tokens": last + 20}}})
+
+
+def test_a_codex_response_after_the_running_total_restarts_keeps_its_usage(tmp_path):
+    """Issue 25: one real rollout's running total went 1,363,408 → 37,543; that response
+    is still a new model call, and so are the ones after it (a repeat is not)."""
+    lines = [_rollout_line("session_meta", {"id": "s1", "cwd": "/w"})]
+    for k, (total, last) in enumerate([(1_300_000, 41_000), (1_363_408, 43_000),
+                                       (37_543, 37_500), (37_543, 37_500), (76_000, 38_400)]):
+        if k != 3:  # the fourth event repeats the third (0.58 writes one again)
+            lines += [_rollout_line("response_item", {
+                "type": "function_call", "name": "shell", "arguments": "{}",
+                "call_id": f"c{k}"}),
+                _rollout_line("response_item", {"type": "function_call_output",
+                                                "call_id": f"c{k}", "output": "ok"})]
+        lines.append(_token_count(total, last))
+    path = tmp_path / "rollout-2026-03-01T10-00-00-s1.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (session,) = load(path).sessions
+    recorded = [m.meta.get("recorded") for m in _assistants(session)]
+    assert [r and r["total_input"] for r in recorded] == [41_000, 43_000, 37_500, 38_400]
+    assert session.meta["recorded_totals"]["total_input"] == 41_000 + 43_000 + 37_500 + 38_400

@@ -95,13 +95,29 @@ def test_the_recorded_compaction_is_marked_on_the_chart_and_in_the_call_view(cli
     stored = _compacted_session(personas)
     client.force_login(personas.users["owner"])
     url = reverse("session-detail", args=[stored.pk])
-    html = client.get(url, {"profile": "claude-code", "call": 2}).content.decode()
+    # The counter token source: anchored on the bill, call 1 (billed 167,006) is already over
+    # the threshold, one call before Claude Code compacted (see the test below).
+    html = client.get(url, {"profile": "claude-code", "call": 2, "cc_token_source": "counter"}
+                      ).content.decode()
     chart = json.loads(re.search(r'id="chart-data" type="application/json">(.*?)</script>',
                                  html, re.S).group(1))
     assert chart["recorded"] == [2] and chart["predicted"] == []
     assert "Claude Code compacted here: 167,648 tokens before (auto)." in html
     table = html[html.index('id="recorded-vs-simulated"'):]
     assert "not predicted" in table[:table.index("</table>")]
+
+
+def test_anchored_on_the_bill_the_compaction_is_predicted_where_the_bill_crosses(client,
+                                                                                 personas):
+    stored = _compacted_session(personas)
+    client.force_login(personas.users["owner"])
+    html = client.get(reverse("session-detail", args=[stored.pk]),
+                      {"profile": "claude-code", "call": 1}).content.decode()
+    chart = json.loads(re.search(r'id="chart-data" type="application/json">(.*?)</script>',
+                                 html, re.S).group(1))
+    assert chart["predicted"] == [1] and chart["recorded"] == [2]
+    assert chart["raw"][1] == 167_006  # the provider's tokens: the bill itself
+    assert "the provider's tokens</strong>, anchored on the recorded bill" in html
 
 
 def test_a_lower_threshold_moves_the_simulated_compaction_earlier_in_the_list(client, personas):
@@ -158,8 +174,10 @@ def _cells(table: str) -> list[list[str]]:
                                                                     re.S)] for r in rows]
 
 
+# The counter token source: these tests are about calibrating ctxsim's own count.
 LOWER = {"profile": "claude-code", "counter": "bytes4", "cc_context_window": "60",
-         "cc_max_output_tokens": "10", "cc_autocompact_buffer_tokens": "10"}
+         "cc_max_output_tokens": "10", "cc_autocompact_buffer_tokens": "10",
+         "cc_token_source": "counter"}
 
 
 def test_the_compactions_list_shows_calibrated_tokens_at_both_calls(client, personas):

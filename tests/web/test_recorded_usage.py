@@ -68,7 +68,12 @@ def test_the_summary_states_a_b_and_the_fit(personas, billed):
             "b = 1.22 (tokenizer factor)") in html
     assert "robust fit (Theil–Sen) over 9 calls with recorded usage" in html
     assert "1 call flagged: context the transcript does not show" in html
-    assert "Numbers shown:" in html and "<strong>calibrated</strong>" in html
+    # Issue 25: with a bill the page shows the provider's tokens (anchored on it), and the
+    # token model's one-step accuracy beside the in-sample fit.
+    assert "Numbers shown:" in html and "<strong>the provider's tokens</strong>" in html
+    assert 'id="one-step-accuracy">One step ahead (each bill predicted from earlier calls ' \
+        "only): median" in html
+    assert "Peak input · provider&#x27;s tokens" in html
 
 
 def test_the_chart_shows_recorded_points_calibrated_lines_window_and_flags(personas, billed):
@@ -79,10 +84,9 @@ def test_the_chart_shows_recorded_points_calibrated_lines_window_and_flags(perso
     assert chart["calibrated"] is True
     assert chart["flagged"] == [FLAGGED_CALL]
     assert chart["window"] == 200_000 and chart["model"] == "claude-sonnet-4-5"
-    # The lines are calibrated: within a token of the bill on every unflagged call.
-    for i, (line, bill) in enumerate(zip(chart["raw"], recorded, strict=True)):
-        if i != FLAGGED_CALL:
-            assert abs(line - bill) <= 2
+    # The lines are the provider's tokens: the bill itself at every billed call (the flagged
+    # one too: anchored on it).
+    assert chart["raw"] == recorded
 
 
 def billed_session_calls() -> list[dict]:
@@ -118,7 +122,8 @@ def test_the_call_view_shows_recorded_against_estimated_and_the_flag(personas, b
                           + "?profile=chatcli&call=1", headers={"HX-Request": "true",
                                                                 "HX-Target": "#call-view"})
     body = fragment.content.decode()
-    assert "recorded by the provider" in body and "calibrated <strong>" in body
+    assert "recorded by the provider" in body and "provider&#x27;s tokens <strong>" in body
+    assert 'id="one-step">predicted from the earlier calls only:' in body
     assert "flagged:" not in body
 
 
@@ -199,3 +204,19 @@ def test_a_negative_offset_is_explained(personas):
     offset = re.search(r"a = (-[\d,]+) tokens the transcript does not show", html)
     assert offset and abs(int(offset.group(1).replace(",", "")) + 2_000) <= 2
     assert "a is negative: ctxsim counts more than the provider billed" in html
+
+
+def test_compare_and_notes_are_in_the_unit_of_the_session_page(personas, billed):
+    """Issue 26: compare showed ctxsim's count unlabelled beside the session page's
+    calibrated peak, and the auto-compact note a third figure."""
+    client = personas.client("viewer")
+    html = page(client, billed, "?profile=claude-code")
+    peak = re.search(r"Peak input · provider&#x27;s tokens</small><strong>([\d,]+)<", html)
+    assert peak
+    compare = client.get(reverse("session-compare", args=[billed.pk]),
+                         {"profile": "claude-code", "b": "none"}).content.decode()
+    assert "Tokens sent per call, in provider&#x27;s tokens." in compare
+    assert f"Peak · provider&#x27;s tokens</small><strong>{peak.group(1)}<" in compare
+    note = re.search(r"auto-compact never fired: the conversation peaked at ([\d,]+) tokens "
+                     r"\(the provider&#x27;s tokens, anchored on the recorded bill\)", html)
+    assert note and note.group(1) == peak.group(1)

@@ -65,6 +65,9 @@ class StageContext:
     # The session's `meta` (SPEC-agents §2.5.0.8): `model`, `cwd`, `session_id`,
     # `model_context_window`, `recorded_compactions`; empty for a scenario.
     session: Mapping[str, Any] = field(default_factory=dict)
+    # The session's token model (SPEC §11, `token_model.py`), None without one: stages read it
+    # through `token_model.compared`, never directly.
+    token_model: Any = None
 
     @property
     def documented(self) -> bool:

@@ -23,6 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
+from ..token_model import compared, step_call, unit_of
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "anthropic_compact"
@@ -65,7 +66,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
              j: int) -> tuple[Block | None, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, b)
-        tokens = full_prompt(before, ctx)
+        tokens = compared(ctx, full_prompt(before, ctx), len(before), step_call(ctx, h, end, j))
         fires = tokens > trigger
         response = h[end] if end < len(h) else None
         recorded = recorded_block(response) if response is not None else None
@@ -119,6 +120,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "paused": bool(info["applied"] and p.get("compact_pause_after_compaction")),
         "trigger": {"type": "input_tokens", "value": trigger},
         "instructions": p.get("compact_instructions"),
+        "token_source": "anchored", "token_unit": unit_of(ctx, "anchored"),
         COMPACTION_EVENTS: events,
     }
     h = tuple(history)

@@ -35,6 +35,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import compared, step_call, unit_of, unit_words
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "claude_code_autocompact"
@@ -174,17 +175,19 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             if marker.get("kind") == "summary":
                 summaries.append(i)
 
-    def measure(v: Sequence[Message], s: State) -> int:
-        if p.get("cc_token_source") == "usage":
+    source = p.get("cc_token_source", "anchored")
+
+    def measure(v: Sequence[Message], s: State, call: int) -> int:
+        if source == "usage":
             lead = leading_system_len(v)
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
-        return full_prompt(v, ctx)
+        return compared(ctx, full_prompt(v, ctx), len(v), call, source)
 
     def step(s: State, h: Sequence[Message], end: int,
              j: int) -> tuple[State, list[Message], dict[str, Any]]:
         prefix = h if end == len(h) else h[:end]  # the whole history is not copied
         before = view(prefix, s)
-        tokens = measure(before, s)
+        tokens = measure(before, s, step_call(ctx, h, end, j))
         conversation = sum(1 for m in before if m.role != "system")
         fires = th.enabled and conversation > 0 and tokens >= th.threshold
         info: dict[str, Any] = {"tokens_before": tokens, "predicted": fires, "events": [],
@@ -245,7 +248,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": info["summary_source"],
         "recorded_pre_tokens": info["recorded_pre_tokens"],
         "compactions_so_far": result.state.count, "dropped_recorded_summaries": dropped,
-        "enabled": th.enabled,
+        "enabled": th.enabled, "token_source": source, "token_unit": unit_of(ctx, source),
         "env_effective": {
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": env.pct_override,
             "CLAUDE_CODE_AUTO_COMPACT_WINDOW": env.auto_compact_window,
@@ -290,8 +293,9 @@ def quiet_note(facts: ReplayFacts) -> str | None:
     peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
     if not thresholds:
         return None
-    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens, "
-            f"below the threshold of {thresholds[-1]:,} (effective window minus the safety "
+    return (f"Claude Code auto-compact never fired: the conversation peaked at {peak:,} tokens"
+            f"{unit_words(facts.reports)}, below the threshold of {thresholds[-1]:,} tokens "
+            "(effective window minus the safety "
             "buffer; the 20,000-token summary reserve is ctxsim's default, not documented by "
             "Anthropic).")
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..messages import Message
+from ..token_model import compared, unit_of
 from ..tokens import full_prompt_tokens
 from . import ReplayFacts, StageContext, StageResult
 from ._ownership import result_owners
@@ -37,7 +38,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if trigger["type"] == "tool_uses":
         fired = len(calls) > trigger["value"]
     else:
-        fired = before > trigger["value"]
+        # The API counts its own tokens: the provider's where the session has a bill.
+        report.update(token_source="anchored", token_unit=unit_of(ctx, "anchored"),
+                      tokens_before=compared(ctx, before, len(history)))
+        fired = report["tokens_before"] > trigger["value"]
     if not fired:
         return StageResult(tuple(history), report)
     keep = (p.get("keep") or {"value": 3})["value"]

@@ -24,6 +24,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
+from ..token_model import compared, step_call, unit_of, unit_words
 from ..tokens import extras_tokens, tokens_by_identity
 from . import StageContext, StageResult, changed_since, view_result
 from ._codex import (
@@ -81,7 +82,8 @@ class _Run:
         self.prefixes = tuple(p.get("codex_contextual_prefixes") or ())
         self.budget = p.get("codex_user_message_budget", 20000)
         self.mode = p.get("codex_autocompact_mode", "predict")
-        self.usage = p.get("codex_token_source", "counter") == "usage"
+        self.source = p.get("codex_token_source", "anchored")
+        self.usage = self.source == "usage"
         self.placeholder_tokens = p.get("summary_placeholder_tokens", 2000)
         self.window, self.limit = limits(ctx)
         self.lead = leading_system_len(history)
@@ -132,10 +134,34 @@ class _Run:
         lead = min(self.lead, n)
         return lead, (s.anchor if s.anchor is not None else lead - 1) + 1
 
-    def view_tokens(self, n: int, s: State) -> int:
-        """tokens(V(P, s)) from the prefix sums, without building the view."""
+    def view_reasoning(self, n: int, s: State) -> int | None:
+        """The reasoning V(P, s) sends back (SPEC §11): after a compaction, that of the
+        assistant messages since the anchor in the current user turn (the compacted turn's
+        reasoning items are gone); None without one (the transcript's own)."""
+        if s.anchor is None:
+            return None
+        total = 0
+        for i in range(n - 1, s.anchor, -1):
+            m = self.h[i]
+            if m.role == "user":
+                break
+            spent = m.meta.get("reasoning_tokens") if m.role == "assistant" else None
+            if isinstance(spent, int) and spent > 0:
+                total += spent
+        return total
+
+    def view_len(self, n: int, s: State) -> int:
+        """len(V(P, s)) for P = input[:n], without building the view."""
+        lead, start = self._start(n, s)
+        hidden = bisect_left(self.hidden, n) - bisect_left(self.hidden, start)
+        return lead + len(s.replacement) + max(0, n - start) - hidden
+
+    def view_tokens(self, n: int, s: State, call: int | None = None) -> int:
+        """tokens(V(P, s)) from the prefix sums, without building the view: the figure the
+        limit is compared with (SPEC-agents §2.5.0.10) at `call` (default: this call)."""
         if not self.usage:
-            return self.prompt_tokens(n, s)
+            return compared(self.ctx, self.prompt_tokens(n, s), self.view_len(n, s), call,
+                            self.source, self.view_reasoning(n, s))
         _, start = self._start(n, s)
         hidden = [i for i in self.hidden[bisect_left(self.hidden, start):] if i < n]
         return self._usage_from_sums(n, s, start, hidden)
@@ -227,7 +253,7 @@ class _Run:
         phase = "pre_turn"
         if j > 0 and self.h[self.positions[j - 1]].tool_calls:
             phase = "mid_turn"
-        tokens_before = self.view_tokens(n, s)
+        tokens_before = self.view_tokens(n, s, step_call(self.ctx, history, n, j))
         fires = self.limit is not None and tokens_before >= self.limit
         predicted = self.mode == "predict" and fires
         # A marker on the response itself (index n) belongs to this call too (§2.5.0.4 r(i)),
@@ -286,6 +312,8 @@ class _Run:
             "user_message_tokens": info.get("user_message_tokens", 0),
             "recorded": bool(mine),
             "predicted": predicted,
+            "token_source": self.source,
+            "token_unit": unit_of(self.ctx, self.source),
         }
         kind = _kind(bool(mine), applied_recorded, predicted, compacted)
         if kind is not None:
@@ -402,15 +430,16 @@ def quiet_note(facts: Any) -> str | None:
     if limits[-1] is None:
         return ("Codex auto-compaction never fired: the model's context window is unknown, so "
                 "Codex would not compact (set codex_config.model_context_window).")
-    return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens, below "
-            f"the limit of {limits[-1]:,} (90 % of the window, or the configured "
+    return (f"Codex auto-compaction never fired: the history peaked at {peak:,} tokens"
+            f"{unit_words(facts.reports)}, below the limit of {limits[-1]:,} tokens (90 % of "
+            "the window, or the configured "
             "model_auto_compact_token_limit).")
 
 
 def measures_billed(values: Mapping[str, Any]) -> bool:
     """Token source `usage`: the stage measures in the provider's recorded tokens, which a
     calibration must not convert again."""
-    return values.get("codex_token_source", "counter") == "usage"
+    return values.get("codex_token_source", "anchored") == "usage"
 
 
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:

@@ -23,6 +23,7 @@ from ..agents_common import (
 )
 from ..messages import Message
 from ..params_agents import ROLLING_CONDENSERS
+from ..token_model import compared, step_call
 from ..tokens import extras_tokens
 from . import StageContext, StageResult, changed_since, view_result
 from ._codex import call_of
@@ -217,7 +218,11 @@ class _Run(Assembly):
         before = s
         request = bool(self._mine(self.requests, n, j))
         if not request and self.over is not None:
-            request = self.assembled_tokens(view, n) > self.over
+            # The stand-in for the LLM's context-window error compares the provider's tokens
+            # where the session has a bill (SPEC-agents §2.5.0.10).
+            messages, assembled = self.assemble(view, n)
+            request = compared(self.ctx, assembled["tokens"] + self.extras, len(messages),
+                               step_call(self.ctx, history, n, j)) > self.over
         recorded_at = self._mine([i for i, _ in self.recorded], n, j)
         recorded_now = [r for i, r in self.recorded if i in recorded_at]
         recorded_summary = next((r["summary"] for r in recorded_now

@@ -1,0 +1,338 @@
+"""The token model (SPEC §11, 2026-12): the provider's tokens of any prompt a profile sends.
+
+Calibration explains the bill; a simulation must predict it for prompts no provider saw. For
+call `i` and a prompt `S`, `real(S, i)` estimates the provider's `total_input`:
+
+- **anchored** (the session records usage): `j` = the latest billed call ≤ `i` (before the first
+  bill, the first one), `B_j` its bill and `R_j` the prompt the agent sent there (the raw
+  history under profile `none`, from the latest recorded compaction on);
+  `real(S, i) = B_j + f(S) − f(R_j)`. So the raw prompt of a billed call costs its bill
+  exactly, and a simulated prompt costs the bill minus what the profile removed.
+- **calibrated** (no usage, but the agent and provider family have a pooled prior):
+  `a + b · estimate` from `PRIORS`.
+- **counter**: the estimate itself.
+
+The tokenizer model is `f(S) = b · estimate(S) + c · messages(S)`: `b` tokens billed per
+counted token, `c` tokens per message the counter does not see (the provider's framing of a
+message and a tool block, reminders an agent injects beside a result). It is fitted on the
+steps between consecutive billed calls (`B_{k+1} − B_k` against the step's estimate and
+message count; the unrecorded system prompt cancels) with a Huber regression through the
+origin, a step under `NOISE` billed tokens being noise; below `MIN_STEPS` steps `b` comes
+from the dated table (`calibration.FACTOR_TABLE`) and `c` is 0.
+
+A per-content-class `f` (separate `b` for code, prose, JSON, white space, non-Latin text) was
+measured on the shared transcripts and not kept: see README "The token model".
+
+One step ahead: per billed call `i` after the first, `real_raw_predicted = B_{i−1} +
+f_{<i}(R_i) − f_{<i}(R_{i−1})` with `f_{<i}` fitted only on the steps before `i` (refitted
+while the steps grow by 5 %, so a session costs O(n log n) fits, each one fitted on earlier
+steps only). `accuracy` is its level error and its step error over steps ≥ `BIG_STEP`.
+
+Stages read the model through `compared(ctx, tokens, messages, call)`: the one function that
+gives "the compared figure of a view at call i" (SPEC-agents §2.5.0.10).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .calibration import FACTOR_TABLE, CallEstimate, percentile
+
+NOISE = 200  # billed tokens: a smaller step is noise
+MIN_STEPS = 5
+BIG_STEP = 1000  # step error is measured over steps at least this big
+REFIT_GROWTH = 1.05
+HUBER_K = 1.345
+HUBER_ITERATIONS = 20
+
+# Pooled priors (method `calibrated`): agent format → provider family → (a, b, error), measured
+# 2026-12 on the shared real transcripts (SPEC §11): `b` the dated table's factor, `a` the
+# median over every billed call of the agent's sessions of `bill − b · estimate`
+# (cl100k_base), `error` the median relative error when each session is predicted from the
+# others' calls (leave one session out; p90: Claude Code 43 %, Codex 58 %). Rough: the
+# unrecorded system prompt differs between releases and setups (README "The token model").
+PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
+    "claude-code": {"anthropic": (18_563.0, 1.22, 0.204)},
+    "codex": {"openai": (3_603.0, 1.00, 0.184)},
+}
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """f(S) = b · estimate + c · messages."""
+
+    b: float
+    c: float = 0.0
+    method: str = "table"  # huber | table
+    steps_used: int = 0
+
+    def f(self, estimate: float, messages: float) -> float:
+        return self.b * estimate + self.c * messages
+
+    def as_json(self) -> dict[str, Any]:
+        return {"b": self.b, "c": self.c, "method": self.method, "steps_used": self.steps_used}
+
+
+def table_factor(counter: str, provider: str | None) -> float:
+    table = FACTOR_TABLE.get(counter)
+    if table is None:
+        return 1.0
+    return table.get(provider or "", table["openai"])
+
+
+Step = tuple[float, float, float]  # (estimate step, message step, billed step)
+
+
+def fit_steps(steps: Sequence[Step], table_b: float,
+              start: tuple[float, float] | None = None) -> Tokenizer:
+    """The tokenizer model fitted on steps (noise left out); the table below MIN_STEPS.
+
+    Invariant: `b` stays within [0.3, 3] (a fit outside it, e.g. from steps that are all
+    hidden context, falls back to `b` alone, then to the table)."""
+    used = [s for s in steps if abs(s[2]) >= NOISE]
+    if len(used) < MIN_STEPS:
+        return Tokenizer(table_b, 0.0, "table", len(used))
+    b, c = _huber(used, start)
+    if not 0.3 <= b <= 3:
+        b, c = _huber([(x, 0.0, y) for x, _, y in used], None)[0], 0.0
+        if not 0.3 <= b <= 3:
+            return Tokenizer(table_b, 0.0, "table", len(used))
+    return Tokenizer(b, c, "huber", len(used))
+
+
+def _huber(steps: Sequence[Step], start: tuple[float, float] | None) -> tuple[float, float]:
+    """Huber regression y ≈ b·x + c·n through the origin (IRLS, MAD scale)."""
+    w = [1.0] * len(steps)
+    b, c = start if start is not None else (0.0, 0.0)
+    for iteration in range(HUBER_ITERATIONS):
+        if iteration or start is None:
+            sxx = sxn = snn = sxy = sny = 0.0
+            for (x, n, y), wi in zip(steps, w, strict=True):
+                sxx += wi * x * x
+                sxn += wi * x * n
+                snn += wi * n * n
+                sxy += wi * x * y
+                sny += wi * n * y
+            det = sxx * snn - sxn * sxn
+            if abs(det) > 1e-9 * max(1.0, sxx * snn):
+                nb, nc = (sxy * snn - sny * sxn) / det, (sny * sxx - sxy * sxn) / det
+            else:  # the message counts add nothing the estimates do not
+                nb, nc = (sxy / sxx if sxx else 0.0), 0.0
+            if iteration and abs(nb - b) < 1e-6 and abs(nc - c) < 1e-4:
+                return nb, nc
+            b, c = nb, nc
+        residuals = [abs(y - b * x - c * n) for x, n, y in steps]
+        scale = statistics.median(residuals) / 0.6745 or 1.0
+        w = [1.0 if r <= HUBER_K * scale else HUBER_K * scale / r for r in residuals]
+    return b, c
+
+
+@dataclass(frozen=True)
+class Anchor:
+    bill: int
+    estimate: int
+    messages: int
+    reasoning: int = 0  # the reasoning sent back in the anchor's prompt (in its bill)
+
+
+@dataclass
+class TokenModel:
+    """One session's token model for one counter (see the module docstring)."""
+
+    method: str  # anchored | calibrated | counter
+    counter: str
+    tokenizer: Tokenizer
+    # anchored: call index → the anchor it reads (the latest billed call ≤ it).
+    anchors: list[Anchor | None] = field(default_factory=list)
+    # calibrated: the prior's offset.
+    a: float = 0.0
+    predicted: dict[int, int] = field(default_factory=dict)
+    accuracy: dict[str, Any] | None = None
+    by_response: dict[int, int] = field(default_factory=dict)  # response index → call index
+    prior_error: float | None = None
+    # The anchors as a stage measures a prompt (`full_prompt`: images as base64/4, reasoning
+    # left out); None: `anchors` serve both.
+    stage_anchors: list[Anchor | None] | None = None
+
+    def real(self, estimate: int, messages: int, call: int, *, stage: bool = False,
+             reasoning: int | None = None) -> int:
+        """`real(S, call)` of a prompt whose counter estimate and length are given. `stage`:
+        the estimate is a stage's (`full_prompt`: images counted as base64/4, no reasoning),
+        which reads the anchors measured the same way (`stage_anchors`); `reasoning`, when
+        given, is the reasoning the prompt still sends back (else: the anchor's)."""
+        if self.method == "anchored":
+            anchors = self.stage_anchors if stage and self.stage_anchors else self.anchors
+            anchor = anchors[min(max(call, 0), len(anchors) - 1)]
+            if anchor is not None:
+                f = self.tokenizer.f
+                carried = 0 if reasoning is None else reasoning - anchor.reasoning
+                return max(0, round(anchor.bill + f(estimate + carried, messages)
+                                    - f(anchor.estimate, anchor.messages)))
+        if self.method == "calibrated":
+            return max(0, round(self.a + self.tokenizer.b * estimate))
+        return estimate
+
+    def call_of(self, response_index: int | None, default: int) -> int:
+        """The call answered by the raw message at `response_index` (a message's `origin`)."""
+        if response_index is None:
+            return default
+        return self.by_response.get(response_index, default)
+
+    def as_json(self) -> dict[str, Any]:
+        """The trace's top-level `token_model` (SPEC §11)."""
+        tokenizer = {"counter": self.counter, **self.tokenizer.as_json()}
+        if self.method == "calibrated":
+            tokenizer.update(a=self.a, prior_error=self.prior_error)
+        return {"method": self.method, "tokenizer": tokenizer,
+                "steps_used": self.tokenizer.steps_used, "accuracy": self.accuracy}
+
+
+def build(points: Sequence[CallEstimate], counter: str, provider: str | None = None,
+          agent: str | None = None) -> TokenModel:
+    """The session's token model from its calls (`calibration.call_estimates`)."""
+    table_b = table_factor(counter, provider)
+    billed = [p for p in points if p.recorded is not None and p.recorded > 0]
+    by_response = {p.response_input_index: p.call_index for p in points
+                   if p.response_input_index is not None}
+    if not billed:
+        prior = PRIORS.get(agent or "", {}).get(provider or "")
+        if prior is not None and counter == "cl100k_base":
+            a, b, error = prior
+            return TokenModel("calibrated", counter, Tokenizer(b), a=a, prior_error=error,
+                              by_response=by_response)
+        return TokenModel("counter", counter, Tokenizer(1.0), by_response=by_response)
+    steps: list[Step] = []
+    predicted: dict[int, int] = {}
+    tokenizer = Tokenizer(table_b)
+    fitted_at = usable = 0
+    for prev, cur in zip(billed, billed[1:], strict=False):
+        if usable >= max(MIN_STEPS, fitted_at * REFIT_GROWTH):
+            start = (tokenizer.b, tokenizer.c) if tokenizer.method == "huber" else None
+            tokenizer = fit_steps(steps, table_b, start)
+            fitted_at = usable
+        f = tokenizer.f
+        assert prev.recorded is not None and cur.recorded is not None
+        predicted[cur.call_index] = round(prev.recorded + f(cur.agent_estimate, cur.agent_messages)
+                                          - f(prev.agent_estimate, prev.agent_messages))
+        steps.append((cur.agent_estimate - prev.agent_estimate,
+                      cur.agent_messages - prev.agent_messages, cur.recorded - prev.recorded))
+        usable += abs(steps[-1][2]) >= NOISE
+    final = fit_steps(steps, table_b)
+    return TokenModel("anchored", counter, final, anchors_of(points), predicted=predicted,
+                      accuracy=accuracy(billed, predicted), by_response=by_response)
+
+
+def anchors_of(points: Sequence[CallEstimate], reasoning: bool = True) -> list[Anchor | None]:
+    """Per call, the anchor it reads: the latest billed call ≤ it, else the first billed.
+    Without `reasoning` the anchors' estimates leave out the reasoning sent back, as a
+    stage's `full_prompt` does (the bill still holds it)."""
+    def anchor(p: CallEstimate) -> Anchor:
+        return Anchor(p.recorded or 0, p.agent_estimate - (0 if reasoning else p.reasoning),
+                      p.agent_messages, p.reasoning)
+
+    billed = [p for p in points if p.recorded is not None and p.recorded > 0]
+    if not billed:
+        return [None] * len(points)
+    latest = anchor(billed[0])
+    anchors: list[Anchor | None] = []
+    for p in points:
+        if p.recorded is not None and p.recorded > 0:
+            latest = anchor(p)
+        anchors.append(latest)
+    return anchors
+
+
+def accuracy(billed: Sequence[CallEstimate], predicted: Mapping[int, int]) -> dict[str, Any]:
+    """One-step-ahead errors: level |pred − B_i| / B_i and, over steps of at least BIG_STEP
+    tokens, |pred − B_i| / (B_i − B_{i−1})."""
+    level: list[float] = []
+    step: list[float] = []
+    for prev, cur in zip(billed, billed[1:], strict=False):
+        pred = predicted.get(cur.call_index)
+        if pred is None or not cur.recorded or prev.recorded is None:
+            continue
+        level.append(abs(pred - cur.recorded) / cur.recorded)
+        grew = cur.recorded - prev.recorded
+        if grew >= BIG_STEP:
+            step.append(abs(pred - cur.recorded) / grew)
+
+    def rounded(values: list[float], share: float) -> float | None:
+        value = percentile(values, share)
+        return None if math.isnan(value) else round(value, 5)
+
+    return {"one_step_median": rounded(level, 0.5), "one_step_p90": rounded(level, 0.9),
+            "step_median": rounded(step, 0.5), "step_p90": rounded(step, 0.9),
+            "calls": len(level), "steps": len(step)}
+
+
+def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
+    """A replay call's `tokens.real_raw`, `real_sent` and `real_raw_predicted` (SPEC §11);
+    `call` is a `replay.CallResult`. Without a model (a replay that turned it off) all null."""
+    if model is None:
+        return {"real_raw": None, "real_sent": None, "real_raw_predicted": None}
+    i = call.call_index
+    return {"real_raw": model.real(call.raw_tokens, len(call.raw_history), i),
+            "real_sent": model.real(call.sent_tokens, len(call.sent), i),
+            "real_raw_predicted": model.predicted.get(i)}
+
+
+# --- what stages call ----------------------------------------------------------------------
+
+
+def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
+             source: str = "anchored", reasoning: int | None = None) -> int:
+    """The compared figure of a view at call `call` (default: the call being made):
+    `tokens` is the view's full prompt under the profile's counter (`full_prompt(view,
+    ctx)`), `messages` its length, `reasoning` (when the stage knows it differs from the
+    transcript's) the reasoning tokens the view still sends back (SPEC §11: a compaction
+    drops the turn's reasoning items). With `source` "anchored" and a session that records
+    usage it is SPEC §11's `real(V', call)`, else `tokens` (so `counter` and sessions
+    without usage compare ctxsim's own count, exactly as before).
+
+    Every stage whose threshold models a provider token limit compares this figure
+    (SPEC-agents §2.5.0.10)."""
+    model: TokenModel | None = getattr(ctx, "token_model", None)
+    if source != "anchored" or model is None or model.method != "anchored":
+        return tokens
+    return model.real(tokens, messages, ctx.call_index if call is None else call, stage=True,
+                      reasoning=reasoning)
+
+
+def step_call(ctx: Any, history: Sequence[Any], end: int, j: int) -> int:
+    """The call index of a fold's step (SPEC-agents §2.5.0.4) that saw `history[:end]`: the
+    call answered by `history[end]` (its origin in the transcript) for a past step, the
+    call being made for the current one; `j` when neither tells."""
+    if end >= len(history):
+        return ctx.call_index
+    model: TokenModel | None = getattr(ctx, "token_model", None)
+    if model is None:
+        return j
+    return model.call_of(history[end].origin, j)
+
+
+def unit_of(ctx: Any, source: str) -> str:
+    """The unit a stage's `tokens_before` is in, for its reports and notes: "provider"
+    (anchored on the session's bill), "usage" (the agent's own recorded-usage measure) or
+    "counter" (ctxsim's count)."""
+    if source == "usage":
+        return "usage"
+    model: TokenModel | None = getattr(ctx, "token_model", None)
+    anchored = source == "anchored" and model is not None and model.method == "anchored"
+    return "provider" if anchored else "counter"
+
+
+UNIT_WORDS = {"provider": "the provider's tokens, anchored on the recorded bill",
+              "usage": "the last recorded usage plus an estimate of what followed",
+              "counter": "ctxsim's own count"}
+
+
+def unit_words(reports: Sequence[Mapping[str, Any]]) -> str:
+    """" (in …)" naming the unit of a replay's reports, for a stage's notes; "" when the
+    reports do not say."""
+    unit = next((r.get("token_unit") for r in reports if r.get("token_unit")), None)
+    return f" ({UNIT_WORDS[unit]})" if unit in UNIT_WORDS else ""
+
