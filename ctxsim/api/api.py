@@ -13,7 +13,7 @@ from datetime import date
 from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_safe
-from ninja import NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
@@ -111,6 +111,7 @@ def session_out(request: HttpRequest, session: Session) -> dict:
         "created_at": session.created_at,
         "review_status": session.review_status,
         "redactions": dict((session.meta or {}).get("redactions") or {}),
+        "origin": session.origin,
     }
 
 
@@ -143,29 +144,45 @@ class IngestQuery(Schema):
     format: str = ""
     name: str = ""
     session_key: str = ""
+    # Where the file comes from (stored on its sessions; what is left out is taken from the
+    # transcript: Claude Code's and Codex's `cwd` and version).
+    host: str = ""
+    cwd: str = ""
+    agent: str = ""
+    agent_version: str = ""
 
 
 @api.post(
     "/transcripts",
     url_name="transcripts",
     response={200: IngestOut, 201: IngestOut, 202: QueuedOut, 400: Error, 401: Error,
-              403: Error, 413: Error},
+              403: Error, 413: Error, 503: Error},
     openapi_extra=_BODY,
     summary="Upload a transcript",
 )
 def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
-    """Import a transcript. Same bytes again: 200 with the sessions stored the first time.
-    Above the background-import size: 202 with the job to follow. A new file with the same
-    `session_key` replaces the earlier sessions unless they have comments or a status."""
+    """Import a transcript. Same bytes again (also several at once): 200 with the sessions
+    stored the first time, `outcome: "existing"`. Above the background-import size: 202 with
+    the job to follow. A new file with the same `session_key` replaces the earlier sessions
+    unless they have comments or a status; of uploads of one key arriving at once the newest
+    wins, and the others answer 200 with its sessions (`outcome: "superseded"`). `host`,
+    `cwd`, `agent`, `agent_version`: where the file comes from (its sessions' `origin`)."""
     token = _token(request, Scope.INGEST)
+    origin = {name: _text(getattr(params, name), name, 1000)
+              for name in ("host", "cwd", "agent", "agent_version")}
     try:
         received = ingest.receive(
             request, token, format=_text(params.format, "format", 40),
             name=_text(params.name, "name"),
             session_key=_text(params.session_key, "session_key", 200),
+            origin={k: v for k, v in origin.items() if v},
         )
     except ingest.IngestError as error:
-        return Status(error.status, {"detail": error.message})
+        response = api.create_response(request, {"detail": error.message},
+                                       status=error.status)
+        if error.status == 503:
+            response["Retry-After"] = "5"
+        return response
     if received.status == 202:
         return Status(202, {"job": job_ref(request, received.job)})
     record = received.record
@@ -174,7 +191,7 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
         "format": received.format,
         "warnings": received.warnings,
         "redactions": received.redactions,
-        "outcome": record.outcome if record is not None else "",
+        "outcome": received.outcome or (record.outcome if record is not None else ""),
     })
 
 
@@ -185,23 +202,39 @@ class ListQuery(Schema):
     format: str = ""
     status: str = ""
     q: str = ""
-    page: int = 1
+    project: str = ""
+    host: str = ""
+    page: int = Field(1, ge=1)
 
 
-@api.get("/sessions", url_name="sessions", response={200: SessionPage, 401: Error, 403: Error},
+def _choice(value: str, name: str, choices: list[str]) -> str:
+    """A filter value that must be one of `choices` (an unknown one is a 400, never nothing)."""
+    if value and value not in choices:
+        raise HttpError(400, f"{name}: unknown value {value!r}; use one of: {', '.join(choices)}")
+    return value
+
+
+@api.get("/sessions", url_name="sessions",
+         response={200: SessionPage, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="List sessions")
 def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
     """The team's top-level sessions, newest first, filtered and searched as on the list page
-    (50 a page; sidechains are listed under their parent)."""
+    (50 a page; sidechains are listed under their parent). `project`: the origin's `cwd`,
+    whole or its last folder name; `host`: the origin's host. An unknown `format` or
+    `status` is a 400, a page past the last one a 404."""
     token = _token(request, Scope.READ)
     ingest.settle_finished(token.team)
-    page = adapters.list_sessions(
-        token.team,
-        adapters.SessionFilters(format=_text(filters.format, "format", 40),
-                                status=_text(filters.status, "status", 20),
-                                query=_text(filters.q, "q", 200)),
-        max(1, min(filters.page, MAX_ID)),
+    chosen = adapters.SessionFilters(
+        format=_choice(_text(filters.format, "format", 40), "format", adapters.FORMATS),
+        status=_choice(_text(filters.status, "status", 20), "status", adapters.STATUSES),
+        query=_text(filters.q, "q", 200),
+        project=_text(filters.project, "project", 1000),
+        host=_text(filters.host, "host", 255),
     )
+    page = adapters.list_sessions(token.team, chosen, min(filters.page, MAX_ID))
+    if page.number != filters.page:
+        raise HttpError(404, f"page {filters.page} is past the last page "
+                             f"({page.paginator.num_pages})")
     base = request.build_absolute_uri(reverse("api:sessions"))
 
     def link(number: int) -> str:
@@ -223,7 +256,8 @@ def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
          response={200: SessionDetail, 401: Error, 403: Error, 404: Error},
          summary="One session")
 def get_session(request: HttpRequest, session_id: int):
-    """Counts, the default profile's peak and total tokens, recorded usage, calibration."""
+    """Counts, the default profile's peak and total tokens, recorded usage, calibration, and
+    `origin` (host, cwd, agent, agent_version)."""
     token = _token(request, Scope.READ)
     ingest.settle_finished(token.team)
     session = _session(token, session_id)
@@ -269,11 +303,16 @@ class TraceQuery(Schema):
 def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`;
     default: the session's own agent's, `claude-code`, `codex`, `openhands`, else `chatcli`),
-    `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
+    `summary=1`, and any threshold of the session page by its parameter name (e.g.
+    `profile=chatcli&contextMaximumSize=20000`); an unknown query parameter is a 400."""
     token = _token(request, Scope.READ)
     session = _session(token, session_id)
     for name, value in request.GET.items():
         _text(value, name)
+    unknown = [name for name in request.GET if not adapters.is_trace_parameter(name)]
+    if unknown:
+        return Status(400, {"detail": f"{unknown[0]}: not a parameter of the trace (see "
+                                      "the session page's thresholds for their names)"})
     settings, errors = adapters.replay_settings(request.GET, session)
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})

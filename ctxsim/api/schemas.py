@@ -12,6 +12,15 @@ class Error(Schema):
     detail: str
 
 
+class Origin(Schema):
+    """Where a session's transcript came from (empty strings when unknown)."""
+
+    host: str
+    cwd: str
+    agent: str
+    agent_version: str
+
+
 class SessionOut(Schema):
     id: int
     url: str
@@ -26,6 +35,7 @@ class SessionOut(Schema):
     created_at: datetime
     review_status: str
     redactions: dict[str, int] = {}
+    origin: Origin
 
 
 class SessionDetail(SessionOut):
