@@ -330,6 +330,8 @@ class OverviewQuery(Schema):
     format: str = ""
     status: str = ""
     uploader: str = ""
+    project: str = ""
+    host: str = ""
     since: date | None = None
     until: date | None = None
     profiles: list[str] = []
@@ -343,7 +345,7 @@ class OverviewQuery(Schema):
          summary="The team overview")
 def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
     """The overview page's numbers, with its filters (`q`, `contents`, `format`, `status`,
-    `uploader`, `since`, `until`), up to four `profiles` (repeated; built-in or `saved:<id>`)
+    `uploader`, `project`, `host`, `since`, `until`), up to four `profiles` (repeated; built-in or `saved:<id>`)
     and cache rule (`model`, `lifetime`, `price`). Asking queues whatever is not stored yet
     on the task worker: ask again until `complete`."""
     token = _token(request, Scope.READ)

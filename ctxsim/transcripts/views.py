@@ -34,6 +34,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET, formats=services.team_formats(membership.team))
     filters = services.SessionFilters(
         format=form.value("format"), status=form.value("status"), query=form.value("q"),
+        project=form.value("project"), host=form.value("host"),
         contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
