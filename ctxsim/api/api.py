@@ -345,9 +345,9 @@ class OverviewQuery(Schema):
          summary="The team overview")
 def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
     """The overview page's numbers, with its filters (`q`, `contents`, `format`, `status`,
-    `uploader`, `project`, `host`, `since`, `until`), up to four `profiles` (repeated; built-in or `saved:<id>`)
-    and cache rule (`model`, `lifetime`, `price`). Asking queues whatever is not stored yet
-    on the task worker: ask again until `complete`."""
+    `uploader`, `project`, `host`, `since`, `until`), up to four `profiles` (repeated;
+    built-in or `saved:<id>`) and cache rule (`model`, `lifetime`, `price`). Asking queues
+    whatever is not stored yet on the task worker: ask again until `complete`."""
     token = _token(request, Scope.READ)
     query = QueryDict(mutable=True)
     for name, value in params.dict().items():

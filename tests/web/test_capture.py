@@ -6,7 +6,6 @@ later (acceptance 1), `--backfill` over a `~/.claude/projects`-shaped tree (acce
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess
