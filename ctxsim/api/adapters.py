@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ctxsim.importers import FORMATS as _FORMATS
+from ctxsim.insights.prices import LIFETIMES, MODELS
 from ctxsim.pipeline.params import PARAMS, env_var_of
+from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import settings_from_query
 from ctxsim.transcripts import services as transcripts
@@ -22,6 +24,20 @@ from ctxsim.transcripts.redaction import is_archive  # noqa: F401  (re-exported)
 SessionFilters = transcripts.SessionFilters
 FORMATS = list(_FORMATS)
 STATUSES = [value for value, _ in ReviewStatus.choices]
+PROFILE_NAMES = list(PROFILES)
+CACHE_MODELS = list(MODELS)
+CACHE_LIFETIMES = sorted({name for names in LIFETIMES.values() for name in names})
+
+
+def saved_profile_exists(team, ref: str) -> bool:
+    from ctxsim.replays.models import SavedProfile
+
+    number = ref.removeprefix("saved:")
+    return number.isdigit() and SavedProfile.objects.filter(team=team, pk=int(number)).exists()
+
+
+def is_member(team, username: str) -> bool:
+    return team.memberships.filter(user__username=username).exists()
 list_sessions = transcripts.list_sessions
 queue_import = transcripts.queue_import
 delete_session = transcripts.delete_session

@@ -8,7 +8,9 @@ answer as for a missing one). The schema is at `/api/v1/openapi.json`, the docs 
 
 from __future__ import annotations
 
+import re
 from datetime import date
+from typing import Annotated, Literal
 
 from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
@@ -16,6 +18,7 @@ from django.views.decorators.http import require_safe
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
+from pydantic import BeforeValidator
 
 from ctxsim.api import adapters, ingest, tokens
 from ctxsim.api.models import ApiToken, ReceivedFile, Scope
@@ -31,6 +34,29 @@ from ctxsim.api.schemas import (
 from ctxsim.transcripts.models import ImportJob, Session
 
 MAX_ID = 2**63 - 1  # beyond this no row exists, and some databases refuse the number
+
+# What the schema says a filter or profile may be, so a schema-valid request is a valid one
+# (schemathesis checks both ways): the fixed sets as enums, a profile as a preset or `saved:<id>`.
+FormatFilter = Literal[("", *adapters.FORMATS)]  # type: ignore[valid-type]
+StatusFilter = Literal[("", *adapters.STATUSES)]  # type: ignore[valid-type]
+ModelName = Literal[("", *adapters.CACHE_MODELS)]  # type: ignore[valid-type]
+Lifetime = Literal[("", *adapters.CACHE_LIFETIMES)]  # type: ignore[valid-type]
+# Preset names are [a-z0-9-] (checked in the tests), so they go into the pattern as they are.
+PROFILE_PATTERN = "^(" + "|".join(adapters.PROFILE_NAMES) + r"|saved:[1-9][0-9]{0,17})$"
+ProfileRef = Annotated[str, Field(pattern=PROFILE_PATTERN)]
+
+
+def _iso_date(value: object) -> object:
+    """Only YYYY-MM-DD (pydantic alone would take `0` as 1970-01-01)."""
+    if isinstance(value, str) and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError("write the day as YYYY-MM-DD")
+    return value
+
+
+IsoDate = Annotated[date | None, BeforeValidator(_iso_date)]
+# Text parameters: anything but NUL (PostgreSQL refuses it, and no stored text holds one).
+NO_NUL = r"^[^\x00]*$"
+Text = Annotated[str, Field(pattern=NO_NUL)]
 
 
 class TokenAuth(HttpBearer):
@@ -52,14 +78,34 @@ api = NinjaAPI(
 )
 
 
+QUERY_SCHEMAS = ("query", "path", "body", "params", "filters")  # not the parameter's name
+
+
+def _problem(error: dict) -> str:
+    """One line for one validation error: what was wrong, and with which parameter."""
+    loc = [str(p) for p in error.get("loc", ()) if p not in QUERY_SCHEMAS]
+    field = loc[0] if loc else ""
+    where = ".".join(loc)
+    kind, value = error.get("type", ""), error.get("input")
+    noun = "profile" if field in ("profile", "profiles") else field
+    if kind == "literal_error":
+        message = f"unknown {noun} {value!r}; use one of: {error['ctx']['expected']}"
+    elif kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") == NO_NUL:
+        message = "contains a NUL character"
+    elif kind == "string_pattern_mismatch":
+        message = f"unknown {noun} {value!r}"
+    elif kind == "too_long" and field == "profiles":
+        message = f"at most {error['ctx']['max_length']} profiles at once"
+    else:
+        message = error.get("msg", "invalid request")
+    return f"{where}: {message}" if where else message
+
+
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError):
     # One line, like every other bad-input answer of ctxsim (ninja's default is 422 + a list).
-    first = exc.errors[0] if exc.errors else {}
-    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body"))
-    message = first.get("msg", "invalid request")
-    return api.create_response(request, {"detail": f"{where}: {message}" if where else message},
-                               status=400)
+    detail = _problem(exc.errors[0]) if exc.errors else "invalid request"
+    return api.create_response(request, {"detail": detail}, status=400)
 
 
 @api.exception_handler(AuthenticationError)
@@ -77,6 +123,14 @@ def _text(value: str, name: str, limit: int = 500) -> str:
     if "\x00" in value:
         raise HttpError(400, f"{name}: contains a NUL character")
     return value.strip()[:limit]
+
+
+def _only(request: HttpRequest, schema: type[Schema] | None = None) -> None:
+    """An unknown query parameter is a 400 naming it (never silently ignored)."""
+    known = set(schema.model_fields) if schema is not None else set()
+    for name in request.GET:
+        if name not in known:
+            raise HttpError(400, f"{name or '(empty name)'}: not a parameter of this request")
 
 
 def _token(request: HttpRequest, *scopes: str) -> ApiToken:
@@ -141,15 +195,15 @@ _BODY = {
 
 
 class IngestQuery(Schema):
-    format: str = ""
-    name: str = ""
-    session_key: str = ""
+    format: FormatFilter = ""
+    name: Text = ""
+    session_key: Text = ""
     # Where the file comes from (stored on its sessions; what is left out is taken from the
     # transcript: Claude Code's and Codex's `cwd` and version).
-    host: str = ""
-    cwd: str = ""
-    agent: str = ""
-    agent_version: str = ""
+    host: Text = ""
+    cwd: Text = ""
+    agent: Text = ""
+    agent_version: Text = ""
 
 
 @api.post(
@@ -168,6 +222,7 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
     wins, and the others answer 200 with its sessions (`outcome: "superseded"`). `host`,
     `cwd`, `agent`, `agent_version`: where the file comes from (its sessions' `origin`)."""
     token = _token(request, Scope.INGEST)
+    _only(request, IngestQuery)
     origin = {name: _text(getattr(params, name), name, 1000)
               for name in ("host", "cwd", "agent", "agent_version")}
     try:
@@ -199,19 +254,12 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
 
 
 class ListQuery(Schema):
-    format: str = ""
-    status: str = ""
-    q: str = ""
-    project: str = ""
-    host: str = ""
+    format: FormatFilter = ""
+    status: StatusFilter = ""
+    q: Text = ""
+    project: Text = ""
+    host: Text = ""
     page: int = Field(1, ge=1)
-
-
-def _choice(value: str, name: str, choices: list[str]) -> str:
-    """A filter value that must be one of `choices` (an unknown one is a 400, never nothing)."""
-    if value and value not in choices:
-        raise HttpError(400, f"{name}: unknown value {value!r}; use one of: {', '.join(choices)}")
-    return value
 
 
 @api.get("/sessions", url_name="sessions",
@@ -223,10 +271,10 @@ def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
     whole or its last folder name; `host`: the origin's host. An unknown `format` or
     `status` is a 400, a page past the last one a 404."""
     token = _token(request, Scope.READ)
+    _only(request, ListQuery)
     ingest.settle_finished(token.team)
     chosen = adapters.SessionFilters(
-        format=_choice(_text(filters.format, "format", 40), "format", adapters.FORMATS),
-        status=_choice(_text(filters.status, "status", 20), "status", adapters.STATUSES),
+        format=filters.format, status=filters.status,
         query=_text(filters.q, "q", 200),
         project=_text(filters.project, "project", 1000),
         host=_text(filters.host, "host", 255),
@@ -253,12 +301,13 @@ def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
 
 
 @api.get("/sessions/{session_id}", url_name="session",
-         response={200: SessionDetail, 401: Error, 403: Error, 404: Error},
+         response={200: SessionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="One session")
 def get_session(request: HttpRequest, session_id: int):
     """Counts, the default profile's peak and total tokens, recorded usage, calibration, and
     `origin` (host, cwd, agent, agent_version)."""
     token = _token(request, Scope.READ)
+    _only(request)
     ingest.settle_finished(token.team)
     session = _session(token, session_id)
     totals = adapters.default_totals(session)
@@ -290,8 +339,15 @@ def get_session(request: HttpRequest, session_id: int):
 
 
 class TraceQuery(Schema):
-    profile: str = ""
-    summary: str = ""
+    profile: Annotated[str, Field(pattern=f"^$|{PROFILE_PATTERN}")] = ""
+    summary: Text = ""
+
+
+def _check_saved(team, refs: list[str]) -> None:
+    """A `saved:<id>` the team does not have is a 404 (the schema cannot know it)."""
+    for ref in refs:
+        if ref.startswith("saved:") and not adapters.saved_profile_exists(team, ref):
+            raise HttpError(404, f"profile: no saved profile {ref!r} in this team")
 
 
 @api.get(
@@ -309,6 +365,7 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     session = _session(token, session_id)
     for name, value in request.GET.items():
         _text(value, name)
+    _check_saved(token.team, [params.profile])
     unknown = [name for name in request.GET if not adapters.is_trace_parameter(name)]
     if unknown:
         return Status(400, {"detail": f"{unknown[0]}: not a parameter of the trace (see "
@@ -325,23 +382,23 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
 
 
 class OverviewQuery(Schema):
-    q: str = ""
+    q: Text = ""
     contents: bool = False
-    format: str = ""
-    status: str = ""
-    uploader: str = ""
-    project: str = ""
-    host: str = ""
-    since: date | None = None
-    until: date | None = None
-    profiles: list[str] = []
-    model: str = ""
-    lifetime: str = ""
-    price: str = ""
+    format: FormatFilter = ""
+    status: StatusFilter = ""
+    uploader: Text = ""
+    project: Text = ""
+    host: Text = ""
+    since: IsoDate = None
+    until: IsoDate = None
+    profiles: list[ProfileRef] = Field([], max_length=4)
+    model: ModelName = ""
+    lifetime: Lifetime = ""
+    price: float | None = Field(None, ge=0, le=1000)
 
 
 @api.get("/overview", url_name="overview",
-         response={200: OverviewOut, 400: Error, 401: Error, 403: Error},
+         response={200: OverviewOut, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="The team overview")
 def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
     """The overview page's numbers, with its filters (`q`, `contents`, `format`, `status`,
@@ -349,6 +406,10 @@ def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
     built-in or `saved:<id>`) and cache rule (`model`, `lifetime`, `price`). Asking queues
     whatever is not stored yet on the task worker: ask again until `complete`."""
     token = _token(request, Scope.READ)
+    _only(request, OverviewQuery)
+    _check_saved(token.team, params.profiles)
+    if params.uploader and not adapters.is_member(token.team, params.uploader):
+        raise HttpError(404, f"uploader: no member {params.uploader!r} in this team")
     query = QueryDict(mutable=True)
     for name, value in params.dict().items():
         values = value if isinstance(value, list) else [value]
@@ -363,11 +424,12 @@ def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
 
 
 @api.get("/jobs/{job_id}", url_name="job",
-         response={200: JobOut, 401: Error, 403: Error, 404: Error},
+         response={200: JobOut, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="A background import")
 def get_job(request: HttpRequest, job_id: int):
     """Progress of a queued import (202 answer); when done, its sessions. Either scope."""
     token = _token(request, Scope.INGEST, Scope.READ)
+    _only(request)
     if not 0 < job_id <= MAX_ID:
         raise HttpError(404, "no such job")
     adapters.fail_stuck_jobs()

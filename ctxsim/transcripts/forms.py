@@ -50,6 +50,9 @@ class SessionFilterForm(forms.Form):
 
     def __init__(self, data, *, formats: list[str]) -> None:
         super().__init__(data)
+        asked = (data or {}).get("format")
+        if asked in FORMATS and asked not in formats:
+            formats = [*formats, asked]  # a real format the team has none of yet: nothing matches
         self.fields["format"].choices = [("", "All formats"), *((f, f) for f in formats)]
         self.fields["status"].choices = [("", "Any status"), *ReviewStatus.choices]
 
