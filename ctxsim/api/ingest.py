@@ -314,7 +314,8 @@ def settle(record: ReceivedFile) -> None:
         return
     with transaction.atomic():
         # Locked, so two requests settling the same record take its sessions once.
-        locked = ReceivedFile.objects.select_for_update().select_related("job").get(pk=record.pk)
+        locked = (ReceivedFile.objects.select_for_update(of=("self",)).select_related("job")
+                  .get(pk=record.pk))
         job = locked.job
         done = job is not None and locked.outcome == ReceivedFile.Outcome.PENDING
         if done and job.status == ImportJob.Status.DONE:

@@ -52,15 +52,15 @@ def _inside(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
-def check_file(path: Path, *, folders: list[Path] | None = None, archives: bool = False) -> None:
+def check_file(path: Path, *, folders: list[Path] | None = None) -> None:
     """Refuse what is not a regular transcript file (raises PushError, permanent)."""
     folders = agent_folders() + list(folders or [])
     name = path.name.lower()
     resolved = path.resolve()
     home = Path.home().resolve()
     secret = [home / f for f in SECRET_FOLDERS]
-    if (name in KEY_NAMES or name.endswith(KEY_SUFFIXES) or name.startswith("id_")
-            or _inside(resolved, secret)):
+    ssh_like = name.startswith("id_") and not name.endswith((".json", ".jsonl"))
+    if name in KEY_NAMES or name.endswith(KEY_SUFFIXES) or ssh_like or _inside(resolved, secret):
         raise PushError(f"{path}: looks like a key or credentials file; not sent",
                         permanent=True)
     try:
@@ -74,7 +74,6 @@ def check_file(path: Path, *, folders: list[Path] | None = None, archives: bool 
     if resolved.name.lower() in KEY_NAMES or resolved.name.lower().endswith(KEY_SUFFIXES):
         raise PushError(f"{path}: points at a key or credentials file; not sent",
                         permanent=True)
-    _ = archives  # the content is checked when the file is opened (`open_regular`)
 
 
 def open_regular(path: Path):
@@ -132,7 +131,7 @@ def _complete(path: Path, handle, size: int, head: bytes) -> None:
 def prepare(path: Path, *, archives: bool = False, folders: list[Path] | None = None):
     """(temporary gzip file, its length, SHA-256 of the raw bytes, raw size) of a complete,
     sendable file; read in chunks, so memory stays bounded whatever its size."""
-    check_file(path, folders=folders, archives=archives)
+    check_file(path, folders=folders)
     handle, info = open_regular(path)
     with handle:
         size = info.st_size
