@@ -175,3 +175,37 @@ def test_an_owners_upload_still_needs_the_csrf_token(personas):
         "files": [SimpleUploadedFile("a.jsonl", transcript(46))],
         "csrfmiddlewaretoken": client.cookies["csrftoken"].value})
     assert response.status_code == 302 and Session.objects.count() == 1
+
+
+def test_a_claim_held_too_long_is_a_503_and_a_dead_ones_claim_is_taken_over(
+    personas, monkeypatch
+):
+    import hashlib
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ctxsim.transcripts import claims
+    from tests.factories import bearer
+
+    _, token = create_token(personas.team, "busy", "ingest")
+    body = transcript(47)
+    claim = UploadClaim.objects.create(team=personas.team,
+                                       sha256=hashlib.sha256(body).hexdigest())
+
+    def send():
+        return Client().post("/api/v1/transcripts", data=body,
+                             content_type="application/octet-stream", **bearer(token))
+
+    with monkeypatch.context() as patched:
+        real = claims.claimed
+        patched.setattr(claims, "claimed", lambda team, sha: real(team, sha, wait_seconds=0.3))
+        busy = send()
+    assert busy.status_code == 503 and busy["Retry-After"] == "5"
+    assert "being imported by another upload" in busy.json()["detail"]
+    assert not Session.objects.exists()
+    # The claim of a process that died (older than the import timeout) is taken over.
+    UploadClaim.objects.filter(pk=claim.pk).update(
+        created_at=timezone.now() - timedelta(hours=1))
+    assert send().status_code == 201 and Session.objects.count() == 1
+    assert not UploadClaim.objects.exists()
