@@ -189,3 +189,37 @@ def test_a_transient_refusal_stays_spooled(tmp_path, answer):
         assert not list((home / "spool" / "failed").glob("*.json"))
     finally:
         server.shutdown()
+
+
+def test_a_job_spooled_again_while_it_was_being_sent_is_kept(tmp_path):
+    """The hook never waits for an uploader's lock: when it spools the file again during a
+    send (the session went on), the newer job stays for the next run."""
+    home = tmp_path / "home"
+    path = transcript(tmp_path / "s.jsonl")
+    jobs = home / "spool" / "jobs"
+
+    class Respool(Recorder):
+        seen: list[dict] = []
+
+        def do_POST(self):  # noqa: N802
+            (job,) = jobs.glob("*.json")
+            state = json.loads(job.read_text())
+            job.write_text(json.dumps({**state, "created_at": state["created_at"] + 1}))
+            super().do_POST()
+
+    Respool.answer = (201, {}, b'{"sessions": []}')
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Respool)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = push_env(url_of(server), TOKEN, home, CTXSIM_LINGER_SECONDS="0")
+    try:
+        subprocess.run([sys.executable, "-S", str(PUSH), "--hook", "codex"], env=env,
+                       input=json.dumps({"session_id": "x", "transcript_path": str(path)}),
+                       capture_output=True, text=True, timeout=30)
+        from tests.web.test_hooks import wait_for_uploader
+
+        wait_for_uploader(home / "spool")
+        assert len(Respool.seen) == 1
+        (job,) = jobs.glob("*.json")  # the newer one, not deleted with the one sent
+        assert json.loads(job.read_text())["attempts"] == 0
+    finally:
+        server.shutdown()

@@ -75,6 +75,15 @@ def _locked(job_path: Path):
     return lock()
 
 
+def _unchanged(job_path: Path, job: dict) -> bool:
+    """Whether the job file is still the one read (a hook may write a newer one meanwhile:
+    it does not wait for the lock, so it never waits for a send)."""
+    try:
+        return json.loads(job_path.read_text()).get("created_at") == job.get("created_at")
+    except (OSError, ValueError):
+        return False
+
+
 def flush(*, force: bool, out=sys.stderr) -> tuple[int, int]:
     """Send the spooled jobs that are due (all of them when `force`); (sent, left)."""
     folder = spool_dir()
@@ -96,18 +105,22 @@ def flush(*, force: bool, out=sys.stderr) -> tuple[int, int]:
                 if error.permanent:
                     failed = folder / "failed" / job_path.name
                     _write_private(failed, {**job, "error": str(error), "at": time.time()})
-                    job_path.unlink(missing_ok=True)
+                    if _unchanged(job_path, job):
+                        job_path.unlink(missing_ok=True)
                     print(f"ctxsim-push: {error} (kept in {failed})", file=out)
                     continue
                 job["attempts"] = job.get("attempts", 0) + 1
                 delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (job["attempts"] - 1))
                 job["next_at"] = time.time() + delay
                 job["last_error"] = str(error)
-                _write_private(job_path, job)
+                if _unchanged(job_path, job):  # a newer job of the file is due at once
+                    _write_private(job_path, job)
                 left += 1
                 print(f"ctxsim-push: {error} (spooled, next try in {delay:.0f} s)", file=out)
                 continue
-            job_path.unlink(missing_ok=True)
+            if _unchanged(job_path, job):  # else a hook spooled the file again meanwhile
+                job_path.unlink(missing_ok=True)
+                job_path.with_suffix(".lock").unlink(missing_ok=True)
             SentIndex().add(path, answer.get("sha256", ""))
             sent += 1
             print(describe(path, answer), file=out)
