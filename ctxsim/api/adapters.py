@@ -7,17 +7,37 @@ here and nowhere else in the API.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ctxsim.importers import FORMATS as _FORMATS
+from ctxsim.insights.prices import LIFETIMES, MODELS
+from ctxsim.pipeline.params import PARAMS, env_var_of
+from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import settings_from_query
 from ctxsim.transcripts import services as transcripts
 from ctxsim.transcripts.imports import ImportOutcome, finish_import, import_transcript
-from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.models import ReviewStatus, Session
 from ctxsim.transcripts.redaction import is_archive  # noqa: F401  (re-exported)
 
 SessionFilters = transcripts.SessionFilters
+FORMATS = list(_FORMATS)
+STATUSES = [value for value, _ in ReviewStatus.choices]
+PROFILE_NAMES = list(PROFILES)
+CACHE_MODELS = list(MODELS)
+CACHE_LIFETIMES = sorted({name for names in LIFETIMES.values() for name in names})
+
+
+def saved_profile_exists(team, ref: str) -> bool:
+    from ctxsim.replays.models import SavedProfile
+
+    number = ref.removeprefix("saved:")
+    return number.isdigit() and SavedProfile.objects.filter(team=team, pk=int(number)).exists()
+
+
+def is_member(team, username: str) -> bool:
+    return team.memberships.filter(user__username=username).exists()
 list_sessions = transcripts.list_sessions
 queue_import = transcripts.queue_import
 delete_session = transcripts.delete_session
@@ -26,11 +46,14 @@ fail_stuck_jobs = transcripts.fail_stuck_jobs
 TRACE_CHUNK = 64 * 1024
 
 
-def import_now(stream, *, team, user, format: str, name: str) -> ImportOutcome:
+def import_now(stream, *, team, user, format: str, name: str, sha256: str = "",
+               origin: Mapping[str, str] | None = None,
+               in_transaction: Callable[[list[Session]], None] | None = None) -> ImportOutcome:
     """Import a file during the request (raises TranscriptError), then announce it is done
-    (the replays app fills the list figures)."""
+    (the replays app fills the list figures). `in_transaction(rows)` runs before the commit."""
     outcome = import_transcript(stream, team=team, user=user, format=format or None,
-                                source_name=name)
+                                source_name=name, source_sha256=sha256, origin=origin,
+                                in_transaction=in_transaction)
     finish_import(outcome.sessions)
     return outcome
 
@@ -40,6 +63,18 @@ def replay_settings(query: Mapping[str, Any], session: Session):
     session's own agent's (as the page)."""
     return settings_from_query(query, session.team, replays.default_settings(session).profile_ref,
                                session=session)
+
+
+# What the trace reads besides the parameters themselves (and their `.type`/`.value` halves).
+TRACE_FIELDS = {"profile", "summary", "stages", "stages.form"}
+STAGE_FIELD_PREFIXES = ("stage.", "phase.", "order.")
+
+
+def is_trace_parameter(name: str) -> bool:
+    """Whether a query parameter means something to the trace (the session page's state)."""
+    base = name.removesuffix(".type").removesuffix(".value")
+    return (name in TRACE_FIELDS or base in PARAMS or env_var_of(name) is not None
+            or name.startswith(STAGE_FIELD_PREFIXES))
 
 
 def default_totals(session: Session) -> dict[str, Any]:

@@ -8,14 +8,17 @@ answer as for a missing one). The schema is at `/api/v1/openapi.json`, the docs 
 
 from __future__ import annotations
 
+import re
 from datetime import date
+from typing import Annotated, Literal
 
 from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_safe
-from ninja import NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
+from pydantic import BeforeValidator
 
 from ctxsim.api import adapters, ingest, tokens
 from ctxsim.api.models import ApiToken, ReceivedFile, Scope
@@ -32,6 +35,29 @@ from ctxsim.api.schemas import (
 from ctxsim.transcripts.models import ImportJob, Session
 
 MAX_ID = 2**63 - 1  # beyond this no row exists, and some databases refuse the number
+
+# What the schema says a filter or profile may be, so a schema-valid request is a valid one
+# (schemathesis checks both ways): the fixed sets as enums, a profile as a preset or `saved:<id>`.
+FormatFilter = Literal[("", *adapters.FORMATS)]  # type: ignore[valid-type]
+StatusFilter = Literal[("", *adapters.STATUSES)]  # type: ignore[valid-type]
+ModelName = Literal[("", *adapters.CACHE_MODELS)]  # type: ignore[valid-type]
+Lifetime = Literal[("", *adapters.CACHE_LIFETIMES)]  # type: ignore[valid-type]
+# Preset names are [a-z0-9-] (checked in the tests), so they go into the pattern as they are.
+PROFILE_PATTERN = "^(" + "|".join(adapters.PROFILE_NAMES) + r"|saved:[1-9][0-9]{0,17})$"
+ProfileRef = Annotated[str, Field(pattern=PROFILE_PATTERN)]
+
+
+def _iso_date(value: object) -> object:
+    """Only YYYY-MM-DD (pydantic alone would take `0` as 1970-01-01)."""
+    if isinstance(value, str) and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError("write the day as YYYY-MM-DD")
+    return value
+
+
+IsoDate = Annotated[date | None, BeforeValidator(_iso_date)]
+# Text parameters: anything but NUL (PostgreSQL refuses it, and no stored text holds one).
+NO_NUL = r"^[^\x00]*$"
+Text = Annotated[str, Field(pattern=NO_NUL)]
 
 
 class TokenAuth(HttpBearer):
@@ -53,14 +79,34 @@ api = NinjaAPI(
 )
 
 
+QUERY_SCHEMAS = ("query", "path", "body", "params", "filters")  # not the parameter's name
+
+
+def _problem(error: dict) -> str:
+    """One line for one validation error: what was wrong, and with which parameter."""
+    loc = [str(p) for p in error.get("loc", ()) if p not in QUERY_SCHEMAS]
+    field = loc[0] if loc else ""
+    where = ".".join(loc)
+    kind, value = error.get("type", ""), error.get("input")
+    noun = "profile" if field in ("profile", "profiles") else field
+    if kind == "literal_error":
+        message = f"unknown {noun} {value!r}; use one of: {error['ctx']['expected']}"
+    elif kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") == NO_NUL:
+        message = "contains a NUL character"
+    elif kind == "string_pattern_mismatch":
+        message = f"unknown {noun} {value!r}"
+    elif kind == "too_long" and field == "profiles":
+        message = f"at most {error['ctx']['max_length']} profiles at once"
+    else:
+        message = error.get("msg", "invalid request")
+    return f"{where}: {message}" if where else message
+
+
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError):
     # One line, like every other bad-input answer of ctxsim (ninja's default is 422 + a list).
-    first = exc.errors[0] if exc.errors else {}
-    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body"))
-    message = first.get("msg", "invalid request")
-    return api.create_response(request, {"detail": f"{where}: {message}" if where else message},
-                               status=400)
+    detail = _problem(exc.errors[0]) if exc.errors else "invalid request"
+    return api.create_response(request, {"detail": detail}, status=400)
 
 
 @api.exception_handler(AuthenticationError)
@@ -78,6 +124,14 @@ def _text(value: str, name: str, limit: int = 500) -> str:
     if "\x00" in value:
         raise HttpError(400, f"{name}: contains a NUL character")
     return value.strip()[:limit]
+
+
+def _only(request: HttpRequest, schema: type[Schema] | None = None) -> None:
+    """An unknown query parameter is a 400 naming it (never silently ignored)."""
+    known = set(schema.model_fields) if schema is not None else set()
+    for name in request.GET:
+        if name not in known:
+            raise HttpError(400, f"{name or '(empty name)'}: not a parameter of this request")
 
 
 def _token(request: HttpRequest, *scopes: str) -> ApiToken:
@@ -112,6 +166,7 @@ def session_out(request: HttpRequest, session: Session) -> dict:
         "created_at": session.created_at,
         "review_status": session.review_status,
         "redactions": dict((session.meta or {}).get("redactions") or {}),
+        "origin": session.origin,
     }
 
 
@@ -141,32 +196,50 @@ _BODY = {
 
 
 class IngestQuery(Schema):
-    format: str = ""
-    name: str = ""
-    session_key: str = ""
+    format: FormatFilter = ""
+    name: Text = ""
+    session_key: Text = ""
+    # Where the file comes from (stored on its sessions; what is left out is taken from the
+    # transcript: Claude Code's and Codex's `cwd` and version).
+    host: Text = ""
+    cwd: Text = ""
+    agent: Text = ""
+    agent_version: Text = ""
 
 
 @api.post(
     "/transcripts",
     url_name="transcripts",
     response={200: IngestOut, 201: IngestOut, 202: QueuedOut, 400: Refused, 401: Error,
-              403: Error, 413: Error},
+              403: Error, 413: Error, 503: Error},
     openapi_extra=_BODY,
     summary="Upload a transcript",
 )
 def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
-    """Import a transcript. Same bytes again: 200 with the sessions stored the first time.
-    Above the background-import size: 202 with the job to follow. A new file with the same
-    `session_key` replaces the earlier sessions unless they have comments or a status."""
+    """Import a transcript. Same bytes again (also several at once): 200 with the sessions
+    stored the first time, `outcome: "existing"`. Above the background-import size: 202 with
+    the job to follow. A new file with the same `session_key` replaces the earlier sessions
+    unless they have comments or a status; of uploads of one key arriving at once the newest
+    wins, and the others answer 200 with its sessions (`outcome: "superseded"`). `host`,
+    `cwd`, `agent`, `agent_version`: where the file comes from (its sessions' `origin`)."""
     token = _token(request, Scope.INGEST)
+    _only(request, IngestQuery)
+    origin = {name: _text(getattr(params, name), name, 1000)
+              for name in ("host", "cwd", "agent", "agent_version")}
     try:
         received = ingest.receive(
             request, token, format=_text(params.format, "format", 40),
             name=_text(params.name, "name"),
             session_key=_text(params.session_key, "session_key", 200),
+            origin={k: v for k, v in origin.items() if v},
         )
     except ingest.IngestError as error:
-        return Status(error.status, {"detail": error.message, "details": list(error.details)})
+        response = api.create_response(
+            request, {"detail": error.message, "details": list(error.details)},
+            status=error.status)
+        if error.status == 503:
+            response["Retry-After"] = "5"
+        return response
     if received.status == 202:
         return Status(202, {"job": job_ref(request, received.job)})
     record = received.record
@@ -175,7 +248,7 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
         "format": received.format,
         "warnings": received.warnings,
         "redactions": received.redactions,
-        "outcome": record.outcome if record is not None else "",
+        "outcome": received.outcome or (record.outcome if record is not None else ""),
     })
 
 
@@ -183,26 +256,35 @@ def post_transcript(request: HttpRequest, params: Query[IngestQuery]):
 
 
 class ListQuery(Schema):
-    format: str = ""
-    status: str = ""
-    q: str = ""
-    page: int = 1
+    format: FormatFilter = ""
+    status: StatusFilter = ""
+    q: Text = ""
+    project: Text = ""
+    host: Text = ""
+    page: int = Field(1, ge=1)
 
 
-@api.get("/sessions", url_name="sessions", response={200: SessionPage, 401: Error, 403: Error},
+@api.get("/sessions", url_name="sessions",
+         response={200: SessionPage, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="List sessions")
 def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
     """The team's top-level sessions, newest first, filtered and searched as on the list page
-    (50 a page; sidechains are listed under their parent)."""
+    (50 a page; sidechains are listed under their parent). `project`: the origin's `cwd`,
+    whole or its last folder name; `host`: the origin's host. An unknown `format` or
+    `status` is a 400, a page past the last one a 404."""
     token = _token(request, Scope.READ)
+    _only(request, ListQuery)
     ingest.settle_finished(token.team)
-    page = adapters.list_sessions(
-        token.team,
-        adapters.SessionFilters(format=_text(filters.format, "format", 40),
-                                status=_text(filters.status, "status", 20),
-                                query=_text(filters.q, "q", 200)),
-        max(1, min(filters.page, MAX_ID)),
+    chosen = adapters.SessionFilters(
+        format=filters.format, status=filters.status,
+        query=_text(filters.q, "q", 200),
+        project=_text(filters.project, "project", 1000),
+        host=_text(filters.host, "host", 255),
     )
+    page = adapters.list_sessions(token.team, chosen, min(filters.page, MAX_ID))
+    if page.number != filters.page:
+        raise HttpError(404, f"page {filters.page} is past the last page "
+                             f"({page.paginator.num_pages})")
     base = request.build_absolute_uri(reverse("api:sessions"))
 
     def link(number: int) -> str:
@@ -221,11 +303,13 @@ def list_sessions(request: HttpRequest, filters: Query[ListQuery]):
 
 
 @api.get("/sessions/{session_id}", url_name="session",
-         response={200: SessionDetail, 401: Error, 403: Error, 404: Error},
+         response={200: SessionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="One session")
 def get_session(request: HttpRequest, session_id: int):
-    """Counts, the default profile's peak and total tokens, recorded usage, calibration."""
+    """Counts, the default profile's peak and total tokens, recorded usage, calibration, and
+    `origin` (host, cwd, agent, agent_version)."""
     token = _token(request, Scope.READ)
+    _only(request)
     ingest.settle_finished(token.team)
     session = _session(token, session_id)
     totals = adapters.default_totals(session)
@@ -257,8 +341,15 @@ def get_session(request: HttpRequest, session_id: int):
 
 
 class TraceQuery(Schema):
-    profile: str = ""
-    summary: str = ""
+    profile: Annotated[str, Field(pattern=f"^$|{PROFILE_PATTERN}")] = ""
+    summary: Text = ""
+
+
+def _check_saved(team, refs: list[str]) -> None:
+    """A `saved:<id>` the team does not have is a 404 (the schema cannot know it)."""
+    for ref in refs:
+        if ref.startswith("saved:") and not adapters.saved_profile_exists(team, ref):
+            raise HttpError(404, f"profile: no saved profile {ref!r} in this team")
 
 
 @api.get(
@@ -270,11 +361,17 @@ class TraceQuery(Schema):
 def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     """The trace `simulate` prints, streamed. Query: `profile` (a preset or `saved:<id>`;
     default: the session's own agent's, `claude-code`, `codex`, `openhands`, else `chatcli`),
-    `summary=1`, and any threshold of the session page (e.g. `budget_tokens=20000`)."""
+    `summary=1`, and any threshold of the session page by its parameter name (e.g.
+    `profile=chatcli&contextMaximumSize=20000`); an unknown query parameter is a 400."""
     token = _token(request, Scope.READ)
     session = _session(token, session_id)
     for name, value in request.GET.items():
         _text(value, name)
+    _check_saved(token.team, [params.profile])
+    unknown = [name for name in request.GET if not adapters.is_trace_parameter(name)]
+    if unknown:
+        return Status(400, {"detail": f"{unknown[0]}: not a parameter of the trace (see "
+                                      "the session page's thresholds for their names)"})
     settings, errors = adapters.replay_settings(request.GET, session)
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
@@ -287,28 +384,34 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
 
 
 class OverviewQuery(Schema):
-    q: str = ""
+    q: Text = ""
     contents: bool = False
-    format: str = ""
-    status: str = ""
-    uploader: str = ""
-    since: date | None = None
-    until: date | None = None
-    profiles: list[str] = []
-    model: str = ""
-    lifetime: str = ""
-    price: str = ""
+    format: FormatFilter = ""
+    status: StatusFilter = ""
+    uploader: Text = ""
+    project: Text = ""
+    host: Text = ""
+    since: IsoDate = None
+    until: IsoDate = None
+    profiles: list[ProfileRef] = Field([], max_length=4)
+    model: ModelName = ""
+    lifetime: Lifetime = ""
+    price: float | None = Field(None, ge=0, le=1000)
 
 
 @api.get("/overview", url_name="overview",
-         response={200: OverviewOut, 400: Error, 401: Error, 403: Error},
+         response={200: OverviewOut, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="The team overview")
 def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
     """The overview page's numbers, with its filters (`q`, `contents`, `format`, `status`,
-    `uploader`, `since`, `until`), up to four `profiles` (repeated; built-in or `saved:<id>`)
-    and cache rule (`model`, `lifetime`, `price`). Asking queues whatever is not stored yet
-    on the task worker: ask again until `complete`."""
+    `uploader`, `project`, `host`, `since`, `until`), up to four `profiles` (repeated;
+    built-in or `saved:<id>`) and cache rule (`model`, `lifetime`, `price`). Asking queues
+    whatever is not stored yet on the task worker: ask again until `complete`."""
     token = _token(request, Scope.READ)
+    _only(request, OverviewQuery)
+    _check_saved(token.team, params.profiles)
+    if params.uploader and not adapters.is_member(token.team, params.uploader):
+        raise HttpError(404, f"uploader: no member {params.uploader!r} in this team")
     query = QueryDict(mutable=True)
     for name, value in params.dict().items():
         values = value if isinstance(value, list) else [value]
@@ -323,11 +426,12 @@ def get_overview(request: HttpRequest, params: Query[OverviewQuery]):
 
 
 @api.get("/jobs/{job_id}", url_name="job",
-         response={200: JobOut, 401: Error, 403: Error, 404: Error},
+         response={200: JobOut, 400: Error, 401: Error, 403: Error, 404: Error},
          summary="A background import")
 def get_job(request: HttpRequest, job_id: int):
     """Progress of a queued import (202 answer); when done, its sessions. Either scope."""
     token = _token(request, Scope.INGEST, Scope.READ)
+    _only(request)
     if not 0 < job_id <= MAX_ID:
         raise HttpError(404, "no such job")
     adapters.fail_stuck_jobs()

@@ -21,7 +21,7 @@ from typing import IO
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.http import HttpRequest
 
@@ -29,6 +29,7 @@ from ctxsim.api import adapters
 from ctxsim.api.models import ApiToken, ReceivedFile
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.importers.redact import redact_text
+from ctxsim.transcripts import claims
 from ctxsim.transcripts.models import ImportJob, ReviewStatus, Session
 
 CHUNK = 1024 * 1024
@@ -53,6 +54,7 @@ class Received:
     warnings: list[str] = field(default_factory=list)
     redactions: dict[str, int] = field(default_factory=dict)
     record: ReceivedFile | None = None
+    outcome: str = ""  # what the answer says (`ReceivedFile.Outcome`)
 
 
 def _megabytes(size: int) -> str:
@@ -134,55 +136,95 @@ def _repeat(team, sha256: str) -> Received | None:
         sessions = _live_sessions(record)
         if sessions:
             return Received(status=200, sessions=sessions, format=sessions[0].format,
-                            record=record)
+                            record=record, outcome=ReceivedFile.Outcome.EXISTING)
     return None
 
 
 def receive(
     request: HttpRequest, token: ApiToken, *, format: str = "", name: str = "",
-    session_key: str = "",
+    session_key: str = "", origin: dict[str, str] | None = None,
 ) -> Received:
-    """Handle one POST; raises IngestError for what the API answers with 400 or 413."""
+    """Handle one POST; raises IngestError for what the API answers with 400, 413 or 503.
+
+    The same bytes posted at once by several requests are imported once: each holds the
+    team's claim on them in turn (`transcripts.claims`), so the later ones find the first
+    one's sessions and answer 200 with them (`outcome: "existing"`)."""
     team = token.team
     settle_finished(team)  # earlier queued imports first, so a session key sees them
     spool, sha256, multipart_name, size = read_body(request)
     with spool:
         if size == 0:
             raise IngestError(400, "the file is empty")
-        repeat = _repeat(team, sha256)
-        if repeat is not None:
-            return repeat
-        name = (name or multipart_name or f"api-upload-{sha256[:12]}")[:500]
-        if team.redact_secrets:
-            name = redact_text(name)[0]
-        user = token.created_by
-        background = size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not adapters.is_archive(
-            spool
-        )
-        if background:
-            _check_format(format)
-            upload = UploadedFile(file=spool, name=name, size=size)
-            job = adapters.queue_import(upload, team=team, user=user, format=format)
-            record = ReceivedFile.objects.create(
-                team=team, token=token, sha256=sha256, size=size, name=name,
-                session_key=session_key, job=job, outcome=ReceivedFile.Outcome.PENDING,
-            )
-            return Received(status=202, job=job, record=record)
         try:
-            outcome = adapters.import_now(spool, team=team, user=user, format=format, name=name)
-        except TranscriptError as error:
-            raise IngestError(400, str(error), error.details) from None
-        except OSError as error:
-            reason = error.strerror or error
-            raise IngestError(400, f"the upload cannot be read ({reason})") from None
-    record = ReceivedFile.objects.create(
-        team=team, token=token, sha256=sha256, size=size, name=name, session_key=session_key,
-    )
-    record.sessions.set(outcome.sessions)
-    settle_key(record)
-    record.refresh_from_db(fields=["outcome", "previous"])
+            with claims.claimed(team, sha256):
+                received = _repeat(team, sha256) or _receive_new(
+                    spool, token, sha256=sha256, size=size, format=format,
+                    name=name or multipart_name, session_key=session_key, origin=origin)
+        except claims.Busy as busy:
+            raise IngestError(503, str(busy)) from None
+    if received.status == 201 and received.record is not None:
+        _settle_answer(received)
+    return received
+
+
+def _receive_new(spool: IO[bytes], token: ApiToken, *, sha256: str, size: int, format: str,
+                 name: str, session_key: str, origin: dict[str, str] | None) -> Received:
+    """Import bytes the team does not have (or queue them), holding the claim on them."""
+    team, user = token.team, token.created_by
+    name = (name or f"api-upload-{sha256[:12]}")[:500]
+    if team.redact_secrets:
+        name = redact_text(name)[0]
+    fields = {"team": team, "token": token, "sha256": sha256, "size": size, "name": name,
+              "session_key": session_key}
+    # Records of these bytes whose sessions are gone (deleted since) are not repeats any more.
+    ReceivedFile.objects.filter(team=team, sha256=sha256).exclude(
+        outcome=ReceivedFile.Outcome.PENDING).delete()
+    if size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES and not adapters.is_archive(spool):
+        _check_format(format)
+        upload = UploadedFile(file=spool, name=name, size=size)
+        job = adapters.queue_import(upload, team=team, user=user, format=format,
+                                    sha256=sha256, origin=origin)
+        record = ReceivedFile.objects.create(**fields, job=job,
+                                             outcome=ReceivedFile.Outcome.PENDING)
+        return Received(status=202, job=job, record=record)
+    made: list[ReceivedFile] = []
+
+    def record_them(rows: list[Session]) -> None:
+        # In the import's transaction: the sessions and their record appear together, so a
+        # concurrent upload of the same key never sees the record without its sessions.
+        record = ReceivedFile.objects.create(**fields)
+        record.sessions.set(rows)
+        made.append(record)
+
+    try:
+        outcome = adapters.import_now(spool, team=team, user=user, format=format, name=name,
+                                      sha256=sha256, origin=origin,
+                                      in_transaction=record_them)
+    except TranscriptError as error:
+        raise IngestError(400, str(error), error.details) from None
+    except OSError as error:
+        reason = error.strerror or error
+        raise IngestError(400, f"the upload cannot be read ({reason})") from None
     return Received(status=201, sessions=list(outcome.sessions), format=outcome.format,
-                    warnings=outcome.warnings, redactions=outcome.redactions, record=record)
+                    warnings=outcome.warnings, redactions=outcome.redactions, record=made[0])
+
+
+def _settle_answer(received: Received) -> None:
+    """Settle the new upload's session key; when a newer upload of the key won meanwhile
+    (several at once), answer with the newest upload's sessions instead (200, superseded)."""
+    record = received.record
+    assert record is not None
+    settle_key(record)
+    record.refresh_from_db(fields=["outcome", "previous", "current"])
+    received.outcome = record.outcome
+    if not record.session_key or record.current:
+        return
+    newest = ReceivedFile.objects.filter(team_id=record.team_id, session_key=record.session_key,
+                                         current=True).first()
+    if newest is not None and newest.pk > record.pk and not _live_sessions(record):
+        received.status = 200
+        received.sessions = _live_sessions(newest)
+        received.outcome = ReceivedFile.Outcome.SUPERSEDED
 
 
 def _check_format(format: str) -> None:
@@ -205,23 +247,44 @@ def _has_review(sessions: list[Session]) -> bool:
 def settle_key(record: ReceivedFile) -> None:
     """Replace or link the uploads of the record's session key (SPEC §12).
 
-    The newest settled upload of a key wins, whichever finished importing last: a queued
-    import that ends after a newer file was imported directly is the one replaced.
+    The newest settled upload of a key (the highest id) wins, whichever finished importing
+    last: a queued import that ends after a newer file was imported directly is the one
+    replaced. One transaction with the key's rows locked (SQLite's immediate transactions
+    serialize it), and the newest is marked `current`, which a unique constraint allows once
+    per key: uploads settling at once cannot both keep their sessions.
     """
     if not record.session_key:
         return
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                _settle_key_locked(record)
+            return
+        except IntegrityError:  # another upload of the key became current meanwhile
+            if attempt == 2:
+                raise
+
+
+def _settle_key_locked(record: ReceivedFile) -> None:
     group = list(
-        ReceivedFile.objects.filter(team_id=record.team_id, session_key=record.session_key)
+        ReceivedFile.objects.select_for_update()
+        .filter(team_id=record.team_id, session_key=record.session_key)
         .exclude(outcome__in=[ReceivedFile.Outcome.PENDING, ReceivedFile.Outcome.FAILED])
         .order_by("-pk")
     )
-    if len(group) < 2:
+    if not group:
         return
     newest, older = group[0], group[1:]
+    ReceivedFile.objects.filter(pk__in=[r.pk for r in older], current=True).update(current=False)
+    if not newest.current:
+        newest.current = True
+        newest.save(update_fields=["current"])
+    if not older:
+        return
+    keep = set(newest.sessions.values_list("pk", flat=True))
     old = list(
         Session.objects.filter(team_id=record.team_id, received_files__in=older)
-        .exclude(pk__in=newest.sessions.values("pk"))
-        .distinct()
+        .exclude(pk__in=keep).distinct()
     )
     if not old:
         return
@@ -230,30 +293,44 @@ def settle_key(record: ReceivedFile) -> None:
         newest.outcome = ReceivedFile.Outcome.LINKED
         newest.save(update_fields=["previous", "outcome"])
         return
-    with transaction.atomic():
-        old_ids = {s.pk for s in old}
-        for session in old:
-            # Sidechains go with their parent; a sidechain whose parent is not ours stays.
-            if session.parent_id is None or session.parent_id not in old_ids:
-                adapters.delete_session(session)
-        newest.outcome = ReceivedFile.Outcome.REPLACED
-        newest.save(update_fields=["outcome"])
+    old_ids = {s.pk for s in old}
+    # A subagent pushed from its own file hangs under the session it replaces: it moves to
+    # the newest upload's session of the same key (or waits, unlinked, for it).
+    successors = {s.source_key: s.pk for s in Session.objects.filter(pk__in=keep,
+                                                                      parent__isnull=True)}
+    for child in Session.objects.filter(parent_id__in=old_ids).exclude(pk__in=old_ids | keep):
+        child.parent_id = successors.get(child.parent_key)
+        child.save(update_fields=["parent"])
+    for session in old:
+        # Sidechains go with their parent; a sidechain whose parent is not ours stays.
+        if session.parent_id is None or session.parent_id not in old_ids:
+            adapters.delete_session(session)
+    newest.outcome = ReceivedFile.Outcome.REPLACED
+    newest.save(update_fields=["outcome"])
 
 
 def settle(record: ReceivedFile) -> None:
     """Once a queued import is over: take its sessions and settle its session key."""
-    job = record.job
-    if job is None or record.outcome != ReceivedFile.Outcome.PENDING:
+    if record.job is None or record.outcome != ReceivedFile.Outcome.PENDING:
         return
-    job.refresh_from_db()
-    if job.status == ImportJob.Status.DONE:
-        record.outcome = ReceivedFile.Outcome.NEW
-        record.save(update_fields=["outcome"])
-        record.sessions.set(job.sessions())
+    with transaction.atomic():
+        # Locked, so two requests settling the same record take its sessions once.
+        locked = (ReceivedFile.objects.select_for_update(of=("self",)).select_related("job")
+                  .get(pk=record.pk))
+        job = locked.job
+        done = job is not None and locked.outcome == ReceivedFile.Outcome.PENDING
+        if done and job.status == ImportJob.Status.DONE:
+            locked.outcome = ReceivedFile.Outcome.NEW
+            locked.save(update_fields=["outcome"])
+            locked.sessions.set(job.sessions())
+        elif done and job.status == ImportJob.Status.FAILED:
+            locked.outcome = ReceivedFile.Outcome.FAILED
+            locked.save(update_fields=["outcome"])
+    record.refresh_from_db(fields=["outcome"])
+    if record.job is not None:
+        record.job.refresh_from_db()
+    if record.outcome == ReceivedFile.Outcome.NEW:
         settle_key(record)
-    elif job.status == ImportJob.Status.FAILED:
-        record.outcome = ReceivedFile.Outcome.FAILED
-        record.save(update_fields=["outcome"])
 
 
 def settle_finished(team) -> None:

@@ -61,6 +61,8 @@ class ReceivedFile(models.Model):
     class Outcome(models.TextChoices):
         PENDING = "pending", "Importing in the background"
         NEW = "new", "New sessions"
+        EXISTING = "existing", "The same bytes were stored already"
+        SUPERSEDED = "superseded", "A newer upload of this session key replaced it"
         REPLACED = "replaced", "Replaced the earlier upload of this session key"
         LINKED = "linked", "Stored beside the earlier upload (it has comments or a status)"
         FAILED = "failed", "Failed"
@@ -80,6 +82,9 @@ class ReceivedFile(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="newer"
     )
     outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.NEW)
+    # The newest settled upload of its session key: at most one per (team, key), so two
+    # uploads settling at once cannot both keep their sessions (issue 27).
+    current = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -87,6 +92,13 @@ class ReceivedFile(models.Model):
         indexes = [
             models.Index(fields=["team", "sha256"]),
             models.Index(fields=["team", "session_key"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "session_key"],
+                condition=models.Q(current=True) & ~models.Q(session_key=""),
+                name="one_current_upload_per_session_key",
+            ),
         ]
 
     def __str__(self) -> str:

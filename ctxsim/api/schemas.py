@@ -19,6 +19,15 @@ class Refused(Error):
     details: list[str] = []
 
 
+class Origin(Schema):
+    """Where a session's transcript came from (empty strings when unknown)."""
+
+    host: str
+    cwd: str
+    agent: str
+    agent_version: str
+
+
 class SessionOut(Schema):
     id: int
     url: str
@@ -33,6 +42,7 @@ class SessionOut(Schema):
     created_at: datetime
     review_status: str
     redactions: dict[str, int] = {}
+    origin: Origin
 
 
 class SessionDetail(SessionOut):

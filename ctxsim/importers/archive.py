@@ -15,6 +15,7 @@ import os
 import posixpath
 import tarfile
 import zipfile
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import TranscriptError
@@ -95,6 +96,17 @@ class Archive:
             )
         if actual:
             self.budget -= size
+
+    def mtime(self, name: str) -> float:
+        """When the member was written (seconds; zip keeps two-second steps)."""
+        try:
+            if self._zip is not None:
+                stamp = self._zip.getinfo(name).date_time
+                return datetime(*stamp, tzinfo=UTC).timestamp()
+            assert self._tar is not None
+            return float(self._tar.getmember(name).mtime)
+        except (KeyError, ValueError, OverflowError):
+            return 0.0
 
     def close(self) -> None:
         for handle in (self._zip, self._tar):

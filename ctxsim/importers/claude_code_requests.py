@@ -6,7 +6,12 @@ one line per Messages API request with `session_id`, `request_file`, `response_f
 request file is the request exactly as sent (`model`, `system`, `tools`, `messages`, …); a
 response file is the answer's assistant message. Without an index, every `*.request.json` is
 read and its session taken from `metadata.user_id` (a JSON string with `session_id`, or the
-older `user_…_session_<uuid>` text).
+older `user_…_session_<uuid>` text), and responses are paired with requests (`_pair`): by the
+same name first; Claude Code names a response by the API's request id, which its request's
+name does not carry, so then by content (a response is the assistant message a later request
+of the chain sends after the request's messages), and last by time (the one response written
+between a request and the next). A response left unpaired, or a chain whose last answer is
+missing, is a warning on the session.
 
 One session per `session_id`. Calls whose requests continue one another (same system prompt
 and first message) form a chain; the longest chain is the session, the others (subagents,
@@ -80,6 +85,7 @@ class _Call:
     request: dict[str, Any]
     response: dict[str, Any] | None
     index_entry: dict[str, Any] = field(default_factory=dict)
+    response_file: str | None = None
 
     @property
     def messages(self) -> list[Any]:
@@ -116,7 +122,7 @@ def _member_for(names: list[str], base: str, reference: Any) -> str | None:
     return min(matches, key=len) if matches else None
 
 
-def _read_calls(archive: _Archive) -> list[_Call]:
+def _read_calls(archive: _Archive, warnings: list[str]) -> list[_Call]:
     names = archive.names
     index = _index_name(names)
     calls: list[_Call] = []
@@ -149,7 +155,66 @@ def _read_calls(archive: _Archive) -> list[_Call]:
                                response if response in names else None, {}))
         # No index to give the order: a later call of a chain sends a longer history.
         calls.sort(key=lambda c: (len(c.messages), c.file))
+        warnings += _pair(archive, calls)
     return calls
+
+
+def _response_names(names: list[str]) -> list[str]:
+    return sorted(n for n in names if n.endswith(".response.json"))
+
+
+def _pair(archive: _Archive, calls: list[_Call]) -> list[str]:
+    """Give the calls without a same-named response theirs (see the module's docstring);
+    returns the warnings for what is left unpaired."""
+    taken = {c.response_file for c in calls if c.response_file}
+    loose: dict[str, dict[str, Any]] = {}
+    for name in _response_names(archive.names):
+        if name not in taken:
+            response = json_member(archive, name)
+            if isinstance(response, dict):
+                loose[name] = response
+    # By content: the next request of a chain repeats the call's answer after its messages.
+    by_content: dict[str, list[str]] = {}
+    for name, response in loose.items():
+        by_content.setdefault(_content_key(response.get("content")), []).append(name)
+    chains: dict[tuple[str, str], list[_Call]] = {}
+    for call in calls:
+        chains.setdefault((call.session_id, _fingerprint(call)), []).append(call)
+    for chain in chains.values():
+        chain.sort(key=lambda c: len(c.messages))
+        for call, following in zip(chain, chain[1:], strict=False):
+            if call.response is not None or len(following.messages) <= len(call.messages):
+                continue
+            answer = following.messages[len(call.messages)]
+            if not isinstance(answer, dict) or answer.get("role") != "assistant":
+                continue
+            names = [n for n in by_content.get(_content_key(answer.get("content")), [])
+                     if n in loose]
+            if names:
+                _give(call, names[0], loose.pop(names[0]))
+    # By time: the one loose response written after the call and before the next request.
+    starts = sorted(archive.mtime(c.file) for c in calls)
+    for call in (c for c in calls if c.response is None):
+        begin = archive.mtime(call.file)
+        end = min((t for t in starts if t > begin), default=float("inf"))
+        found = [n for n in loose if begin <= archive.mtime(n) < end]
+        if len(found) == 1:
+            _give(call, found[0], loose.pop(found[0]))
+    warnings = []
+    if loose:
+        shown = ", ".join(posixpath.basename(n) for n in list(loose)[:5])
+        warnings.append(f"{len(loose)} response file(s) could not be paired with a request "
+                        f"({shown}{', …' if len(loose) > 5 else ''}); their answers are left out")
+    return warnings
+
+
+def _content_key(content: Any) -> str:
+    return json.dumps(_without_cache(content), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _give(call: _Call, name: str, response: dict[str, Any]) -> None:
+    call.response = response
+    call.response_file = name
 
 
 def _call(archive: _Archive, order: int, request_name: str, response_name: str | None,
@@ -165,7 +230,7 @@ def _call(archive: _Archive, order: int, request_name: str, response_name: str |
         raise TranscriptError(f"{response_name}: a response should be an object")
     session_id = entry.get("session_id") if isinstance(entry.get("session_id"), str) else ""
     return _Call(order, request_name, session_id or _session_of(request) or "unknown-session",
-                 request, response, entry)
+                 request, response, entry, response_name if response is not None else None)
 
 
 # -- chains and sessions -----------------------------------------------------------------------
@@ -243,8 +308,9 @@ def _count(value: Any) -> int:
 
 def parse(source: Source) -> list[Session]:
     archive = _Archive(source)
+    warnings: list[str] = []
     try:
-        calls = _read_calls(archive)
+        calls = _read_calls(archive, warnings)
     finally:
         archive.close()
     if not calls:
@@ -259,8 +325,13 @@ def parse(source: Source) -> list[Session]:
             chains.setdefault(_fingerprint(call), []).append(call)
         ordered = sorted(chains.values(), key=lambda c: (-len(c), c[0].order))
         main, others = ordered[0], sorted(ordered[1:], key=lambda c: c[0].order)
+        if main[-1].response is None:
+            warnings.append(f"{posixpath.basename(main[-1].file)}: its response is not in the "
+                            "archive; the session ends with the request's last message")
         sessions.append(_chain_session(main, session_id, session_id, None))
         for number, chain in enumerate(others, start=1):
             sessions.append(_chain_session(chain, session_id, f"{session_id}:chain-{number}",
                                            session_id))
+    if warnings:
+        sessions[0] = replace(sessions[0], warnings=(*sessions[0].warnings, *warnings))
     return sessions

@@ -34,7 +34,8 @@ from ctxsim.transcripts.models import Session
 
 MAX_PROFILES = 4
 DEFAULT_PROFILES = ("none", "chatcli")
-FILTER_FIELDS = ("q", "contents", "format", "status", "uploader", "since", "until")
+FILTER_FIELDS = ("q", "contents", "format", "status", "uploader", "project", "host", "since",
+                 "until")
 CACHE_FIELDS = ("model", "lifetime", "price")
 CURRENT = "current"  # the column of settings given in the query itself
 
@@ -84,6 +85,7 @@ def parse_choice(team, query: QueryDict, *, default_profiles: Sequence[str] = DE
         format=form.value("format"), status=form.value("status"), query=form.value("q"),
         contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
         uploader=form.value("uploader"), since=form.date("since"), until=form.date("until"),
+        project=form.value("project"), host=form.value("host"),
     )
     cache, errors = cache_choice(query)
     # A bad filter value filters nothing (as on the list) and says so.

@@ -45,9 +45,15 @@ class SessionFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, label="Review status")
     q = forms.CharField(required=False, max_length=200, label="Search titles and file names")
     contents = forms.BooleanField(required=False, label="inside contents too")
+    project = forms.CharField(required=False, max_length=1000, label="Project",
+                              help_text="the folder it ran in, whole or its last name")
+    host = forms.CharField(required=False, max_length=255, label="Host")
 
     def __init__(self, data, *, formats: list[str]) -> None:
         super().__init__(data)
+        asked = (data or {}).get("format")
+        if asked in FORMATS and asked not in formats:
+            formats = [*formats, asked]  # a real format the team has none of yet: nothing matches
         self.fields["format"].choices = [("", "All formats"), *((f, f) for f in formats)]
         self.fields["status"].choices = [("", "Any status"), *ReviewStatus.choices]
 

@@ -43,6 +43,7 @@ def import_transcript(
     redact: bool | None = None,
     redactions: Mapping[str, int] | None = None,
     in_transaction: Callable[[list[Session]], None] | None = None,
+    origin: Mapping[str, str] | None = None,
 ) -> ImportOutcome:
     """Parse `source` and store every session it yields; raises TranscriptError on bad input.
 
@@ -53,7 +54,8 @@ def import_transcript(
     bytes is recognised. Secrets are redacted from the parsed sessions before they are saved
     when `redact` is true (default: the team's "redact secrets on import"); `redactions` are
     counts already replaced in the raw file (a stored background upload), added to the
-    session's total.
+    session's total. `origin` (host, cwd, agent, agent_version) is what the upload said of
+    where it came from; what it leaves out is taken from the transcript.
     """
     parsed = importers.load(
         source, format=format or None, max_bytes=settings.CTXSIM_MAX_UPLOAD_BYTES
@@ -75,8 +77,10 @@ def import_transcript(
     name = source_name or (Path(source).name if isinstance(source, (str, Path)) else "")
     if redact:
         name = redact_text(name)[0]
+        origin = {k: redact_text(v)[0] for k, v in (origin or {}).items() if isinstance(v, str)}
     rows = save_sessions(sessions, team=team, user=user, source_name=name,
-                         in_transaction=in_transaction, source_sha256=source_sha256)
+                         in_transaction=in_transaction, source_sha256=source_sha256,
+                         origin=origin)
     # The rows are committed; receivers (the reviews app's activity list) never fail the import.
     sessions_imported.send(sender=Session, sessions=rows, user=user, source_name=name)
     return ImportOutcome(

@@ -50,6 +50,15 @@ class Session(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="sidechains"
     )
+    # The `source_key` of the parent a sidechain names (a Claude Code subagent file carries its
+    # session's id): a subagent pushed on its own is linked when that session is, or arrives.
+    parent_key = models.CharField(max_length=200, blank=True, db_index=True)
+    # Where the transcript came from (issue 27): the machine, the project (`cwd`), the agent and
+    # its version, as the upload said or, when it did not, as the transcript records them.
+    origin_host = models.CharField(max_length=255, blank=True)
+    origin_cwd = models.CharField(max_length=1000, blank=True)
+    origin_agent = models.CharField(max_length=40, blank=True)
+    origin_agent_version = models.CharField(max_length=40, blank=True)
     tools = models.JSONField(null=True, blank=True)
     response_schema = models.JSONField(null=True, blank=True)
     meta = models.JSONField(default=dict, blank=True)
@@ -84,10 +93,19 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-pk"]
-        indexes = [models.Index(fields=["team", "-created_at"])]
+        indexes = [
+            models.Index(fields=["team", "-created_at"]),
+            models.Index(fields=["team", "origin_host"]),
+            models.Index(fields=["team", "origin_cwd"]),
+        ]
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def origin(self) -> dict[str, str]:
+        return {"host": self.origin_host, "cwd": self.origin_cwd, "agent": self.origin_agent,
+                "agent_version": self.origin_agent_version}
 
 
 class Message(models.Model):
@@ -152,6 +170,8 @@ class ImportJob(models.Model):
     # Secrets replaced in the stored upload before it was written ({kind: count}); the worker
     # adds them to what it finds itself, so the sessions show the upload's total.
     redactions = models.JSONField(default=dict, blank=True)
+    # Where the upload came from (host, cwd, agent, agent_version), given to its sessions.
+    origin = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -195,3 +215,25 @@ class ImportJob(models.Model):
         return Session.objects.filter(team_id=self.team_id, pk__in=self.session_ids or []).order_by(
             "pk"
         )
+
+
+class UploadClaim(models.Model):
+    """The one request importing these bytes into this team right now (issue 27, 28 item 6).
+
+    The unique constraint is what makes uploads idempotent under concurrency: a second request
+    with the same bytes cannot insert its claim, waits until the first one's is gone, then
+    finds the sessions (or the job) the first one stored. Deleted when the import is over; a
+    claim older than the import timeout is a dead process's and is taken over.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "sha256"], name="one_import_per_team_bytes")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team_id}:{self.sha256[:12]}"

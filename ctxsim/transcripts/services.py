@@ -30,7 +30,7 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
-from ctxsim.transcripts import bundles, redaction, search
+from ctxsim.transcripts import bundles, claims, redaction, search
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
@@ -66,6 +66,8 @@ class SessionFilters:
     uploader: str = ""  # a username
     since: date | None = None  # uploaded on or after this day
     until: date | None = None  # uploaded on or before this day
+    project: str = ""  # the origin's cwd, whole or its last folder name
+    host: str = ""  # the origin's host name
 
 
 def team_formats(team: Team) -> list[str]:
@@ -101,6 +103,11 @@ def filter_sessions(team: Team, filters: SessionFilters) -> QuerySet[Session]:
         rows = rows.filter(created_at__date__gte=filters.since)
     if filters.until is not None:
         rows = rows.filter(created_at__date__lte=filters.until)
+    if filters.host:
+        rows = rows.filter(origin_host=filters.host)
+    if filters.project:
+        project = filters.project.rstrip("/") or "/"
+        rows = rows.filter(Q(origin_cwd=project) | Q(origin_cwd__endswith=f"/{project}"))
     if filters.format:
         rows = rows.filter(Q(format=filters.format) | Q(sidechains__format=filters.format))
     if filters.status:
@@ -221,25 +228,47 @@ def import_uploads(
             result.error = f"the upload cannot be read ({error.strerror or error})"
             results.append(result)
             continue
-        result.duplicate = already_imported(team, result.sha256)
-        background = (result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES
-                      and not _archive(upload))
-        if result.duplicate is None and not background:
-            upload.open("rb")
-            _import_now(upload.file, result, team=team, user=user, format=format)
-            results.append(result)
-            continue
         try:
-            if result.duplicate is not None:
-                if not (_archive(upload) and getattr(team, "redact_secrets", True)):
-                    result.kept, result.kept_redactions = _store_upload(upload, team)
-            else:
-                result.job = queue_import(upload, team=team, user=user, format=format,
-                                          sha256=result.sha256)
-        except OSError as error:
-            result.error = f"the upload could not be stored ({error.strerror or error})"
+            # One request at a time imports these bytes: a concurrent upload of the same file
+            # waits here, then finds the first one's session (or job) as a duplicate.
+            with claims.claimed(team, result.sha256):
+                _import_upload(upload, result, team=team, user=user, format=format)
+        except claims.Busy as busy:
+            result.error = str(busy)
         results.append(result)
     return results
+
+
+def _import_upload(upload: UploadedFile, result: FileResult, *, team: Team, user,
+                   format: str) -> None:
+    result.duplicate = already_imported(team, result.sha256)
+    if result.duplicate is None:
+        result.job = _active_job(team, result.sha256)
+        if result.job is not None:
+            return
+    background = (result.size > settings.CTXSIM_BACKGROUND_IMPORT_BYTES
+                  and not _archive(upload))
+    if result.duplicate is None and not background:
+        upload.open("rb")
+        _import_now(upload.file, result, team=team, user=user, format=format)
+        return
+    try:
+        if result.duplicate is not None:
+            if not (_archive(upload) and getattr(team, "redact_secrets", True)):
+                result.kept, result.kept_redactions = _store_upload(upload, team)
+        else:
+            result.job = queue_import(upload, team=team, user=user, format=format,
+                                      sha256=result.sha256)
+    except OSError as error:
+        result.error = f"the upload could not be stored ({error.strerror or error})"
+
+
+def _active_job(team: Team, sha256: str) -> ImportJob | None:
+    """A queued or running import of these bytes in the team (a second upload joins it)."""
+    return (ImportJob.objects.filter(team=team, sha256=sha256,
+                                     status__in=[ImportJob.Status.QUEUED,
+                                                 ImportJob.Status.RUNNING])
+            .order_by("pk").first())
 
 
 def import_kept(kept: str, *, name: str, size: int, sha256: str, team: Team, user,
@@ -328,14 +357,14 @@ def _store_upload(upload: UploadedFile, team: Team) -> tuple[str, dict[str, int]
 
 
 def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "",
-                 sha256: str = "") -> ImportJob:
+                 sha256: str = "", origin: dict[str, str] | None = None) -> ImportJob:
     """Store the upload (its secrets replaced first when the team redacts), create its job and
     enqueue the worker task."""
     stored, counts = _store_upload(upload, team)
     try:
         return _create_job(stored, team=team, user=user, name=upload.name or "upload",
                            size=upload.size or 0, format=format, sha256=sha256,
-                           redactions=counts)
+                           redactions=counts, origin=origin)
     except BaseException:
         # A stored file no job row refers to would never be cleaned up (a job that exists keeps
         # its file, to be re-queued).
@@ -346,8 +375,10 @@ def queue_import(upload: UploadedFile, *, team: Team, user, format: str = "",
 
 
 def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: str,
-                sha256: str, redactions: dict[str, int]) -> ImportJob:
+                sha256: str, redactions: dict[str, int],
+                origin: dict[str, str] | None = None) -> ImportJob:
     job = ImportJob.objects.create(
+        origin=origin or {},
         redactions=redactions,
         team=team,
         user=user if getattr(user, "is_authenticated", False) else None,

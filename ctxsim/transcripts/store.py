@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,13 +122,59 @@ def _session_time(meta: dict, key: str, fallback: datetime | None) -> datetime |
     return parse_timestamp(meta.get(key)) or fallback
 
 
+# The agent a format's transcripts come from, for a session's origin when the upload names none.
+AGENT_OF_FORMAT = {"claude-code": "claude-code", "claude-code-requests": "claude-code",
+                   "codex": "codex", "codex-legacy": "codex", "openhands": "openhands",
+                   "openhands-eval": "openhands", "swe-agent": "swe-agent", "chatcli": "chatcli"}
+ORIGIN_FIELDS = {"host": 255, "cwd": 1000, "agent": 40, "agent_version": 40}
+
+
+def session_origin(session: pm.Session, given: Mapping[str, str] | None) -> dict[str, str]:
+    """host, cwd, agent and agent_version of a session: what the upload said, else what the
+    transcript records (Claude Code's `cwd` and `version`, Codex's `cwd` and `cli_version`)."""
+    meta = session.meta or {}
+    found = {
+        "host": "",
+        "cwd": meta.get("cwd"),
+        "agent": AGENT_OF_FORMAT.get(session.format, ""),
+        "agent_version": meta.get("version") or meta.get("cli_version"),
+    }
+    origin = {}
+    for name, limit in ORIGIN_FIELDS.items():
+        value = (given or {}).get(name) or found[name]
+        origin[name] = _text_safe(value.strip())[:limit] if isinstance(value, str) else ""
+    return origin
+
+
+def link_subagents(rows: Sequence[Session]) -> None:
+    """Link sessions stored from different files (issue 27): a sidechain whose parent its file
+    did not hold goes under the team's newest top-level session of that key, and a new
+    top-level session adopts the team's orphans that name it."""
+    ids = [row.pk for row in rows]
+    for row in rows:
+        if row.parent_id is None and row.parent_key:
+            parent = (Session.objects.filter(team_id=row.team_id, source_key=row.parent_key,
+                                             parent__isnull=True)
+                      .exclude(pk__in=ids).order_by("-pk").first())
+            if parent is not None:
+                row.parent = parent
+                row.save(update_fields=["parent"])
+    for row in rows:
+        if row.parent_id is None and row.source_key:
+            (Session.objects.filter(team_id=row.team_id, parent__isnull=True,
+                                    parent_key=row.source_key)
+             .exclude(pk__in=ids).update(parent=row))
+
+
 def save_sessions(
     sessions: Sequence[pm.Session], *, team, user=None, source_name: str = "",
     in_transaction: Callable[[list[Session]], None] | None = None,
-    source_sha256: str = "",
+    source_sha256: str = "", origin: Mapping[str, str] | None = None,
 ) -> list[Session]:
-    """Write the sessions of one file (sidechains linked to their parents); all or nothing.
-    `in_transaction(rows)` runs inside the same transaction, last (raising rolls it back)."""
+    """Write the sessions of one file (sidechains linked to their parents, also to a parent
+    stored from another file: `link_subagents`); all or nothing. `origin` is what the upload
+    said of where it came from (`session_origin`). `in_transaction(rows)` runs inside the
+    same transaction, last (raising rolls it back)."""
     keys = {s.key for s in sessions}
     with transaction.atomic():
         content_ids = store_contents(m.content for s in sessions for m in s.messages)
@@ -144,11 +190,12 @@ def save_sessions(
             ] or pending
             for session in ready:
                 row = _save_one(session, team, user, source_name, content_ids, stored,
-                                source_sha256)
+                                source_sha256, origin)
                 stored.setdefault(session.key, row)
                 rows[id(session)] = row
             pending = [s for s in pending if id(s) not in rows]
         saved = [rows[id(s)] for s in sessions]
+        link_subagents(saved)
         index_sessions(saved)
         if in_transaction is not None:
             in_transaction(saved)
@@ -156,11 +203,15 @@ def save_sessions(
 
 
 def _save_one(session, team, user, source_name, content_ids, stored,
-              source_sha256: str = "") -> Session:
+              source_sha256: str = "", origin: Mapping[str, str] | None = None) -> Session:
     messages = session.messages
     meta = json_safe(dict(session.meta))
     started, ended = _timestamps(messages)
+    where = session_origin(session, origin)
     row = Session.objects.create(
+        origin_host=where["host"], origin_cwd=where["cwd"], origin_agent=where["agent"],
+        origin_agent_version=where["agent_version"],
+        parent_key=_text_safe(session.parent_key or "")[:200],
         team=team,
         title=_text_safe(session.title or source_name or "Untitled session")[:300],
         format=session.format,

@@ -195,6 +195,7 @@ def _import(job: ImportJob, reporter: JobReporter) -> dict:
                 source_sha256=job.sha256,
                 redactions=job.redactions,  # replaced before the upload was stored
                 in_transaction=link_sessions,
+                origin=job.origin or None,
             )
     except JobGivenUp:
         logger.warning("background import %s was given up while it ran; nothing stored", job_id)

@@ -9,9 +9,13 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.datastructures import MultiValueDict
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxsim.htmx import render_page_or_partial
@@ -30,6 +34,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET, formats=services.team_formats(membership.team))
     filters = services.SessionFilters(
         format=form.value("format"), status=form.value("status"), query=form.value("q"),
+        project=form.value("project"), host=form.value("host"),
         contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
@@ -38,11 +43,32 @@ def session_list(request: HttpRequest) -> HttpResponse:
                                   context)
 
 
+def _csrf_checked(request: HttpRequest) -> HttpResponse:  # the view the CSRF check is run for
+    return HttpResponse()
+
+
+_CSRF = CsrfViewMiddleware(_csrf_checked)
+
+
+@csrf_exempt  # checked below, once the role is: the CSRF check reads (spools) the whole body
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """The upload form; a valid POST imports and redirects to its results page, so reloading
-    the results never imports again (post/redirect/get)."""
-    membership = current_membership_for(request, "write" if request.method == "POST" else "read")
+    the results never imports again (post/redirect/get).
+
+    Membership and role are checked before anything reads the body (issue 28 item 12): a
+    viewer's or an outsider's upload is refused without spooling its files."""
+    try:
+        membership = current_membership_for(request,
+                                            "write" if request.method == "POST" else "read")
+    except (PermissionDenied, Http404):
+        # Django's 403 and 404 pages run the CSRF check, which would read the body now.
+        request._post, request._files = QueryDict(), MultiValueDict()
+        raise
+    if request.method == "POST":
+        refused = _CSRF.process_view(request, _csrf_checked, (), {})
+        if refused is not None:
+            return refused
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         results = services.import_uploads(

@@ -94,8 +94,55 @@ def test_without_an_index_the_requests_are_ordered_by_their_history():
     main, sub = load(io.BytesIO(archive_bytes(files))).sessions
     assert main.key == SESSION_ID
     assert [r["messages"] for r in main.meta["recorded_requests"]] == [1, 3, 5, 7]
-    # Without the index no response is paired: the history ends with the last request.
+    # Without the index the responses named apart from their requests are paired by content
+    # (each call's answer is in the next request); the last ones, written at the same time
+    # (a zip made at once), cannot be told apart: the history ends with the last request, and
+    # the session says so.
     assert main.messages[-1].role == "tool"
+    assert [bool(r.get("usage")) for r in main.meta["recorded_requests"]] == [
+        True, True, True, False]
+    assert any("2 response file(s) could not be paired" in w for w in main.warnings)
+    assert any("0005-request.request.json: its response is not in the archive" in w
+               for w in main.warnings)
+
+
+def _tar_by_request_id(stray: bool = False) -> io.BytesIO:
+    """The folder without its index, each response named by a request id as Claude Code
+    names it, written a few seconds after its request (as the files' times show)."""
+    buffer = io.BytesIO()
+    files = folder_files(prefix="", skip=("index.jsonl",))
+    if stray:
+        stray_answer = json.loads(files["0001-response.response.json"])
+        stray_answer["content"] = [{"type": "text", "text": "an answer no request follows"}]
+        files["req_0000stray.response.json"] = json.dumps(stray_answer).encode()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in sorted(files.items()):
+            number = int(name[:4]) if name[:4].isdigit() else 9
+            if name.endswith(".response.json") and name[:4].isdigit():
+                name, when = f"req_011C{number:04d}abcd.response.json", 1000 + 10 * number + 5
+            else:
+                # The stray one was written before any request: no call can have sent it.
+                when = 1001 if name.startswith("req_0000") else 1000 + 10 * number
+            info = tarfile.TarInfo(f"bodies/{name}")
+            info.size, info.mtime = len(data), when
+            archive.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
+
+
+def test_responses_named_by_request_id_are_paired_with_their_requests():
+    main, sub = load(_tar_by_request_id()).sessions
+    assert main.messages[-1].role == "assistant"  # the last answer is not lost
+    assert all(r.get("usage") for r in main.meta["recorded_requests"])
+    assert sub.messages[-1].role == "assistant"
+    assert not main.warnings and not sub.warnings
+
+
+def test_a_response_left_unpaired_is_a_warning_naming_it():
+    main, _ = load(_tar_by_request_id(stray=True)).sessions
+    assert main.messages[-1].role == "assistant"
+    assert any("req_0000stray.response.json" in w and "could not be paired" in w
+               for w in main.warnings)
 
 
 @pytest.mark.parametrize(("files", "message"), [

@@ -68,8 +68,6 @@ def test_the_filters_are_the_pages(personas, api_tokens):
 
 @pytest.mark.parametrize("query, message", [
     ("profiles=nope", "unknown profile"),
-    ("profiles=saved:12345", "no such saved profile"),
-    ("uploader=nobody", "uploader"),
     ("model=gpt-0", "unknown model"),
     ("since=yesterday", "since"),
     ("profiles=none&profiles=chatcli&profiles=aivax&profiles=chatcli-docs&profiles=x",
@@ -78,6 +76,18 @@ def test_the_filters_are_the_pages(personas, api_tokens):
 def test_bad_values_are_one_line_400s(personas, api_tokens, query, message):
     response = get(api_tokens.read, query)
     assert response.status_code == 400
+    assert message in response.json()["detail"]
+    assert not DBTaskResult.objects.exists()
+
+
+@pytest.mark.parametrize("query, message", [
+    ("profiles=saved:12345", "no saved profile"),
+    ("uploader=nobody", "uploader: no member"),
+])
+def test_what_the_team_does_not_have_is_a_404(personas, api_tokens, query, message):
+    """Well-formed (the schema allows them) but not there: 404, like a missing session."""
+    response = get(api_tokens.read, query)
+    assert response.status_code == 404
     assert message in response.json()["detail"]
     assert not DBTaskResult.objects.exists()
 

@@ -7,6 +7,8 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 from io import StringIO
 from pathlib import Path
 
@@ -47,13 +49,40 @@ def claude_session(folder: Path) -> tuple[Path, Path]:
     return main, agent
 
 
-def run_push(args: list[str], *, url: str, token: str, stdin: str = ""):
-    """The script as a hook runs it: its own process, only the variables it documents, and
-    without site-packages (`-S`): it needs nothing but the standard library."""
-    env = {"CTXSIM_URL": url, "CTXSIM_TOKEN": token, "CTXSIM_TIMEOUT": "30",
-           "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-S", str(PUSH), *args], input=stdin, env=env,
+def push_env(url: str, token: str, home: Path, **extra: str) -> dict:
+    """Only the variables the script documents, a home of the test's own (the agents' folders,
+    the spool), and a detached uploader that makes one pass and ends."""
+    home.mkdir(parents=True, exist_ok=True)
+    return {"CTXSIM_URL": url, "CTXSIM_TOKEN": token, "CTXSIM_TIMEOUT": "30",
+            "PATH": "/usr/bin:/bin", "HOME": str(home), "CTXSIM_SPOOL": str(home / "spool"),
+            "CTXSIM_LINGER_SECONDS": "0", **extra}
+
+
+def run_push(args: list[str], *, url: str, token: str, stdin: str = "", home: Path | None = None,
+             **extra: str):
+    """The script as a hook runs it: its own process, and without site-packages (`-S`): it
+    needs nothing but the standard library. A hook's detached uploader is waited for."""
+    home = home or Path(tempfile.mkdtemp(prefix="ctxsim-home-"))
+    env = push_env(url, token, home, **extra)
+    done = subprocess.run([sys.executable, "-S", str(PUSH), *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=120)
+    wait_for_uploader(home / "spool")
+    return done
+
+
+def wait_for_uploader(spool: Path, timeout: float = 90.0) -> None:
+    """Until the detached uploader the last hook started has ended."""
+    pid_file = spool / "uploader.pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
+        if ") Z " in stat:  # ended, not reaped yet
+            break
+        time.sleep(0.05)
+    pid_file.unlink(missing_ok=True)
 
 
 def free_port() -> int:
@@ -109,9 +138,11 @@ def test_a_hook_exits_0_when_the_server_is_down_or_the_input_is_bad(personas, tm
     main, _ = claude_session(tmp_path)
     down = f"http://127.0.0.1:{free_port()}"
     hook_input = json.dumps({"session_id": SESSION_ID, "transcript_path": str(main)})
-    done = run_push(["--hook", "claude-code"], url=down, token="ctx_x", stdin=hook_input)
+    home = tmp_path / "home"
+    done = run_push(["--hook", "claude-code"], url=down, token="ctx_x", stdin=hook_input,
+                    home=home)
     assert done.returncode == 0 and done.stdout == ""
-    assert "cannot reach" in done.stderr
+    assert "cannot reach" in (home / "spool" / "uploader.log").read_text()
     for bad in ("not json", "[]", "{}"):
         assert run_push(["--hook", "codex"], url=down, token="ctx_x", stdin=bad).returncode == 0
     unset = run_push(["--hook", "codex"], url="", token="", stdin=hook_input)

@@ -1,0 +1,1 @@
+"""The parts of `ctxsim-push` (contrib/claude-code/bin/ctxsim-push): standard library only."""
