@@ -185,14 +185,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Login throttling (django-axes, ctxsim/teams/throttle.py): failures are counted per username
-# and per client address; either reaching the limit locks logins for the cool-off time.
+# and client address together, and per address alone at a higher limit; either reaching its
+# limit locks logins for the cool-off time. Never per username alone: anyone could lock any
+# user out (issue 28 item 8).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+CTXSIM_LOGIN_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+CTXSIM_LOGIN_ADDRESS_FAILURE_LIMIT = _int("CTXSIM_LOGIN_ADDRESS_FAILURE_LIMIT",
+                                          4 * CTXSIM_LOGIN_FAILURE_LIMIT, minimum=1)
+AXES_FAILURE_LIMIT = "ctxsim.teams.throttle.failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=_int("CTXSIM_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "ctxsim.teams.throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "ctxsim.teams.throttle.client_ip"
@@ -367,9 +372,23 @@ if not DEBUG:
             "HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip()
         )
 
+# Every line passes `ctxsim.logs.RedactFilter` (no invite token, no secret in a query string;
+# issue 28): Django's own loggers write through these handlers only (its defaults' console
+# and mail handlers are replaced; the development server's request lines keep their format).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact": {"()": "ctxsim.logs.RedactFilter"}},
+    "formatters": {"django.server": {"()": "django.utils.log.ServerFormatter",
+                                     "format": "[{server_time}] {message}", "style": "{"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["redact"]},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server",
+                          "filters": ["redact"]},
+    },
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }

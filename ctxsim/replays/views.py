@@ -412,10 +412,12 @@ def profile_delete(request: HttpRequest, session_id: int, profile_id: int) -> Ht
 
 
 def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:
-    """A 200 with the field messages (htmx swaps them into the form; without JS, a page)."""
+    """A 400 with the field messages (htmx swaps them into the form; without JS, a page)."""
     context = {"session": session, "which": which, "errors": errors, "post": request.POST}
-    return render_page_or_partial(request, "replays/profile_forms.html", "profile-errors",
-                                  context)
+    response = render_page_or_partial(request, "replays/profile_forms.html", "profile-errors",
+                                      context)
+    response.status_code = 400
+    return response
 
 
 def _to_page(request: HttpRequest, session, query: str) -> HttpResponse:
