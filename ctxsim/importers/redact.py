@@ -9,8 +9,8 @@ same list safe on the raw bytes of a JSON or JSON Lines file (what a background 
 and on the decoded text of canonical messages (which also catches secrets the raw pass could
 not see, e.g. written with `\\/` or `\\u` escapes).
 
-Public API: `KINDS`, `redact_text`, `redact_bytes`, `redact_raw_line`, `redact_lines`, `redact_value`,
-`redact_sessions`, `merge_counts`.
+Public API: `KINDS`, `redact_text`, `redact_bytes`, `redact_raw_line`, `redact_lines`,
+`redact_value`, `redact_sessions`, `merge_counts`.
 """
 
 from __future__ import annotations

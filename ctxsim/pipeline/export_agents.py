@@ -281,7 +281,7 @@ def _long_integer_field(text: str, what: str) -> str:
             table = f"[{header.group(1)}] "
             continue
         key = _KEY_LINE.match(line)
-        if key and re.search(r"\d[\d_]{%d,}" % sys.get_int_max_str_digits(), line):
+        if key and re.search(rf"\d[\d_]{{{sys.get_int_max_str_digits()},}}", line):
             return f"{what} {table}{key.group(1).strip(QUOTES)}"
     return what
 

@@ -148,7 +148,8 @@ def test_a_raw_json_line_is_redacted_behind_its_escapes(raw, core, kind):
 def test_a_raw_line_keeps_every_byte_outside_the_redacted_string():
     from ctxsim.importers.redact import redact_raw_line
 
-    raw = (b'{"a": "caf\\u00e9 \\n", "b":  "x\\nAuthorization: Bearer PlantedBearerToken0123456789",'
+    raw = (b'{"a": "caf\\u00e9 \\n", "b":  "x\\nAuthorization: Bearer '
+           b'PlantedBearerToken0123456789",'
            b' "c": "\\ud83d\\ude00"}\n')
     redacted, _ = redact_raw_line(raw)
     assert redacted.startswith(b'{"a": "caf\\u00e9 \\n", "b":  "x\\nAuthorization: Bearer [RED')

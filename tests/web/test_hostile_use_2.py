@@ -4,8 +4,6 @@ worker — login lockout and profile imports."""
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
-from django.test import Client
 from django.urls import reverse
 
 from ctxsim.replays.models import SavedProfile
