@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "ctxsim.overview",
     "ctxsim.reviews",
     "ctxsim.api",
+    "ctxsim.jobs",
     "axes",
 ]
 
@@ -134,7 +135,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     )
-    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    # Seconds a write waits for SQLite's lock before "database is locked".
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "timeout", _int("CTXSIM_SQLITE_BUSY_SECONDS", 20, minimum=1))
     # Transactions take the write lock when they begin, so concurrent writers queue for the
     # busy timeout above. A deferred one that read first and then writes cannot wait (SQLite
     # refuses the upgrade at once): 20 writers saw a quarter of their writes fail with
@@ -321,6 +324,10 @@ CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
 # 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
 CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
+# The most memory (address space, MB) one background task may take: each runs in a child of
+# the worker limited to it (ctxsim/jobs/worker.py); a task over it fails with a message and the
+# worker lives on. 0: no limit, tasks run in the worker process itself.
+CTXSIM_WORKER_MAX_MB = _int("CTXSIM_WORKER_MAX_MB", 4096, minimum=0)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).
