@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -86,10 +87,8 @@ class BoundedWorker(Worker):
 
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
         if self.child is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.child, signum)
-            except ProcessLookupError:
-                pass
         super().shutdown(signum, frame)
 
     def run_task(self, db_task_result) -> None:

@@ -238,7 +238,8 @@ def test_serve_prod_runs_migrations_collectstatic_and_both_processes():
     script = (ROOT / "bin" / "serve-prod").read_text()
     assert subprocess.run(["bash", "-n", str(ROOT / "bin" / "serve-prod")]).returncode == 0
     order = [script.index(step) for step in (
-        "manage.py migrate", "manage.py collectstatic", "manage.py db_worker", "gunicorn --config"
+        "manage.py migrate", "manage.py collectstatic", "manage.py ctxsim_worker",
+        "gunicorn --config"
     )]
     assert order == sorted(order)
     assert "export DEBUG=false" in script
