@@ -97,6 +97,8 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
     # A user past their concurrent-replay limit gets a 429 (ctxsim/replays/limits.py).
     "ctxsim.replays.limits.ReplayBusyMiddleware",
+    # A request past its user's or team's pending background work: 429 (ctxsim/jobs/policy.py).
+    "ctxsim.jobs.policy.QueueFullMiddleware",
 ]
 
 ROOT_URLCONF = "ctxsim.urls"
@@ -324,6 +326,11 @@ CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
 # 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
 CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
+# Background tasks (replays, overview figures, sweeps, traces; not imports) one user, and one
+# team, may have queued or running at once; a request that would queue more gets a 429
+# (ctxsim/jobs/policy.py).
+CTXSIM_PENDING_PER_USER = _int("CTXSIM_PENDING_PER_USER", 4, minimum=1)
+CTXSIM_PENDING_PER_TEAM = _int("CTXSIM_PENDING_PER_TEAM", 16, minimum=1)
 # The most memory (address space, MB) one background task may take: each runs in a child of
 # the worker limited to it (ctxsim/jobs/worker.py); a task over it fails with a message and the
 # worker lives on. 0: no limit, tasks run in the worker process itself.

@@ -54,7 +54,7 @@ def overview(team, query: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dic
     choice = overview_services.parse_choice(team, query)
     if choice.errors:
         return None, choice.errors
-    built = overview_services.build_overview(team, choice)
+    built = overview_services.build_overview(team, choice, api=True)
     return {**overview_services.overview_json(built), "filters": choice.filter_query,
             "cache": choice.cache.as_dict()}, {}
 

@@ -14,6 +14,8 @@
   but not when it begins the claim's exclusive transaction: a write lock held longer than the
   busy timeout (20 s) stopped both workers ("database is locked"). The loop now waits and
   starts again (`LOCKED_PAUSE`), logging once per episode.
+- **Priority.** A replay or a sweep runs `nice`d (`BACKGROUND_NICE`): with a worker per
+  queue, an import never waits for one, and it is not slowed down by one either.
 - **Signals.** SIGTERM or SIGINT to the worker reaches the running child too (a sweep stops
   between points and is queued again), and the worker exits once the child did.
 
@@ -41,6 +43,10 @@ logger = logging.getLogger("ctxsim.jobs.worker")
 
 LOCKED_PAUSE = 1.0  # seconds between claims while the database stays locked
 CHILD_FAILED = 70  # a child's exit code when the task runner itself raised
+# Tasks of other queues (replays, sweeps) run at a lower CPU priority than these, so on a
+# machine with few cores an import (and the web server) is not slowed down by them.
+URGENT_QUEUES = ("imports", "default")
+BACKGROUND_NICE = 10
 
 
 def memory_limit_bytes() -> int:
@@ -122,6 +128,8 @@ class BoundedWorker(Worker):
             self.configure_signals()
             self.child = None
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            if db_task_result.queue_name not in URGENT_QUEUES:
+                os.nice(BACKGROUND_NICE)  # an import, and the web server, go first
             super().run_task(db_task_result)  # writes the task's end, success or failure
         except BaseException:  # noqa: BLE001 (the parent settles the row)
             code = CHILD_FAILED

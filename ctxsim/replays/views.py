@@ -90,7 +90,7 @@ def _run_and_call(request: HttpRequest, session, settings):
     replay keeps that call, which the request shows next). A long session's replay that is
     not stored is handed to the worker: ReplayPending."""
     requested = request.GET.get("call", "")
-    pending = background.pending_for(session, settings)
+    pending = background.pending_for(session, settings, request.user)
     if pending is not None:
         raise ReplayPending(pending)
     run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
