@@ -21,10 +21,10 @@ from django.utils import timezone
 
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.insights import sweep as sweeps
+from ctxsim.jobs import policy
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
-from ctxsim.jobs import policy
 from ctxsim.overview.tasks import compute_figures_many, enqueue_many, run_corpus_part
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.replays import profiles
