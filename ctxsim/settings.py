@@ -326,6 +326,10 @@ CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
 # 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
 CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
+# The largest trace a download or the API writes, estimated before the replay (bytes): a full
+# trace holds every history sent and grows with the square of the calls; past it a 413 links
+# the summary trace (ctxsim/replays/traces.py).
+CTXSIM_TRACE_MAX_BYTES = _int("CTXSIM_TRACE_MAX_BYTES", 512 * 1024 * 1024, minimum=1)
 # Background tasks (replays, overview figures, sweeps, traces; not imports) one user, and one
 # team, may have queued or running at once; a request that would queue more gets a 429
 # (ctxsim/jobs/policy.py).

@@ -30,3 +30,45 @@ class Ticket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.subject} {self.key} ({self.task_id})"
+
+
+class TraceFile(models.Model):
+    """A session's trace written by the worker (issue 28 item 2): a session longer than
+    CTXSIM_INLINE_REPLAY_CALLS is never replayed by the request that asks for its trace. One
+    row per (session, settings, summary or full), created with its task; the file is kept in
+    the default storage for `ctxsim.replays.traces.KEEP_SECONDS` and served from there."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    session = models.ForeignKey("transcripts.Session", on_delete=models.CASCADE,
+                                related_name="+")
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    summary = models.BooleanField(default=True)
+    query = models.TextField(help_text="the replay settings as the session page's query")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0, help_text="calls written")
+    total = models.PositiveIntegerField(default=0, help_text="calls of the session")
+    message = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    stored_name = models.CharField(max_length=300, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key", "summary"],
+                                               name="one_trace_file_per_settings")]
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        return min(100, self.done * 100 // self.total) if self.total else 0

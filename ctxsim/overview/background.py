@@ -47,8 +47,8 @@ def inline_bound() -> int:
     return django_settings.CTXSIM_INLINE_REPLAY_CALLS
 
 
-def pending_for(session: Session, settings: ReplaySettings,
-                user: Any = None) -> BackgroundReplay | None:
+def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
+                poll: bool = False) -> BackgroundReplay | None:
     """The background replay a request of `user` for these settings waits for, queued when
     needed; None when the request may go on: a session short enough to replay inline, or a
     summary this process or the database holds.
@@ -56,8 +56,9 @@ def pending_for(session: Session, settings: ReplaySettings,
     Queueing takes one of the user's tickets (`ctxsim.jobs.policy`: QueueFull past their or
     their team's quota); joining a replay already queued takes none. When it queues, the
     user's own replays of this session for other settings that have not started yet are
-    dropped first (a newer threshold supersedes an older one: issue 31); a poll of a pending
-    replay never does."""
+    dropped first (a newer threshold supersedes an older one: issue 31); a `poll` of the
+    pending page never does, and never queues a superseded replay again (the page says it
+    was dropped; opening it again queues it)."""
     if session.model_call_count <= inline_bound():
         return None
     if replays.stored_summary(session, settings) is not None:
@@ -81,7 +82,7 @@ def pending_for(session: Session, settings: ReplaySettings,
         return _queue_again(row, Status.RUNNING, user)  # its worker went away
     if row.status == Status.FAILED and _older(row.finished_at):
         return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
-    if row.status == Status.CANCELLED:
+    if row.status == Status.CANCELLED and not poll:
         return _queue_again(row, Status.CANCELLED, user)  # superseded once, asked again
     return row
 

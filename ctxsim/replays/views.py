@@ -10,6 +10,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
+from django.core.files.storage import default_storage
 from django.http import (
     FileResponse,
     Http404,
@@ -34,7 +35,7 @@ from ctxsim.htmx import partial_for, render_page_or_partial, target_id
 from ctxsim.overview import background
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, call_view, page, profiles, services, spills
+from ctxsim.replays import analysis, call_view, page, profiles, services, spills, traces
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import ReplayRun, SavedProfile
 from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying
@@ -47,6 +48,7 @@ TEMPLATE = "replays/session.html"
 REVIEW_TEMPLATE = "reviews/review.html"
 # The regions of the session page an htmx request may reload, by DOM id.
 PAGE_PARTIALS = {"call-view": "call-response", "replay": "replay-response"}
+COMPARE_PARTIALS = {"compare-calls": "compare-calls"}
 
 
 def _session(request: HttpRequest, session_id: int, action: str = "read"):
@@ -90,7 +92,8 @@ def _run_and_call(request: HttpRequest, session, settings):
     replay keeps that call, which the request shows next). A long session's replay that is
     not stored is handed to the worker: ReplayPending."""
     requested = request.GET.get("call", "")
-    pending = background.pending_for(session, settings, request.user)
+    pending = background.pending_for(session, settings, request.user,
+                                     poll=target_id(request) == PENDING_REGION)
     if pending is not None:
         raise ReplayPending(pending)
     run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
@@ -281,7 +284,27 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     # The summary (no history arrays) unless the full trace is asked for: the full one of a
     # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
     summary = request.GET.get("summary") not in ("0", "false", "off")
-    body = services.trace_file(session, settings, summary=summary, user=request.user)
+    # Bounded before anything is replayed; a long session's trace is written by the worker
+    # (ctxsim/replays/traces.py, issue 28 item 2).
+    summary_url = f"{reverse('session-trace', args=[session.pk])}?{settings.query()}&summary=1"
+    try:
+        traces.check_bounds(session, settings, summary)
+    except traces.TraceTooLarge as exc:
+        return HttpResponse(f"{traces.too_large_message(exc)}\nSummary: {summary_url}\n",
+                            status=413, content_type="text/plain; charset=utf-8")
+    except traces.NoTempSpace as exc:
+        return HttpResponse(traces.no_space_message(exc) + "\n", status=507,
+                            content_type="text/plain; charset=utf-8")
+    if traces.inline(session):
+        body = services.trace_file(session, settings, summary=summary, user=request.user)
+    else:
+        row = traces.trace_file_for(session, settings, summary, request.user)
+        if row.status != row.Status.DONE:
+            return render(request, "replays/trace_pending.html", {
+                "session": session, "trace": row, "progress": traces.progress_of(row),
+                "summary": summary, "summary_url": summary_url,
+                "bound": background.inline_bound()}, status=202)
+        body = default_storage.open(row.stored_name, "rb")
     response = FileResponse(body, content_type="application/json")
     _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
@@ -329,7 +352,16 @@ def spill_download(request: HttpRequest, session_id: int, run: str, seq: int) ->
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET, user=request.user)
+    chosen = services.compare_settings(session, request.GET)
+    for _side, settings, _bad in chosen:  # a long session's replays go to the worker
+        pending = background.pending_for(session, settings, request.user,
+                                         poll=target_id(request) == PENDING_REGION)
+        if pending is not None:
+            return pending_page(request, session, settings, pending, COMPARE_PARTIALS)
+    if target_id(request) == PENDING_REGION:
+        return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
+    sides, errors = services.compare_sides(session, request.GET, user=request.user,
+                                           chosen=chosen)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     kept = sides[0].settings.fields()  # side A's state travels with every link and the form
     columns = [page.compare_column(session, side, call, request.user) for side in sides]
@@ -347,8 +379,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "state_query": urlencode([*kept, ("b", sides[1].ref)]),
         "back_query": sides[0].settings.query(call),
     }
-    return render_page_or_partial(request, "replays/compare.html",
-                                  {"compare-calls": "compare-calls"}, context)
+    return render_page_or_partial(request, "replays/compare.html", COMPARE_PARTIALS, context)
 
 
 @require_safe
