@@ -72,7 +72,8 @@ def trace_response(session: Session, settings, *, summary: bool) -> HttpResponse
     summary_url = (reverse("api:session-trace", args=[session.pk]) + "?"
                    + settings.query() + "&summary=1")
     try:
-        estimate = traces.check_bounds(session, settings, summary)
+        estimate = traces.check_bounds(session, settings, summary,
+                                       may_replay=traces.inline(session))
     except traces.TraceTooLarge as exc:
         return JsonResponse({"detail": traces.too_large_message(exc),
                              "estimate_bytes": exc.estimate, "limit_bytes": exc.limit,

@@ -9,8 +9,10 @@ Now, for the download and for `/api/v1/sessions/{id}/trace` alike:
   holds the history after each of its stages, so from the stored summary when there is one
   (the tokens each call sends, at the session's bytes per token, plus JSON's overhead per
   message, once per stage), else from the raw session (each call's history at most the
-  whole session's bytes, half of it on average). Over `CTXSIM_TRACE_MAX_BYTES`
-  the answer is a 413 that says the estimate and links the summary trace (`TraceTooLarge`).
+  whole session's bytes, half of it on average; over the limit, the summary is replayed
+  first where a replay may run, and the trace measured from it). Over
+  `CTXSIM_TRACE_MAX_BYTES` the answer is a 413 that says the estimate and links the summary
+  trace (`TraceTooLarge`).
 - Writing needs about twice the trace in temp space (its calls are spooled, then copied);
   with less free, a 507 says so before anything is written (`NoTempSpace`).
 - A session longer than `CTXSIM_INLINE_REPLAY_CALLS` is never replayed by the request: the
@@ -89,10 +91,22 @@ def estimate_bytes(session: Session, settings: ReplaySettings, summary: bool) ->
         session.total_bytes / 2 + session.message_count * BYTES_PER_MESSAGE / 2))
 
 
-def check_bounds(session: Session, settings: ReplaySettings, summary: bool) -> int:
-    """The estimate, or TraceTooLarge / NoTempSpace before anything is replayed."""
+def check_bounds(session: Session, settings: ReplaySettings, summary: bool, user: Any = None,
+                 *, may_replay: bool = True) -> int:
+    """The estimate, or TraceTooLarge / NoTempSpace before the trace is written.
+
+    The raw estimate knows nothing of what the profile cuts; when it is over the limit and no
+    summary is stored, the summary is replayed first (`may_replay`: a short session in the
+    request, one of `user`'s replays; the worker) and the trace measured from it. A request
+    that may not replay leaves that to the worker, which checks again."""
     estimate = estimate_bytes(session, settings, summary)
     limit = django_settings.CTXSIM_TRACE_MAX_BYTES
+    if estimate > limit and not summary and services.stored_summary(session,
+                                                                     settings) is None:
+        if not may_replay:
+            return estimate
+        services.summary_for(session, settings, user=user)
+        estimate = estimate_bytes(session, settings, summary)
     if estimate > limit:
         raise TraceTooLarge(estimate, limit)
     free = shutil.disk_usage(tempfile.gettempdir()).free

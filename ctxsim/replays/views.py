@@ -288,7 +288,8 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     # (ctxsim/replays/traces.py, issue 28 item 2).
     summary_url = f"{reverse('session-trace', args=[session.pk])}?{settings.query()}&summary=1"
     try:
-        traces.check_bounds(session, settings, summary)
+        traces.check_bounds(session, settings, summary, request.user,
+                            may_replay=traces.inline(session))
     except traces.TraceTooLarge as exc:
         return HttpResponse(f"{traces.too_large_message(exc)}\nSummary: {summary_url}\n",
                             status=413, content_type="text/plain; charset=utf-8")
