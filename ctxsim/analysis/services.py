@@ -20,7 +20,6 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
-# The page's cache choice is part of this module's API (the views call it through here).
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
@@ -31,6 +30,9 @@ from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
+
+# The page's cache choice is part of this module's API (the views call it through here).
+from ctxsim.jobs import policy
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.pipeline.usage import recorded_per_call
@@ -318,29 +320,35 @@ def parse_axes(form: SweepForm, query: Mapping[str, Any]) -> tuple[list[sweeps.A
 
 
 def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Sweep:
-    """Store the sweep; run it now when small, else hand it to the worker."""
+    """Store the sweep; run it now when small, else hand it to the worker (one of `user`'s
+    tickets: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
     total = 1
     for a in axes:
         total *= len(a.values)
+    limit = getattr(django_settings, "CTXSIM_INLINE_SWEEP_WORK", INLINE_SWEEP_WORK)
+    inline = total * max(session.model_call_count, 1) <= limit
+    if not inline:
+        policy.admit("sweep", user, session.team)
     sweep = Sweep.objects.create(
         session=session, created_by=user if user.is_authenticated else None,
         query=form.settings.query(), axes=[{"name": a.name, "values": list(a.values)}
                                            for a in axes],
         cache=form.cache.as_dict(), total=total,
     )
-    limit = getattr(django_settings, "CTXSIM_INLINE_SWEEP_WORK", INLINE_SWEEP_WORK)
-    if total * max(session.model_call_count, 1) <= limit:
+    if inline:
         run_sweep_job(sweep.pk)
         sweep.refresh_from_db()
     else:
-        _enqueue(sweep)
+        _enqueue(sweep, user)
     return sweep
 
 
-def _enqueue(sweep: Sweep) -> None:
+def _enqueue(sweep: Sweep, user=None) -> None:
     def send() -> None:
         result = run_sweep.enqueue(sweep.pk)
         Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
+        policy.record("sweep", user, sweep.session.team, [result.id],
+                      subject=f"session:{sweep.session_id}")
 
     transaction.on_commit(send)
 

@@ -316,8 +316,12 @@ def parse_axes(form: CorpusForm, query: Mapping[str, Any]):
 
 
 def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
-    """Store the sweep with one part per chosen session and queue the parts (in bulk)."""
+    """Store the sweep with one part per chosen session and queue the parts (in bulk). The
+    sweep is one of `user`'s tickets (`ctxsim.jobs.policy`), given back with its last
+    part."""
     ids = list(session_rows(team, form.choice.filters).values_list("pk", flat=True))
+    if ids:
+        policy.admit("sweep", user, team)
     with transaction.atomic():
         sweep = CorpusSweep.objects.create(
             team=team, created_by=user if user.is_authenticated else None,
@@ -329,7 +333,8 @@ def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
         CorpusSweepPart.objects.bulk_create(
             [CorpusSweepPart(sweep=sweep, session_id=sid) for sid in ids], batch_size=500)
         part_ids = sweep.parts.values_list("pk", flat=True)
-        enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
+        queued = enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
+        policy.record("sweep", user, team, queued[-1:], subject=f"team:{team.pk}")
     return sweep
 
 
