@@ -112,15 +112,15 @@ def release(task_ids: Iterable[Any]) -> int:
     return Ticket.objects.filter(task_id__in=ids).delete()[0]
 
 
-def superseded(kind: str, user: Any, subject: str, keep_key: str) -> list[Ticket]:
-    """The user's pending tickets of `kind` on `subject` for other settings than
-    `keep_key`: what a newer request of theirs supersedes (the caller drops the ones whose
-    task has not started, then `release`s them)."""
+def superseded(kind: str, user: Any, subject: str, keep: Iterable[str]) -> list[Ticket]:
+    """The user's pending tickets of `kind` on `subject` for other settings than those in
+    `keep`: what a newer request of theirs supersedes (the caller drops the ones whose task
+    has not started, then `release`s them)."""
     uid = _user_id(user)
     if uid is None:
         return []
     return list(_live().filter(kind=kind, user_id=uid, subject=subject).exclude(
-        key=keep_key[:200]))
+        key__in=[key[:200] for key in keep]))
 
 
 class QueueFullMiddleware:

@@ -20,6 +20,7 @@ and outcome only while the row is still its own attempt (claimed at `started_at`
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -48,7 +49,7 @@ def inline_bound() -> int:
 
 
 def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
-                poll: bool = False) -> BackgroundReplay | None:
+                poll: bool = False, together: Iterable[str] = ()) -> BackgroundReplay | None:
     """The background replay a request of `user` for these settings waits for, queued when
     needed; None when the request may go on: a session short enough to replay inline, or a
     summary this process or the database holds.
@@ -58,14 +59,16 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
     user's own replays of this session for other settings that have not started yet are
     dropped first (a newer threshold supersedes an older one: issue 31); a `poll` of the
     pending page never does, and never queues a superseded replay again (the page says it
-    was dropped; opening it again queues it)."""
+    was dropped; opening it again queues it). Keys in `together` are asked for by the same
+    request (the comparison's two sides) and never supersede each other."""
+    keep = {settings.key, *together}
     if session.model_call_count <= inline_bound():
         return None
     if replays.stored_summary(session, settings) is not None:
         return None
     row = BackgroundReplay.objects.filter(session=session, key=settings.key).first()
     if row is None:
-        _drop_superseded(session, settings.key, user)
+        _drop_superseded(session, keep, user)
         policy.admit("replay", user, session.team)
         with transaction.atomic():
             row, created = BackgroundReplay.objects.get_or_create(
@@ -83,7 +86,7 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
     if row.status == Status.FAILED and _older(row.finished_at):
         return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
     if row.status == Status.CANCELLED and not poll:
-        return _queue_again(row, Status.CANCELLED, user)  # superseded once, asked again
+        return _queue_again(row, Status.CANCELLED, user, keep)  # superseded, asked again
     return row
 
 
@@ -95,9 +98,10 @@ def _subject(session: Session) -> str:
     return f"session:{session.pk}"
 
 
-def _drop_superseded(session: Session, key: str, user: Any) -> None:
-    """Drop the user's queued (not started) replays of this session for other settings."""
-    tickets = policy.superseded("replay", user, _subject(session), key)
+def _drop_superseded(session: Session, keep: Iterable[str], user: Any) -> None:
+    """Drop the user's queued (not started) replays of this session for settings not in
+    `keep`."""
+    tickets = policy.superseded("replay", user, _subject(session), keep)
     if not tickets:
         return
     for ticket in tickets:
@@ -116,11 +120,12 @@ def _older(moment) -> bool:
     return moment is not None and moment < timezone.now() - import_timeout()
 
 
-def _queue_again(row: BackgroundReplay, was: str, user: Any = None) -> BackgroundReplay:
+def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
+                 keep: Iterable[str] = ()) -> BackgroundReplay:
     """Queue the replay again, once however many requests find it at the same moment: only the
     request whose conditional update wins queues the task."""
     if was == Status.CANCELLED:
-        _drop_superseded(row.session, row.key, user)
+        _drop_superseded(row.session, {row.key, *keep}, user)
     policy.admit("replay", user, row.session.team)
     with transaction.atomic():
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(

@@ -354,11 +354,13 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
     chosen = services.compare_settings(session, request.GET)
-    for _side, settings, _bad in chosen:  # a long session's replays go to the worker
-        pending = background.pending_for(session, settings, request.user,
-                                         poll=target_id(request) == PENDING_REGION)
-        if pending is not None:
-            return pending_page(request, session, settings, pending, COMPARE_PARTIALS)
+    keys = [settings.key for _side, settings, _bad in chosen]
+    # A long session's replays go to the worker, both sides at once.
+    waiting = [(settings, row) for _side, settings, _bad in chosen if (row := (
+        background.pending_for(session, settings, request.user, together=keys,
+                               poll=target_id(request) == PENDING_REGION))) is not None]
+    if waiting:
+        return pending_page(request, session, *waiting[0], COMPARE_PARTIALS)
     if target_id(request) == PENDING_REGION:
         return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
     sides, errors = services.compare_sides(session, request.GET, user=request.user,

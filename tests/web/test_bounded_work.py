@@ -65,7 +65,9 @@ def test_compare_of_a_long_session_hands_both_replays_to_the_worker(personas, lo
         first = viewer.get(url)
         assert first.status_code == 202 and "Replaying in the background" in first.content.decode()
         assert not ReplayRun.objects.exists()
-    while run_worker_tasks():  # the worker replays side A, then (asked next) side B
+        # Both sides at once, neither superseding the other.
+        assert BackgroundReplay.objects.filter(status=Status.QUEUED).count() == 2
+    while run_worker_tasks():  # the worker replays both sides
         with monkeypatch.context() as patch:
             patch.setattr(services, "replay", lambda *a, **k: pytest.fail("replayed"))
             REPLAYS.clear()  # another web process: nothing kept from the worker's replays
