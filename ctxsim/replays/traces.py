@@ -35,6 +35,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.http import QueryDict
 from django.tasks import task
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from ctxsim.jobs import policy
@@ -61,14 +62,6 @@ class NoTempSpace(Exception):
     def __init__(self, needed: int, free: int) -> None:
         super().__init__(needed, free)
         self.needed, self.free = needed, free
-
-
-def human(size: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:,} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)  # pragma: no cover
 
 
 def estimate_bytes(session: Session, settings: ReplaySettings, summary: bool) -> int:
@@ -208,11 +201,13 @@ def write_trace_file(row_id: int) -> dict:
 
 
 def too_large_message(exc: TraceTooLarge) -> str:
-    return (f"The full trace of this session would be about {human(exc.estimate)}, more than "
-            f"the {human(exc.limit)} a trace may take (CTXSIM_TRACE_MAX_BYTES). Download the "
-            "summary trace instead (summary=1: every call's figures, no histories).")
+    size, limit = filesizeformat(exc.estimate), filesizeformat(exc.limit)
+    return (f"The full trace of this session would be about {size}, more than the {limit} a "
+            "trace may take (CTXSIM_TRACE_MAX_BYTES). Download the summary trace instead "
+            "(summary=1: every call's figures, no histories).")
 
 
 def no_space_message(exc: NoTempSpace) -> str:
-    return (f"Writing this trace needs about {human(exc.needed)} of temporary space and "
-            f"{human(exc.free)} is free; try the summary trace (summary=1), or later.")
+    needed, free = filesizeformat(exc.needed), filesizeformat(exc.free)
+    return (f"Writing this trace needs about {needed} of temporary space and {free} is free; "
+            "try the summary trace (summary=1), or later.")
