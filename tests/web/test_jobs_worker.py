@@ -61,3 +61,22 @@ def test_a_database_locked_longer_than_the_busy_timeout_makes_the_worker_wait(se
         result = whoami.enqueue()
         row = workers.wait_for(lambda: finished(result.id), 60, "the task's end", worker)
         assert row.status == "SUCCESSFUL"
+
+
+def test_a_task_that_ends_gives_its_ticket_back(personas, settings):
+    """The quotas count tickets of pending tasks: a real worker's task end releases them,
+    success or failure (and a child that died: its parent settles the task and its ticket)."""
+    from ctxsim.jobs import policy
+    from ctxsim.jobs.models import Ticket
+
+    viewer = personas.users["viewer"]
+    results = [whoami.enqueue(), kill_myself.enqueue()]
+    policy.record("replay", viewer, personas.team, [r.id for r in results])
+    assert policy.pending(viewer) == 2
+    env = workers.worker_env(settings, CTXSIM_WORKER_MAX_MB="400")
+    with workers.running(env, command_name="ctxsim_worker") as worker:
+        for result in results:
+            workers.wait_for(lambda r=result: finished(r.id), 60, "the task's end", worker)
+        workers.wait_for(lambda: not Ticket.objects.exists(), 30, "the tickets given back",
+                         worker)
+    assert policy.pending(viewer) == 0
