@@ -93,7 +93,7 @@ def trace_response(session: Session, settings, *, summary: bool) -> HttpResponse
         "detail": (row.message if row.status == row.Status.FAILED else
                    "the worker is writing this trace (the session is longer than "
                    "CTXSIM_INLINE_REPLAY_CALLS); ask again for the file")},
-        status=500 if row.status == row.Status.FAILED else 202)
+        status=traces.waiting_status(row))
     response["Retry-After"] = "2"
     return response
 

@@ -27,15 +27,17 @@ import logging
 import shutil
 import tempfile
 from datetime import timedelta
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings as django_settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.http import QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
 from django.tasks import task
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.utils import timezone
 
 from ctxsim.jobs import policy
@@ -47,6 +49,7 @@ from ctxsim.transcripts.models import Session
 logger = logging.getLogger(__name__)
 
 KEEP_SECONDS = 3600
+RETRY_FAILED_SECONDS = 60  # a failed trace says why this long before it is tried again
 SUMMARY_BYTES_PER_CALL = 4096
 BYTES_PER_MESSAGE = 300  # a history entry's JSON around its content
 BYTES_FIXED = 64 * 1024
@@ -125,8 +128,12 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
     stuck = (row is not None and row.is_active and row.started_at is not None
              and (row.heartbeat_at or row.started_at) < timezone.now() - timedelta(
                  seconds=django_settings.CTXSIM_IMPORT_TIMEOUT_SECONDS))
-    if row is not None and (row.status == TraceFile.Status.FAILED or stuck):
-        row.delete()  # said so once; asked again, it is written again
+    failed_a_while_ago = (row is not None and row.status == TraceFile.Status.FAILED
+                          and row.finished_at is not None
+                          and row.finished_at < timezone.now() - timedelta(
+                              seconds=RETRY_FAILED_SECONDS))
+    if row is not None and (failed_a_while_ago or stuck):
+        row.delete()  # said so for a while (or lost its worker): asked again, written again
         row = None
     if row is not None:
         return row
@@ -143,6 +150,35 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
                           subject=f"session:{session.pk}", key=f"trace:{settings.key}",
                           api=api)
     return row
+
+
+def download(request: HttpRequest, session: Session, settings: ReplaySettings,
+             summary: bool) -> tuple[IO[bytes] | None, HttpResponse | None]:
+    """The trace download's file, or the answer in its place: 413 over the bound (with the
+    summary's link), 507 without the temp space, 202 while the worker writes it."""
+    summary_url = f"{reverse('session-trace', args=[session.pk])}?{settings.query()}&summary=1"
+    try:
+        check_bounds(session, settings, summary, request.user, may_replay=inline(session))
+    except TraceTooLarge as exc:
+        return None, HttpResponse(f"{too_large_message(exc)}\nSummary: {summary_url}\n",
+                                  status=413, content_type="text/plain; charset=utf-8")
+    except NoTempSpace as exc:
+        return None, HttpResponse(no_space_message(exc) + "\n", status=507,
+                                  content_type="text/plain; charset=utf-8")
+    if inline(session):
+        return services.trace_file(session, settings, summary=summary, user=request.user), None
+    row = trace_file_for(session, settings, summary, request.user)
+    if row.status == TraceFile.Status.DONE:
+        return default_storage.open(row.stored_name, "rb"), None
+    return None, render(request, "replays/trace_pending.html", {
+        "session": session, "trace": row, "progress": progress_of(row), "summary": summary,
+        "summary_url": summary_url, "bound": django_settings.CTXSIM_INLINE_REPLAY_CALLS},
+        status=waiting_status(row))
+
+
+def waiting_status(row: TraceFile) -> int:
+    """202 while the worker writes the trace; 422 once it failed (the message says why)."""
+    return 422 if row.status == TraceFile.Status.FAILED else 202
 
 
 def _forget_old(session: Session) -> None:

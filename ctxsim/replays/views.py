@@ -10,7 +10,6 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
-from django.core.files.storage import default_storage
 from django.http import (
     FileResponse,
     Http404,
@@ -285,27 +284,10 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
     summary = request.GET.get("summary") not in ("0", "false", "off")
     # Bounded before anything is replayed; a long session's trace is written by the worker
-    # (ctxsim/replays/traces.py, issue 28 item 2).
-    summary_url = f"{reverse('session-trace', args=[session.pk])}?{settings.query()}&summary=1"
-    try:
-        traces.check_bounds(session, settings, summary, request.user,
-                            may_replay=traces.inline(session))
-    except traces.TraceTooLarge as exc:
-        return HttpResponse(f"{traces.too_large_message(exc)}\nSummary: {summary_url}\n",
-                            status=413, content_type="text/plain; charset=utf-8")
-    except traces.NoTempSpace as exc:
-        return HttpResponse(traces.no_space_message(exc) + "\n", status=507,
-                            content_type="text/plain; charset=utf-8")
-    if traces.inline(session):
-        body = services.trace_file(session, settings, summary=summary, user=request.user)
-    else:
-        row = traces.trace_file_for(session, settings, summary, request.user)
-        if row.status != row.Status.DONE:
-            return render(request, "replays/trace_pending.html", {
-                "session": session, "trace": row, "progress": traces.progress_of(row),
-                "summary": summary, "summary_url": summary_url,
-                "bound": background.inline_bound()}, status=202)
-        body = default_storage.open(row.stored_name, "rb")
+    # (issue 28 item 2): a 413, 507 or 202 instead of the file.
+    body, answer = traces.download(request, session, settings, summary)
+    if answer is not None:
+        return answer
     response = FileResponse(body, content_type="application/json")
     _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response

@@ -193,3 +193,17 @@ def test_past_the_users_quota_a_request_is_a_429_saying_why(personas, long, sett
     # Another user of the team is not held by the viewer's quota.
     assert personas.client("reviewer").get(reverse("session-detail", args=[others[1].pk]),
                                            {"profile": "chatcli"}).status_code == 202
+
+
+def test_a_trace_the_worker_could_not_write_says_why_and_is_not_queued_again_at_once(
+        personas, long, api_tokens, settings):
+    path = f"/api/v1/sessions/{long.pk}/trace?profile=chatcli"
+    assert Client().get(path, **bearer(api_tokens.read)).status_code == 202
+    settings.CTXSIM_TRACE_MAX_BYTES = 100_000  # the worker measures it from the summary
+    run_worker_tasks()
+    (row,) = TraceFile.objects.all()
+    assert row.status == TraceFile.Status.FAILED and "would be about" in row.message
+    settings.CTXSIM_TRACE_MAX_BYTES = 10**12
+    failed = Client().get(path, **bearer(api_tokens.read))
+    assert failed.status_code == 422 and "would be about" in failed.json()["detail"]
+    assert DBTaskResult.objects.filter(status="READY").count() == 0  # not queued again yet
