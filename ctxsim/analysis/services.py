@@ -132,7 +132,7 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
             f"the {limit} one page may run, even in the background; choose fewer profiles, or "
             "run a sweep (it runs in the background)")
     elif work > inline:
-        jobs = {s.key: _queue_insights(session, s, rule) for s in missing}
+        jobs = {s.key: _queue_insights(session, s, rule, user) for s in missing}
     elif missing:
         with replay_slot(user):
             for settings in missing:
@@ -162,16 +162,21 @@ def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]]
     return wanted, errors
 
 
-def _queue_insights(session, settings: ReplaySettings, rule: CacheRule) -> InsightsJob:
+def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
+                    user: Any = None) -> InsightsJob:
     """The worker's job for this column: the one already queued or running, else a new one
-    (also in place of one that failed, or was lost, longer than the timeout ago)."""
+    (also in place of one that failed, or was lost, longer than the timeout ago), which is
+    one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their quota)."""
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
-    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
-                                                     rule=key, defaults=fields)
     timeout = timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
                                         DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+    found = InsightsJob.objects.filter(session=session, key=settings.key, rule=key).first()
+    if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
+        policy.admit("insights", user, session.team)  # a new job, not one to join
+    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
+                                                     rule=key, defaults=fields)
     since = job.started_at or job.created_at
     if not created:
         if timezone.now() - since <= timeout:
@@ -187,6 +192,8 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule) -> Insig
     def send() -> None:
         result = compute_insights.enqueue(job.pk)
         InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
+        policy.record("insights", user, session.team, [result.id],
+                      subject=f"session:{session.pk}")
 
     transaction.on_commit(send)
     return job

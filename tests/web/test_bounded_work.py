@@ -207,3 +207,17 @@ def test_a_trace_the_worker_could_not_write_says_why_and_is_not_queued_again_at_
     failed = Client().get(path, **bearer(api_tokens.read))
     assert failed.status_code == 422 and "would be about" in failed.json()["detail"]
     assert DBTaskResult.objects.filter(status="READY").count() == 0  # not queued again yet
+
+
+def test_insights_columns_queued_for_the_worker_take_the_users_tickets(
+        personas, long, settings, django_capture_on_commit_callbacks):
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    settings.CTXSIM_PENDING_PER_USER = 2
+    page = reverse("session-insights", args=[long.pk])
+    viewer = personas.client("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        two = viewer.get(page, {"profiles": ["chatcli", "none"]})
+    assert two.status_code == 200 and Ticket.objects.count() == 2
+    assert viewer.get(page, {"profiles": ["chatcli", "none"]}).status_code == 200  # joins
+    refused = viewer.get(page, {"profiles": ["aivax"]})
+    assert refused.status_code == 429 and "at most 2 per user" in refused.content.decode()
