@@ -14,7 +14,7 @@
 - **A busy SQLite database.** `db_worker` retries a locked database while it claims a task,
   but not when it begins the claim's exclusive transaction: a write lock held longer than the
   busy timeout (20 s) stopped both workers ("database is locked"). The loop now waits and
-  starts again (`LOCKED_PAUSE`), logging once per episode.
+  starts again (`LOCKED_PAUSE`), with a log line each time.
 - **Priority.** A replay or a sweep runs `nice`d (`BACKGROUND_NICE`): with a worker per
   queue, an import never waits for one, and it is not slowed down by one either.
 - **Signals.** SIGTERM or SIGINT to the worker reaches the running child too (a sweep stops
@@ -61,7 +61,10 @@ def why_child_died(status: int, limit: int) -> str:
     mb = limit // (1024 * 1024)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
         cause = ("killed (the kernel's OOM killer, or a kill -9)" if sig == signal.SIGKILL
                  else f"stopped by {name}")
         return (f"the task's process was {cause}; tasks may take up to "
@@ -76,7 +79,6 @@ class BoundedWorker(Worker):
     child: int | None = None
 
     def run(self) -> None:
-        locked_since = None
         while True:
             try:
                 super().run()
@@ -84,10 +86,9 @@ class BoundedWorker(Worker):
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
                     raise
-                if locked_since is None:
-                    locked_since = time.monotonic()
-                    logger.warning("ctxsim worker %s: the database is locked; waiting",
-                                   self.worker_id)
+                # Each time after the busy timeout (20 s by default): a line, not a flood.
+                logger.warning("ctxsim worker %s: the database is locked; waiting",
+                               self.worker_id)
                 connections.close_all()
                 if not self.running:
                     return
