@@ -20,6 +20,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
+# The page's cache choice is part of this module's API (the views call it through here).
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
@@ -30,8 +31,6 @@ from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
-
-# The page's cache choice is part of this module's API (the views call it through here).
 from ctxsim.jobs import policy
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.params import env_var_of
