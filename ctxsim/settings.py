@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "ctxsim.overview",
     "ctxsim.reviews",
     "ctxsim.api",
+    "ctxsim.jobs",
     "axes",
 ]
 
@@ -96,6 +97,8 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
     # A user past their concurrent-replay limit gets a 429 (ctxsim/replays/limits.py).
     "ctxsim.replays.limits.ReplayBusyMiddleware",
+    # A request past its user's or team's pending background work: 429 (ctxsim/jobs/policy.py).
+    "ctxsim.jobs.policy.QueueFullMiddleware",
 ]
 
 ROOT_URLCONF = "ctxsim.urls"
@@ -134,7 +137,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     )
-    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    # Seconds a write waits for SQLite's lock before "database is locked".
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "timeout", _int("CTXSIM_SQLITE_BUSY_SECONDS", 20, minimum=1))
     # Transactions take the write lock when they begin, so concurrent writers queue for the
     # busy timeout above. A deferred one that read first and then writes cannot wait (SQLite
     # refuses the upgrade at once): 20 writers saw a quarter of their writes fail with
@@ -185,14 +190,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Login throttling (django-axes, ctxsim/teams/throttle.py): failures are counted per username
-# and per client address; either reaching the limit locks logins for the cool-off time.
+# and client address together, and per address alone at a higher limit; either reaching its
+# limit locks logins for the cool-off time. Never per username alone: anyone could lock any
+# user out (issue 28 item 8).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+CTXSIM_LOGIN_FAILURE_LIMIT = _int("CTXSIM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+CTXSIM_LOGIN_ADDRESS_FAILURE_LIMIT = _int("CTXSIM_LOGIN_ADDRESS_FAILURE_LIMIT",
+                                          4 * CTXSIM_LOGIN_FAILURE_LIMIT, minimum=1)
+AXES_FAILURE_LIMIT = "ctxsim.teams.throttle.failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=_int("CTXSIM_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "ctxsim.teams.throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "ctxsim.teams.throttle.client_ip"
@@ -316,6 +326,19 @@ CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
 # 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
 CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
+# The largest trace a download or the API writes, estimated before the replay (bytes): a full
+# trace holds every history sent and grows with the square of the calls; past it a 413 links
+# the summary trace (ctxsim/replays/traces.py).
+CTXSIM_TRACE_MAX_BYTES = _int("CTXSIM_TRACE_MAX_BYTES", 512 * 1024 * 1024, minimum=1)
+# Background tasks (replays, overview figures, sweeps, traces; not imports) one user, and one
+# team, may have queued or running at once; a request that would queue more gets a 429
+# (ctxsim/jobs/policy.py).
+CTXSIM_PENDING_PER_USER = _int("CTXSIM_PENDING_PER_USER", 4, minimum=1)
+CTXSIM_PENDING_PER_TEAM = _int("CTXSIM_PENDING_PER_TEAM", 16, minimum=1)
+# The most memory (address space, MB) one background task may take: each runs in a child of
+# the worker limited to it (ctxsim/jobs/worker.py); a task over it fails with a message and the
+# worker lives on. 0: no limit, tasks run in the worker process itself.
+CTXSIM_WORKER_MAX_MB = _int("CTXSIM_WORKER_MAX_MB", 4096, minimum=0)
 # Newest sessions gunicorn's master loads before forking its workers (deploy/gunicorn.conf.py).
 CTXSIM_WARM_SESSIONS = _int("CTXSIM_WARM_SESSIONS", 20)
 # Team invites: how long an invite link stays valid (it works once).
@@ -367,9 +390,23 @@ if not DEBUG:
             "HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip()
         )
 
+# Every line passes `ctxsim.logs.RedactFilter` (no invite token, no secret in a query string;
+# issue 28): Django's own loggers write through these handlers only (its defaults' console
+# and mail handlers are replaced; the development server's request lines keep their format).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact": {"()": "ctxsim.logs.RedactFilter"}},
+    "formatters": {"django.server": {"()": "django.utils.log.ServerFormatter",
+                                     "format": "[{server_time}] {message}", "style": "{"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["redact"]},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server",
+                          "filters": ["redact"]},
+    },
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }

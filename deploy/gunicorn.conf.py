@@ -12,7 +12,6 @@ pages, instead of all of them loading the same things under their first requests
 
 import multiprocessing
 import os
-import re
 
 from gunicorn.glogging import Logger
 
@@ -48,19 +47,22 @@ max_requests_jitter = max_requests // 10
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or "-"
 
 # An invite link is a credential: whoever reads it can join the team. The access log shows
-# the request line, path and referer (same-origin pages send their full URL), so the token is
-# cut from every field before it is written.
-_INVITE_TOKEN = re.compile(r"(/invites/)[^/?#\s\"]+")
+# the request line, path, query and referer (same-origin pages send their full URL), so the
+# token, and any secret in a query string (issue 28 item 9), is cut from every field before
+# it is written (`ctxsim.logs`).
 
 
 class RedactingLogger(Logger):
-    """gunicorn's logger with invite tokens replaced by `[token]` in access-log fields."""
+    """gunicorn's logger with invite tokens and query-string secrets cut from access-log
+    fields."""
 
     def atoms(self, resp, req, environ, request_time):
+        from ctxsim.logs import redact_line, redact_query
+
         atoms = super().atoms(resp, req, environ, request_time)
         for key, value in atoms.items():
-            if isinstance(value, str) and "/invites/" in value:
-                atoms[key] = _INVITE_TOKEN.sub(r"\1[token]", value)
+            if isinstance(value, str) and value:
+                atoms[key] = redact_query(value) if key == "q" else redact_line(value)
         return atoms
 
 

@@ -31,6 +31,7 @@ from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
+from ctxsim.jobs import policy
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.pipeline.usage import recorded_per_call
@@ -130,7 +131,7 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
             f"the {limit} one page may run, even in the background; choose fewer profiles, or "
             "run a sweep (it runs in the background)")
     elif work > inline:
-        jobs = {s.key: _queue_insights(session, s, rule) for s in missing}
+        jobs = {s.key: _queue_insights(session, s, rule, user) for s in missing}
     elif missing:
         with replay_slot(user):
             for settings in missing:
@@ -160,16 +161,21 @@ def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]]
     return wanted, errors
 
 
-def _queue_insights(session, settings: ReplaySettings, rule: CacheRule) -> InsightsJob:
+def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
+                    user: Any = None) -> InsightsJob:
     """The worker's job for this column: the one already queued or running, else a new one
-    (also in place of one that failed, or was lost, longer than the timeout ago)."""
+    (also in place of one that failed, or was lost, longer than the timeout ago), which is
+    one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their quota)."""
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
-    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
-                                                     rule=key, defaults=fields)
     timeout = timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
                                         DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+    found = InsightsJob.objects.filter(session=session, key=settings.key, rule=key).first()
+    if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
+        policy.admit("insights", user, session.team)  # a new job, not one to join
+    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
+                                                     rule=key, defaults=fields)
     since = job.started_at or job.created_at
     if not created:
         if timezone.now() - since <= timeout:
@@ -185,6 +191,8 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule) -> Insig
     def send() -> None:
         result = compute_insights.enqueue(job.pk)
         InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
+        policy.record("insights", user, session.team, [result.id],
+                      subject=f"session:{session.pk}")
 
     transaction.on_commit(send)
     return job
@@ -318,29 +326,35 @@ def parse_axes(form: SweepForm, query: Mapping[str, Any]) -> tuple[list[sweeps.A
 
 
 def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Sweep:
-    """Store the sweep; run it now when small, else hand it to the worker."""
+    """Store the sweep; run it now when small, else hand it to the worker (one of `user`'s
+    tickets: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
     total = 1
     for a in axes:
         total *= len(a.values)
+    limit = getattr(django_settings, "CTXSIM_INLINE_SWEEP_WORK", INLINE_SWEEP_WORK)
+    inline = total * max(session.model_call_count, 1) <= limit
+    if not inline:
+        policy.admit("sweep", user, session.team)
     sweep = Sweep.objects.create(
         session=session, created_by=user if user.is_authenticated else None,
         query=form.settings.query(), axes=[{"name": a.name, "values": list(a.values)}
                                            for a in axes],
         cache=form.cache.as_dict(), total=total,
     )
-    limit = getattr(django_settings, "CTXSIM_INLINE_SWEEP_WORK", INLINE_SWEEP_WORK)
-    if total * max(session.model_call_count, 1) <= limit:
+    if inline:
         run_sweep_job(sweep.pk)
         sweep.refresh_from_db()
     else:
-        _enqueue(sweep)
+        _enqueue(sweep, user)
     return sweep
 
 
-def _enqueue(sweep: Sweep) -> None:
+def _enqueue(sweep: Sweep, user=None) -> None:
     def send() -> None:
         result = run_sweep.enqueue(sweep.pk)
         Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
+        policy.record("sweep", user, sweep.session.team, [result.id],
+                      subject=f"session:{sweep.session_id}")
 
     transaction.on_commit(send)
 

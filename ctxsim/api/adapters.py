@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
+
 from ctxsim.importers import FORMATS as _FORMATS
 from ctxsim.insights.prices import LIFETIMES, MODELS
 from ctxsim.pipeline.params import PARAMS, env_var_of
 from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.replays import services as replays
+from ctxsim.replays import traces
 from ctxsim.replays.state import settings_from_query
 from ctxsim.transcripts import services as transcripts
 from ctxsim.transcripts.imports import ImportOutcome, finish_import, import_transcript
@@ -90,9 +95,43 @@ def overview(team, query: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dic
     choice = overview_services.parse_choice(team, query)
     if choice.errors:
         return None, choice.errors
-    built = overview_services.build_overview(team, choice)
+    built = overview_services.build_overview(team, choice, api=True)
     return {**overview_services.overview_json(built), "filters": choice.filter_query,
             "cache": choice.cache.as_dict()}, {}
+
+
+def trace_response(session: Session, settings, *, summary: bool) -> HttpResponse:
+    """The trace as the API answers it (`ctxsim.replays.traces`): 413 past
+    CTXSIM_TRACE_MAX_BYTES (with the estimate and the summary's URL), 507 without the temp
+    space, and for a session longer than CTXSIM_INLINE_REPLAY_CALLS the worker's file — 202
+    with its status and a Retry-After until it is written. Else streamed as written."""
+    summary_url = (reverse("api:session-trace", args=[session.pk]) + "?"
+                   + settings.query() + "&summary=1")
+    try:
+        estimate = traces.check_bounds(session, settings, summary,
+                                       may_replay=traces.inline(session))
+    except traces.TraceTooLarge as exc:
+        return JsonResponse({"detail": traces.too_large_message(exc),
+                             "estimate_bytes": exc.estimate, "limit_bytes": exc.limit,
+                             "summary_url": summary_url}, status=413)
+    except traces.NoTempSpace as exc:
+        return JsonResponse({"detail": traces.no_space_message(exc), "needed_bytes": exc.needed,
+                             "free_bytes": exc.free}, status=507)
+    if traces.inline(session):
+        return StreamingHttpResponse(trace_chunks(session, settings, summary=summary),
+                                     content_type="application/json")
+    row = traces.trace_file_for(session, settings, summary, api=True)
+    if row.status == row.Status.DONE:
+        return FileResponse(default_storage.open(row.stored_name, "rb"),
+                            content_type="application/json")
+    response = JsonResponse({
+        **traces.progress_of(row), "estimate_bytes": estimate,
+        "detail": (row.message if row.status == row.Status.FAILED else
+                   "the worker is writing this trace (the session is longer than "
+                   "CTXSIM_INLINE_REPLAY_CALLS); ask again for the file")},
+        status=traces.waiting_status(row))
+    response["Retry-After"] = "2"
+    return response
 
 
 def trace_chunks(session: Session, settings, *, summary: bool) -> Iterator[str | bytes]:

@@ -12,7 +12,7 @@ import re
 from datetime import date
 from typing import Annotated, Literal
 
-from django.http import HttpRequest, QueryDict, StreamingHttpResponse
+from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 from ninja import Field, NinjaAPI, Query, Schema, Status
@@ -376,11 +376,7 @@ def get_trace(request: HttpRequest, session_id: int, params: Query[TraceQuery]):
     if errors:
         return Status(400, {"detail": "; ".join(f"{k}: {v}" for k, v in errors.items())})
     summary = request.GET.get("summary") in ("1", "true", "on")
-    response = StreamingHttpResponse(
-        adapters.trace_chunks(session, settings, summary=summary),
-        content_type="application/json",
-    )
-    return response
+    return adapters.trace_response(session, settings, summary=summary)
 
 
 class OverviewQuery(Schema):

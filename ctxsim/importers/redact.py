@@ -9,12 +9,13 @@ same list safe on the raw bytes of a JSON or JSON Lines file (what a background 
 and on the decoded text of canonical messages (which also catches secrets the raw pass could
 not see, e.g. written with `\\/` or `\\u` escapes).
 
-Public API: `KINDS`, `redact_text`, `redact_bytes`, `redact_lines`, `redact_value`,
-`redact_sessions`, `merge_counts`.
+Public API: `KINDS`, `redact_text`, `redact_bytes`, `redact_raw_line`, `redact_lines`,
+`redact_value`, `redact_sessions`, `merge_counts`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -178,10 +179,44 @@ def _cut_value(value: Any, seen: list[tuple[str, str]]) -> Any:
     return value
 
 
+# A JSON string literal holding at least one escape. Scanning from a closing quote can never
+# match: outside strings valid JSON holds no backslash before the next quote.
+_ESCAPED_STRING = re.compile(rb'"[^"\\\n]*(?:\\.[^"\\\n]*)+"')
+
+
+def redact_raw_line(line: bytes) -> tuple[bytes, Counter[str]]:
+    """One raw line of a stored file redacted: the byte pass, then every JSON string literal
+    with escapes decoded and redacted as text (issue 28 item 9: `\\nAuthorization: Bearer …`
+    has no word boundary before the header's name in the raw bytes, and `sk\\u002dant…` no
+    dash). A literal with a secret is written back with `json.dumps`, escapes and all; every
+    byte outside it is kept exactly. A line that is not JSON loses nothing either: a literal
+    that does not decode is left to the byte pass."""
+    line, counts = redact_bytes(line)
+    if b"\\" not in line:
+        return line, counts
+
+    def literal(match: re.Match[bytes]) -> bytes:
+        raw = match.group(0)
+        if not (b"\\u" in raw or _BYTE_GATE.search(raw.lower())):
+            return raw  # no escape can hide a needle, and none is in plain sight
+        try:
+            text = json.loads(raw)
+        except ValueError:
+            return raw
+        redacted, found = redact_text(text)
+        if not found:
+            return raw
+        counts.update(found)
+        return json.dumps(redacted, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+    return _ESCAPED_STRING.sub(literal, line), counts
+
+
 def redact_lines(lines: Iterable[bytes]) -> Iterator[tuple[bytes, Counter[str]]]:
-    """Each raw line redacted, with its counts; for streaming a file through the patterns."""
+    """Each raw line redacted (`redact_raw_line`), with its counts; for streaming a stored
+    file through the patterns."""
     for line in lines:
-        yield redact_bytes(line)
+        yield redact_raw_line(line)
 
 
 def redact_value(value: Any, counts: Counter[str], seen: list | None = None) -> Any:

@@ -20,6 +20,7 @@ and outcome only while the row is still its own attempt (claimed at `started_at`
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -29,6 +30,7 @@ from django.tasks import task
 from django.utils import timezone
 
 from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.jobs import policy
 from ctxsim.overview.models import BackgroundReplay, Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -46,32 +48,71 @@ def inline_bound() -> int:
     return django_settings.CTXSIM_INLINE_REPLAY_CALLS
 
 
-def pending_for(session: Session, settings: ReplaySettings) -> BackgroundReplay | None:
-    """The background replay a session page request for these settings waits for, queued when
+def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
+                poll: bool = False, together: Iterable[str] = ()) -> BackgroundReplay | None:
+    """The background replay a request of `user` for these settings waits for, queued when
     needed; None when the request may go on: a session short enough to replay inline, or a
-    summary this process or the database holds."""
+    summary this process or the database holds.
+
+    Queueing takes one of the user's tickets (`ctxsim.jobs.policy`: QueueFull past their or
+    their team's quota); joining a replay already queued takes none. When it queues, the
+    user's own replays of this session for other settings that have not started yet are
+    dropped first (a newer threshold supersedes an older one: issue 31); a `poll` of the
+    pending page never does, and never queues a superseded replay again (the page says it
+    was dropped; opening it again queues it). Keys in `together` are asked for by the same
+    request (the comparison's two sides) and never supersede each other."""
+    keep = {settings.key, *together}
     if session.model_call_count <= inline_bound():
         return None
     if replays.stored_summary(session, settings) is not None:
         return None
     row = BackgroundReplay.objects.filter(session=session, key=settings.key).first()
     if row is None:
+        _drop_superseded(session, keep, user)
+        policy.admit("replay", user, session.team)
         with transaction.atomic():
             row, created = BackgroundReplay.objects.get_or_create(
                 session=session, key=settings.key,
                 defaults={"query": settings.query(), "total": session.model_call_count})
             if created:
-                _enqueue(row)
+                _enqueue(row, user)
         return row
     if row.status == Status.DONE:
         if replays.stored_summary(session, settings) is not None:
             return None  # stored between the two reads
-        return _queue_again(row, Status.DONE)  # stored once, dropped since
+        return _queue_again(row, Status.DONE, user)  # stored once, dropped since
     if row.status == Status.RUNNING and _older(row.heartbeat_at or row.started_at):
-        return _queue_again(row, Status.RUNNING)  # its worker went away
+        return _queue_again(row, Status.RUNNING, user)  # its worker went away
     if row.status == Status.FAILED and _older(row.finished_at):
-        return _queue_again(row, Status.FAILED)  # said so for a while; try once more
+        return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
+    if row.status == Status.CANCELLED and not poll:
+        return _queue_again(row, Status.CANCELLED, user, keep)  # superseded, asked again
     return row
+
+
+SUPERSEDED = ("superseded: newer settings of this session were asked for before this replay "
+              "started")
+
+
+def _subject(session: Session) -> str:
+    return f"session:{session.pk}"
+
+
+def _drop_superseded(session: Session, keep: Iterable[str], user: Any) -> None:
+    """Drop the user's queued (not started) replays of this session for settings not in
+    `keep`."""
+    tickets = policy.superseded("replay", user, _subject(session), keep)
+    if not tickets:
+        return
+    for ticket in tickets:
+        BackgroundReplay.objects.filter(session=session, key=ticket.key, status=Status.QUEUED,
+                                        task_id=ticket.task_id).update(
+            status=Status.CANCELLED, message=SUPERSEDED, finished_at=timezone.now())
+    # A started one keeps its ticket until it ends; the others are given back.
+    started = set(BackgroundReplay.objects.filter(
+        session=session, status=Status.RUNNING,
+        task_id__in=[t.task_id for t in tickets]).values_list("task_id", flat=True))
+    policy.release([t.task_id for t in tickets if t.task_id not in started])
 
 
 def _older(moment) -> bool:
@@ -79,9 +120,13 @@ def _older(moment) -> bool:
     return moment is not None and moment < timezone.now() - import_timeout()
 
 
-def _queue_again(row: BackgroundReplay, was: str) -> BackgroundReplay:
+def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
+                 keep: Iterable[str] = ()) -> BackgroundReplay:
     """Queue the replay again, once however many requests find it at the same moment: only the
     request whose conditional update wins queues the task."""
+    if was == Status.CANCELLED:
+        _drop_superseded(row.session, {row.key, *keep}, user)
+    policy.admit("replay", user, row.session.team)
     with transaction.atomic():
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
                 status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
@@ -89,22 +134,25 @@ def _queue_again(row: BackgroundReplay, was: str) -> BackgroundReplay:
             if was == Status.RUNNING:  # the task backend's row of the dead worker's task
                 settle_lost_tasks([row.task_id], "the worker stopped: no heartbeat for over "
                                   f"{int(import_timeout().total_seconds())} s")
-            _enqueue(row)
+                policy.release([row.task_id])
+            _enqueue(row, user)
     row.refresh_from_db()
     return row
 
 
-def _enqueue(row: BackgroundReplay) -> None:
+def _enqueue(row: BackgroundReplay, user: Any = None) -> None:
     result = store_replay.enqueue(row.session_id, row.key)
     BackgroundReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
     row.task_id = str(result.id)[:64]
+    policy.record("replay", user, row.session.team, [result.id],
+                  subject=_subject(row.session), key=row.key)
 
 
 def progress_of(row: BackgroundReplay) -> dict[str, Any]:
     """What the pending page says: "queued", or "N of M calls", or why it failed."""
     return {"status": row.status, "done": row.done, "total": row.total,
             "percent": row.percent, "failed": row.status == Status.FAILED,
-            "message": row.message}
+            "superseded": row.status == Status.CANCELLED, "message": row.message}
 
 
 # --- the worker's side ---------------------------------------------------------------------

@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.insights import sweep as sweeps
+from ctxsim.jobs import policy
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
-from ctxsim.overview.tasks import compute_figures, enqueue_many, run_corpus_part
+from ctxsim.overview.tasks import compute_figures_many, enqueue_many, run_corpus_part
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.replays import profiles
 from ctxsim.replays.models import SavedProfile
@@ -192,9 +193,11 @@ class Overview:
                 "tools": self.tools()}
 
 
-def build_overview(team, choice: Choice) -> Overview:
+def build_overview(team, choice: Choice, user: Any = None, *, api: bool = False) -> Overview:
     """Sum what is stored for the chosen sessions and profiles; queue the rest (each pair
-    once: the row is created with the task, so the next request finds it queued)."""
+    once: the row is created with the task, so the next request finds it queued), one task
+    per column, each one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their
+    quota, before anything is queued; by an API token, `api`, its team's)."""
     rows = session_rows(team, choice.filters)
     ids = list(rows.values_list("pk", flat=True))
     keys = {ref: fig.figures_key(settings, choice.cache) for ref, settings in choice.profiles}
@@ -214,7 +217,7 @@ def build_overview(team, choice: Choice) -> Overview:
     missing = [(sid, ref, key) for ref, key in keys.items() for sid in ids
                if sid not in stored[key] and (sid, key) not in again]
     if missing:
-        _queue(missing, dict(choice.profiles), choice.cache)
+        _queue(missing, dict(choice.profiles), choice.cache, team, user, api)
     overview = Overview(choice, len(ids), queued_now=len(missing))
     for ref, settings in choice.profiles:
         key = keys[ref]
@@ -226,16 +229,26 @@ def build_overview(team, choice: Choice) -> Overview:
     return overview
 
 
+def _by_key(pairs: Sequence[tuple[int, str]]) -> dict[str, list[int]]:
+    columns: dict[str, list[int]] = {}
+    for session_id, key in pairs:
+        columns.setdefault(key, []).append(session_id)
+    return columns
+
+
 def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, ReplaySettings],
-           cache: CacheChoice) -> None:
-    """Create the rows and their tasks in bulk, in one transaction (a worker sees both or
-    neither). A pair another request queued meanwhile keeps its row; its second task finds
-    it claimed and does nothing."""
+           cache: CacheChoice, team, user: Any, api: bool = False) -> None:
+    """Create the rows and one task per column, in one transaction (a worker sees both or
+    neither). A pair another request queued meanwhile keeps its row; the second task finds
+    it claimed and does nothing for it."""
+    columns = _by_key([(sid, key) for sid, _, key in missing])
+    policy.admit("overview", user, team, tasks=len(columns), api=api)
     rows = [SessionFigures(session_id=sid, key=key, query=settings[ref].query(),
                            cache=cache.as_dict()) for sid, ref, key in missing]
     with transaction.atomic():
         SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-        enqueue_many(compute_figures, [(sid, key) for sid, _, key in missing])
+        ids = enqueue_many(compute_figures_many, list(columns.items()))
+        policy.record("overview", user, team, ids, subject=f"team:{team.pk}", api=api)
 
 
 def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
@@ -245,7 +258,7 @@ def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
             SessionFigures.objects.filter(session_id=session_id, key=key,
                                           status=Status.RUNNING).update(
                 status=Status.QUEUED, started_at=None)
-        enqueue_many(compute_figures, list(pairs))
+        enqueue_many(compute_figures_many, list(_by_key(pairs).items()))
 
 
 def overview_json(overview: Overview) -> dict[str, Any]:
@@ -305,8 +318,12 @@ def parse_axes(form: CorpusForm, query: Mapping[str, Any]):
 
 
 def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
-    """Store the sweep with one part per chosen session and queue the parts (in bulk)."""
+    """Store the sweep with one part per chosen session and queue the parts (in bulk). The
+    sweep is one of `user`'s tickets (`ctxsim.jobs.policy`), given back with its last
+    part."""
     ids = list(session_rows(team, form.choice.filters).values_list("pk", flat=True))
+    if ids:
+        policy.admit("sweep", user, team)
     with transaction.atomic():
         sweep = CorpusSweep.objects.create(
             team=team, created_by=user if user.is_authenticated else None,
@@ -318,7 +335,8 @@ def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
         CorpusSweepPart.objects.bulk_create(
             [CorpusSweepPart(sweep=sweep, session_id=sid) for sid in ids], batch_size=500)
         part_ids = sweep.parts.values_list("pk", flat=True)
-        enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
+        queued = enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
+        policy.record("sweep", user, team, queued[-1:], subject=f"team:{team.pk}")
     return sweep
 
 

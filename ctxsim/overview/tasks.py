@@ -1,6 +1,7 @@
 """The worker's side of the overview and of corpus sweeps (run by `manage.py db_worker`).
 
-- `compute_figures(session_id, key)` (queue "replays"): one session under one profile; the
+- `compute_figures_many(key, session_ids)` (queue "replays"): one overview column, session
+  by session (`compute_figures` is one session, for tasks queued before); each
   `SessionFigures` row, created when it was queued, is claimed and then filled.
 - `run_corpus_part(part_id)` (queue "sweeps"): a corpus sweep's grid over one session; the
   part that finishes last sums every part into the sweep's points and front.
@@ -34,11 +35,11 @@ logger = logging.getLogger(__name__)
 BULK_BATCH = 500
 
 
-def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> int:
+def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> list[str]:
     """Queue `target` once per argument list. On the database backend the task rows are
     inserted in batches (what its `enqueue` would write, row for row, but without Django's
     `task_enqueued` signal per task, which only logs); on any other backend each is queued
-    through `enqueue`. Returns how many were queued."""
+    through `enqueue`. Returns the queued tasks' ids."""
     backend = target.get_backend()
     try:
         from django_tasks_db.backend import DatabaseBackend
@@ -46,9 +47,7 @@ def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> int:
     except ImportError:  # pragma: no cover - the database backend is a dependency
         DatabaseBackend = None  # noqa: N806
     if DatabaseBackend is None or not isinstance(backend, DatabaseBackend):
-        for args in arg_lists:
-            target.enqueue(*args)
-        return len(arg_lists)
+        return [str(target.enqueue(*args).id) for args in arg_lists]
     backend.validate_task(target)
     # bulk_create sends no pre_save, where the backend fills "no run_after" as "any time".
     run_after = target.run_after or get_date_max()
@@ -62,13 +61,25 @@ def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> int:
         for args in arg_lists
     ]
     DBTaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    return len(rows)
+    return [str(row.id) for row in rows]
 
 
 @task(queue_name="replays")
 def compute_figures(session_id: int, key: str) -> dict:
     """One session's overview figures under one profile and cache rule."""
     return compute_figures_job(session_id, key)
+
+
+@task(queue_name="replays")
+def compute_figures_many(key: str, session_ids: list[int]) -> dict:
+    """One overview column: the figures of these sessions under one profile and cache rule,
+    one after the other (one task per column a request queues, not per session: a user's
+    quota counts tasks; issue 28 item 1)."""
+    outcomes: dict[str, int] = {}
+    for session_id in session_ids:
+        status = compute_figures_job(session_id, key)["status"]
+        outcomes[status] = outcomes.get(status, 0) + 1
+    return outcomes
 
 
 def compute_figures_job(session_id: int, key: str) -> dict:

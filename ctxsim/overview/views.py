@@ -32,7 +32,7 @@ def team_overview(request: HttpRequest) -> HttpResponse:
     """The team's sessions under up to four profiles; polls while the worker fills it in."""
     membership = current_membership_for(request)
     choice = services.parse_choice(membership.team, request.GET)
-    overview = services.build_overview(membership.team, choice)
+    overview = services.build_overview(membership.team, choice, request.user)
     context = {**_choice_context(membership.team, choice), "overview": overview,
                "membership": membership, "query": request.GET.urlencode()}
     return render_page_or_partial(request, "overview/overview.html",

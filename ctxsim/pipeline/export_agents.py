@@ -10,6 +10,8 @@ what it left out, and an import fails per field.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -265,6 +267,28 @@ def _load_toml(text: str, what: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ParamError({what: f"invalid TOML: {exc}"}) from None
+    except ValueError:  # an integer past Python's 4,300-digit limit (issue 28 item 11)
+        raise ParamError({_long_integer_field(text, what): "the integer is too long "
+                          f"(more than {sys.get_int_max_str_digits()} digits)"}) from None
+
+
+QUOTES = "\"'"
+_TABLE_LINE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+")
+_KEY_LINE = re.compile(r"^\s*([^=#\s][^=#]*?)\s*=")
+
+
+def _long_integer_field(text: str, what: str) -> str:
+    """`what` and the key (`[table] key`) whose value is the over-long integer, else `what`."""
+    table = ""
+    for line in text.splitlines():
+        header = _TABLE_LINE.match(line)
+        if header and "=" not in line.split("]")[0]:
+            table = f"[{header.group(1)}] "
+            continue
+        key = _KEY_LINE.match(line)
+        if key and re.search(rf"\d[\d_]{{{sys.get_int_max_str_digits()},}}", line):
+            return f"{what} {table}{key.group(1).strip(QUOTES)}"
+    return what
 
 
 def import_codex(text: str) -> dict[str, Any]:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
+
+from django.conf import settings as django_settings
 
 from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
@@ -452,6 +455,14 @@ def compare_chart(sides, selected: int) -> dict[str, Any]:
 def compare_column(session: Session, side, call: int, user: Any = None) -> dict[str, Any]:
     """One side of the comparison: its summary and what it sent at the chosen call."""
     index = min(call, len(side.run.calls) - 1)
+    if (session.model_call_count > django_settings.CTXSIM_INLINE_REPLAY_CALLS
+            and not services.call_is_at_hand(session, side.settings, index)):
+        # A long session is never replayed by the request (issue 28 item 4): the call's
+        # figures from the stored summary; its messages are on the session page.
+        figures = side.run.calls[index]
+        return {"side": side, "summary": summary(side.run), "rows": [], "counts": {},
+                "call": SimpleNamespace(sent_tokens=figures["sent"], error=figures["error"]),
+                "reports": [], "messages_elsewhere": True}
     detail = services.call_detail(session, side.settings, side.run, index, user)
     return {"side": side, "summary": summary(side.run), "rows": call_rows(detail),
             "counts": detail.view.counts, "call": detail.call,

@@ -380,11 +380,11 @@ class Side:
         return bool(self.settings.config) or self.settings.stages is not None
 
 
-def compare_sides(session: Session, query, *, user: Any = None):
-    """The two replays of a comparison. Side A is the session page's state carried in the
-    query (profile, stages, overrides), or profile `a` alone when `a` names another profile;
-    side B is profile `b` (defaults: the session's own profile against none)."""
-    errors: dict[str, str] = {}
+def compare_settings(session: Session, query) -> list[tuple[str, ReplaySettings, dict]]:
+    """The settings of a comparison's two sides, with their problems. Side A is the session
+    page's state carried in the query (profile, stages, overrides), or profile `a` alone
+    when `a` names another profile; side B is profile `b` (defaults: the session's own
+    profile against none)."""
     a, b = query.get("a"), query.get("b")
     if a and a != query.get("profile"):
         query = {"profile": a}
@@ -392,10 +392,28 @@ def compare_sides(session: Session, query, *, user: Any = None):
                                           default_profile_for(session.format), session=session)
     second, problems_b = settings_from_query({"profile": b or "none"}, session.team,
                                              session=session)
+    return [("a", first, problems), ("b", second, problems_b)]
+
+
+def compare_sides(session: Session, query, *, user: Any = None, chosen=None):
+    """The two replays of a comparison (`chosen`: `compare_settings` already made)."""
+    errors: dict[str, str] = {}
     sides = []
-    for key, settings, bad in (("a", first, problems), ("b", second, problems_b)):
+    for key, settings, bad in chosen or compare_settings(session, query):
         if bad:
             errors[key] = "; ".join(f"{k}: {v}" for k, v in bad.items())
         sides.append(Side(settings.profile_ref, settings,
                           summary_for(session, settings, user=user)))
     return sides, errors
+
+
+def call_is_at_hand(session: Session, settings: ReplaySettings, index: int) -> bool:
+    """Whether call `index` needs no replay in this process: kept by the summary replay, or
+    one step from the replay paused here."""
+    key = ReplayKey.of(session, settings.key)
+    kept = REPLAYS.kept.get(key)
+    if kept is not None and index in kept[0]:
+        return True
+    live = REPLAYS.live.get(key)
+    return live is not None and live.last is not None and live.last.call_index in (
+        index, index - 1)

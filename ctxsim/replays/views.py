@@ -35,7 +35,7 @@ from ctxsim.htmx import partial_for, render_page_or_partial, target_id
 from ctxsim.overview import background
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, call_view, page, profiles, services, spills
+from ctxsim.replays import analysis, call_view, page, profiles, services, spills, traces
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import ReplayRun, SavedProfile
 from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying
@@ -48,6 +48,7 @@ TEMPLATE = "replays/session.html"
 REVIEW_TEMPLATE = "reviews/review.html"
 # The regions of the session page an htmx request may reload, by DOM id.
 PAGE_PARTIALS = {"call-view": "call-response", "replay": "replay-response"}
+COMPARE_PARTIALS = {"compare-calls": "compare-calls"}
 
 
 def _session(request: HttpRequest, session_id: int, action: str = "read"):
@@ -94,7 +95,8 @@ def _run_and_call(request: HttpRequest, session, settings):
     replay keeps that call, which the request shows next). A long session's replay that is
     not stored is handed to the worker: ReplayPending."""
     requested = request.GET.get("call", "")
-    pending = background.pending_for(session, settings)
+    pending = background.pending_for(session, settings, request.user,
+                                     poll=target_id(request) == PENDING_REGION)
     if pending is not None:
         raise ReplayPending(pending)
     run = services.summary_for(session, settings, ascii_index(requested), user=request.user)
@@ -305,7 +307,11 @@ def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     # The summary (no history arrays) unless the full trace is asked for: the full one of a
     # long session is hundreds of MB (issue 20 item 2). Either is streamed from a file.
     summary = request.GET.get("summary") not in ("0", "false", "off")
-    body = services.trace_file(session, settings, summary=summary, user=request.user)
+    # Bounded before anything is replayed; a long session's trace is written by the worker
+    # (issue 28 item 2): a 413, 507 or 202 instead of the file.
+    body, answer = traces.download(request, session, settings, summary)
+    if answer is not None:
+        return answer
     response = FileResponse(body, content_type="application/json")
     _attachment(response, f"ctxsim-session-{session.pk}-{settings.profile.name}.json")
     return response
@@ -353,7 +359,18 @@ def spill_download(request: HttpRequest, session_id: int, run: str, seq: int) ->
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = _session(request, session_id)
-    sides, errors = services.compare_sides(session, request.GET, user=request.user)
+    chosen = services.compare_settings(session, request.GET)
+    keys = [settings.key for _side, settings, _bad in chosen]
+    # A long session's replays go to the worker, both sides at once.
+    waiting = [(settings, row) for _side, settings, _bad in chosen if (row := (
+        background.pending_for(session, settings, request.user, together=keys,
+                               poll=target_id(request) == PENDING_REGION))) is not None]
+    if waiting:
+        return pending_page(request, session, *waiting[0], COMPARE_PARTIALS)
+    if target_id(request) == PENDING_REGION:
+        return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
+    sides, errors = services.compare_sides(session, request.GET, user=request.user,
+                                           chosen=chosen)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     kept = sides[0].settings.fields()  # side A's state travels with every link and the form
     columns = [page.compare_column(session, side, call, request.user) for side in sides]
@@ -371,8 +388,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "state_query": urlencode([*kept, ("b", sides[1].ref)]),
         "back_query": sides[0].settings.query(call),
     }
-    return render_page_or_partial(request, "replays/compare.html",
-                                  {"compare-calls": "compare-calls"}, context)
+    return render_page_or_partial(request, "replays/compare.html", COMPARE_PARTIALS, context)
 
 
 @require_safe
@@ -437,10 +453,12 @@ def profile_delete(request: HttpRequest, session_id: int, profile_id: int) -> Ht
 
 
 def _profile_form_error(request, session, which: str, errors: dict[str, str]) -> HttpResponse:
-    """A 200 with the field messages (htmx swaps them into the form; without JS, a page)."""
+    """A 400 with the field messages (htmx swaps them into the form; without JS, a page)."""
     context = {"session": session, "which": which, "errors": errors, "post": request.POST}
-    return render_page_or_partial(request, "replays/profile_forms.html", "profile-errors",
-                                  context)
+    response = render_page_or_partial(request, "replays/profile_forms.html", "profile-errors",
+                                      context)
+    response.status_code = 400
+    return response
 
 
 def _to_page(request: HttpRequest, session, query: str) -> HttpResponse:

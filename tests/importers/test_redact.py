@@ -119,3 +119,40 @@ def test_the_shared_real_transcripts_hold_nothing_the_patterns_match():
     assert files
     found = {p.name: dict(redact_bytes(p.read_bytes())[1]) for p in files}
     assert {name: c for name, c in found.items() if c} == {}
+
+
+# Issue 28 item 9: secrets the raw bytes of a JSON line hide behind escapes.
+ESCAPED_SECRETS = (
+    # A header after an escaped newline: no word boundary before "Authorization" in the bytes.
+    (b'{"content": "curl -s \\\\\\nAuthorization: Bearer PlantedBearerToken0123456789"}',
+     "PlantedBearerToken0123456789", "authorization-header"),
+    (b'{"content": "key\\nAuthorization: Bearer PlantedBearerToken0123456789"}',
+     "PlantedBearerToken0123456789", "authorization-header"),
+    # An Anthropic key with its dashes written as \\u002d.
+    (b'{"content": "export K=sk\\u002dant\\u002dapi03\\u002dPlantedAnthropicKey0123456789"}',
+     "PlantedAnthropicKey0123456789", "anthropic-key"),
+)
+
+
+@pytest.mark.parametrize(("raw", "core", "kind"), ESCAPED_SECRETS)
+def test_a_raw_json_line_is_redacted_behind_its_escapes(raw, core, kind):
+    from ctxsim.importers.redact import redact_raw_line
+
+    assert core in json.loads(raw)["content"]  # the fixture hides the secret as meant
+    redacted, counts = redact_raw_line(raw)
+    assert core.encode() not in redacted and core not in json.loads(redacted)["content"]
+    assert counts[kind] == 1
+    assert f"[REDACTED:{kind}]" in json.loads(redacted)["content"]
+
+
+def test_a_raw_line_keeps_every_byte_outside_the_redacted_string():
+    from ctxsim.importers.redact import redact_raw_line
+
+    raw = (b'{"a": "caf\\u00e9 \\n", "b":  "x\\nAuthorization: Bearer '
+           b'PlantedBearerToken0123456789",'
+           b' "c": "\\ud83d\\ude00"}\n')
+    redacted, _ = redact_raw_line(raw)
+    assert redacted.startswith(b'{"a": "caf\\u00e9 \\n", "b":  "x\\nAuthorization: Bearer [RED')
+    assert redacted.endswith(b'", "c": "\\ud83d\\ude00"}\n')
+    # Not JSON at all: the byte pass alone, nothing lost.
+    assert redact_raw_line(b"plain \\ text \\u12") == (b"plain \\ text \\u12", {})

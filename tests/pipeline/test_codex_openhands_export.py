@@ -172,3 +172,22 @@ def test_every_builtin_profiles_toml_exports_parse() -> None:
         for artefact in export_profile(resolve(name)):
             if artefact.filename.endswith(".toml"):
                 tomllib.loads(artefact.content)
+
+
+HUGE = "9" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+@pytest.mark.parametrize(("reader", "text", "field"), [
+    (import_codex, f"model = \"o3\"\nmodel_context_window = {HUGE}\n",
+     "config.toml model_context_window"),
+    (import_openhands, f'[condenser]\ntype = "recent"\n\n[llm]\nmax_message_chars = {HUGE}\n',
+     "config.toml [llm] max_message_chars"),
+    (import_openhands, f'[condenser]\ntype = "recent"\n"max_events" = {HUGE}\n',
+     "config.toml [condenser] max_events"),
+])
+def test_an_integer_of_thousands_of_digits_names_its_field(reader, text: str,
+                                                          field: str) -> None:
+    """Issue 28 item 11: tomllib raises a plain ValueError past 4,300 digits (a 500)."""
+    with pytest.raises(ParamError) as info:
+        reader(text)
+    assert info.value.errors == {field: "the integer is too long (more than 4300 digits)"}

@@ -45,8 +45,11 @@ def create(personas, persona="reviewer", **extra):
 # transaction: this test commits for real.
 @pytest.mark.django_db(transaction=True)
 def test_nine_points_over_fifty_sessions_complete_on_the_worker_and_apply_as_profiles(
-    personas
+    personas, settings
 ):
+    # The viewer opens the overview of every point on the front below, and no worker runs
+    # what those queue: more than the usual quota of pending tasks (ctxsim/jobs/policy.py).
+    settings.CTXSIM_PENDING_PER_USER = 100
     rows = corpus(personas, 50)
     response = create(personas)
     sweep = CorpusSweep.objects.get()

@@ -54,7 +54,7 @@ def test_pasting_a_profile_with_a_huge_integer_says_what_is_wrong(personas, stor
     response = personas.client("reviewer").post(
         reverse("profile-import", args=[stored.pk]),
         {"format": "aivax", "name": "huge", "text": '{"contextMaximumSize": ' + HUGE + "}"})
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "more than 4300 digits" in response.content.decode()
     assert not SavedProfile.objects.filter(name="huge").exists()
 

@@ -50,7 +50,7 @@ def cell(html: str, profile_index: int, field: str) -> str:
     return re.sub(r"<[^>]+>", "", cells[profile_index]).strip()
 
 
-def test_the_page_opens_at_once_and_queues_one_task_per_session_and_profile(personas):
+def test_the_page_opens_at_once_and_queues_one_task_per_profile(personas):
     rows = corpus(personas)
     response = personas.client("viewer").get(URL + "?profiles=none&profiles=chatcli")
     assert response.status_code == 200
@@ -58,12 +58,14 @@ def test_the_page_opens_at_once_and_queues_one_task_per_session_and_profile(pers
     assert 'data-complete="false"' in html and 'hx-trigger="every 1s"' in html
     assert "<progress" in html and "0 of 6 session replays stored" in html
     tasks = DBTaskResult.objects.all()
-    assert tasks.count() == 6 and {t.queue_name for t in tasks} == {"replays"}
-    assert {tuple(t.args_kwargs["args"][:1]) for t in tasks} == {(r.pk,) for r in rows}
-    assert not SessionFigures.objects.filter(status=Status.DONE).exists()
+    # One task per column (issue 28 item 1: a user's quota counts tasks), each over every
+    # session; six rows, one per (session, profile), say what is pending.
+    assert tasks.count() == 2 and {t.queue_name for t in tasks} == {"replays"}
+    assert [sorted(t.args_kwargs["args"][1]) for t in tasks] == [sorted(r.pk for r in rows)] * 2
+    assert SessionFigures.objects.filter(status=Status.QUEUED).count() == 6
     # A second open (or a poll) finds every pair queued and queues nothing more.
     personas.client("owner").get(URL + "?profiles=none&profiles=chatcli", headers=RESULTS)
-    assert DBTaskResult.objects.count() == 6
+    assert DBTaskResult.objects.count() == 2
 
 
 def test_totals_equal_the_sum_of_the_sessions_own_figures(personas):
@@ -182,7 +184,7 @@ def test_a_thousand_sessions_open_at_once_are_queued_in_bulk_and_complete(person
     overview = response.context["overview"]
     assert overview.sessions == 1000 and overview.total == 1000 and overview.done == 0
     assert 'hx-trigger="every 1s"' in response.content.decode()
-    assert DBTaskResult.objects.filter(queue_name="replays").count() == 1000
+    assert DBTaskResult.objects.filter(queue_name="replays").count() == 1  # one column
     assert SessionFigures.objects.filter(status=Status.QUEUED).count() == 1000
     # Bulk: a few inserts of 500 rows, not a query per session.
     assert len(queries) < 40, [q["sql"][:80] for q in queries.captured_queries]
@@ -190,7 +192,7 @@ def test_a_thousand_sessions_open_at_once_are_queued_in_bulk_and_complete(person
     assert not SessionFigures.objects.exclude(status=Status.QUEUED).exists()
     with CaptureQueriesContext(connection) as polled:
         client.get(url, headers=RESULTS)
-    assert len(polled) < 25 and DBTaskResult.objects.count() == 1000
+    assert len(polled) < 25 and DBTaskResult.objects.count() == 1
     run_queued_figures()
     done = client.get(url, headers=RESULTS)
     assert done.context["overview"].complete and done.context["overview"].done == 1000
@@ -208,7 +210,7 @@ def test_the_worker_completes_the_overview(personas):
     response = personas.client("viewer").get(f"{URL}?profiles=none&profiles=aivax")
     assert response.context["overview"].complete
     assert SessionFigures.objects.filter(status=Status.DONE).count() == 6
-    assert DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 6
+    assert DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 2  # one per column
 
 
 def test_deleting_a_session_deletes_its_figures(personas):
@@ -236,7 +238,7 @@ def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
     first.refresh_from_db()
     second.refresh_from_db()
     assert first.status == Status.QUEUED and second.status == Status.RUNNING
-    assert DBTaskResult.objects.count() == 3  # two at first, one again for the stuck pair
+    assert DBTaskResult.objects.count() == 2  # the column at first, one again for the stuck pair
     assert compute_figures_job(first.session_id, first.key) == {"status": "done"}
 
 

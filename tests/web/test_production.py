@@ -238,7 +238,8 @@ def test_serve_prod_runs_migrations_collectstatic_and_both_processes():
     script = (ROOT / "bin" / "serve-prod").read_text()
     assert subprocess.run(["bash", "-n", str(ROOT / "bin" / "serve-prod")]).returncode == 0
     order = [script.index(step) for step in (
-        "manage.py migrate", "manage.py collectstatic", "manage.py db_worker", "gunicorn --config"
+        "manage.py migrate", "manage.py collectstatic", "manage.py ctxsim_worker",
+        "gunicorn --config"
     )]
     assert order == sorted(order)
     assert "export DEBUG=false" in script
@@ -363,3 +364,55 @@ print(json.dumps({"debug": settings.DEBUG, "css": get("/static/css/ctxsim.css"),
     assert seen["debug"] is False
     assert seen["css"].startswith("200")  # no collectstatic needed in development
     assert not seen["missing"].startswith("500")
+
+
+def test_the_gunicorn_access_log_never_shows_a_secret_in_a_query_string(tmp_path):
+    """issue 28 item 9: a secret sent in the API's `?name=` landed in the access log."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    cfg = Config()
+    log_file = tmp_path / "access.log"
+    cfg.set("accesslog", str(log_file))
+    cfg.set("access_log_format", '%(h)s "%(r)s" %(s)s q=%(q)s')
+    cfg.set("logger_class", conf["logger_class"])
+    logger = cfg.logger_class(cfg)
+    core = "PlantedAnthropicKey0123456789"
+    query = f"name=sk%2Dant-api03-{core}&format=claude-code"
+    environ = {"REQUEST_METHOD": "POST", "RAW_URI": f"/api/v1/transcripts?{query}",
+               "PATH_INFO": "/api/v1/transcripts", "QUERY_STRING": query,
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "10.0.0.1"}
+    request = SimpleNamespace(headers=[])
+    response = SimpleNamespace(status="201 Created", sent=0, headers=[])
+    logger.access(response, request, environ, timedelta(milliseconds=3))
+    for handler in logger.access_log.handlers:
+        handler.flush()
+    line = log_file.read_text()
+    assert "/api/v1/transcripts?name=" in line and "format=claude-code" in line
+    assert core not in line and "[REDACTED:anthropic-key]" in line
+
+
+def test_djangos_own_log_lines_never_print_an_invite_token(tmp_path):
+    """issue 28 item 10: `Forbidden (CSRF cookie not set.): /invites/<token>/` (and Django's
+    `Not Found:` line, and the development server's request line) printed the token."""
+    token = "Zq3sEcReTtOkEn0123456789abcdef"
+    code = SETUP + f"""
+import logging
+from django.core.management import call_command
+from django.test import Client
+call_command("migrate", verbosity=0)
+Client(enforce_csrf_checks=True).post("/invites/{token}/")
+Client().get("/invites/{token}/")
+logging.getLogger("django.server").info('"%s" %s %s', "GET /invites/{token}/ HTTP/1.1",
+                                        "200", "5", extra={{"status_code": 200}})
+"""
+    result = run_python(code, tmp_path, DEBUG="false", SECRET_KEY=PROD_KEY, ALLOWED_HOSTS="*",
+                        SECURE_SSL_REDIRECT="false")
+    assert result.returncode == 0, result.stderr
+    assert "Forbidden (CSRF cookie not set.): /invites/[token]/" in result.stderr
+    assert "Not Found: /invites/[token]/" in result.stderr
+    assert "GET /invites/[token]/ HTTP/1.1" in result.stderr
+    assert token not in result.stderr

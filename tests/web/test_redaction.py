@@ -185,3 +185,28 @@ def test_a_team_that_turns_redaction_off_keeps_the_text(personas, api_tokens):
     owner.post(reverse("team-redaction", args=["alpha"]), {"redact_secrets": "on"})
     personas.team.refresh_from_db()
     assert personas.team.redact_secrets is True
+
+
+def test_the_kept_copy_of_a_duplicate_upload_holds_no_escaped_secret(personas, media):
+    """Issue 28 item 9: the copy kept for "import again" held an `Authorization: Bearer`
+    after an escaped newline and a `\\u002d`-escaped Anthropic key, written as JSON escapes
+    the raw-byte pass did not see through."""
+    messages = [{"role": "user", "content": "call it"},
+                {"role": "assistant", "content": "curl\nAuthorization: Bearer "
+                 "PlantedBearerToken0123456789 and sk-ant-api03-PlantedAnthropicKey0123456789"}]
+    raw = json.dumps({"model": "gpt-4o", "messages": messages}).replace(
+        "sk-ant-api03-", "sk\\u002dant\\u002dapi03\\u002d").encode()
+    assert b"\\nAuthorization" in raw and b"\\u002dant" in raw
+    owner = personas.client("owner")
+    for _ in range(2):  # the second one is a duplicate: its copy is kept
+        upload = io.BytesIO(raw)
+        upload.name = "escaped.json"
+        assert owner.post(reverse("upload"), {"files": [upload]}).status_code in (200, 302)
+    assert Session.objects.count() == 1
+    kept = [path for path in media.rglob("*") if path.is_file()]
+    assert kept, "the duplicate's copy is kept for import again"
+    for path in kept:
+        data = path.read_bytes()
+        assert b"PlantedBearerToken" not in data and b"PlantedAnthropicKey" not in data, path
+        assert b"[REDACTED:authorization-header]" in data
+        assert b"[REDACTED:anthropic-key]" in data

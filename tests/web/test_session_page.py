@@ -204,7 +204,7 @@ def test_saving_a_profile_under_a_taken_name_shows_a_message(personas, long_sess
     url = reverse("profile-save", args=[long_session.pk])
     client.post(url, {"profile": "chatcli", "name": "mine"})
     again = client.post(url, {"profile": "chatcli", "name": "mine"}, headers={"HX-Request": "true"})
-    assert again.status_code == 200
+    assert again.status_code == 400
     assert "already has a profile" in again.content.decode()
     assert SavedProfile.objects.filter(name="mine").count() == 1
 
@@ -229,7 +229,7 @@ def test_importing_a_pasted_config_creates_a_profile_and_bad_values_say_which(pe
     assert saved.params["contextMaximumSize"] == 9000
     bad = client.post(url, {"format": "aivax", "name": "broken",
                             "text": '{"contextMaximumSize": "big", "colour": 1}'})
-    assert bad.status_code == 200
+    assert bad.status_code == 400
     body = bad.content.decode()
     assert "contextMaximumSize" in body and "colour" in body
     assert not SavedProfile.objects.filter(name="broken").exists()

@@ -150,11 +150,12 @@ def test_a_sweep_beats_its_heartbeat_while_one_point_replays(personas, long_sess
 @pytest.mark.parametrize("script", ["serve-prod", "run-dev"])
 def test_sweeps_have_their_own_worker_so_imports_never_wait_behind_one(script):
     """issue 20 item 12: one 400-point sweep held the only worker while other teams' imports
-    waited. Each server script runs one worker for sweeps and one for everything else."""
+    waited. Each server script runs one worker per queue (issue 28: imports, replays and
+    sweeps; tests/web/test_supervisor.py starts them for real)."""
     text = (ROOT / "bin" / script).read_text()
     assert subprocess.run(["bash", "-n", str(ROOT / "bin" / script)]).returncode == 0
-    assert "db_worker --queue-name sweeps" in text
-    assert "db_worker --queue-name '*' --exclude-queues sweeps" in text
+    for queue in ("imports,default", "replays", "sweeps"):
+        assert f'$WORKER --queue-name {queue}"' in text
 
 
 # --- a real worker killed in every phase (issue 20 acceptance 5) -----------------------------

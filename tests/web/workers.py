@@ -43,10 +43,15 @@ def worker_env(settings, **extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running(env: dict[str, str], stop_at: str | None = None) -> Iterator[subprocess.Popen]:
-    """A worker for the block (killed at the end if it still runs)."""
+def running(env: dict[str, str], stop_at: str | None = None, *, queues: str = "*",
+            command_name: str = "db_worker") -> Iterator[subprocess.Popen]:
+    """A worker for the block (killed at the end if it still runs): `db_worker`, or with
+    `command_name="ctxsim_worker"` the one `make run` starts (`ctxsim.jobs.worker`), taking
+    `queues`."""
     if stop_at is None:
-        command = [sys.executable, "manage.py", "db_worker", *WORKER_ARGS]
+        args = [*WORKER_ARGS]
+        args[1] = queues
+        command = [sys.executable, "manage.py", command_name, *args]
     else:
         command = [sys.executable, "-m", "tests.web.workers", *WORKER_ARGS]
         env = {**env, "CTXSIM_STOP_AT": stop_at}

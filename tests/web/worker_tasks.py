@@ -1,0 +1,26 @@
+"""Tasks the worker tests queue (real tasks a real worker imports by path)."""
+
+from __future__ import annotations
+
+import os
+
+from django.tasks import task
+
+
+@task(queue_name="replays")
+def hog(megabytes: int) -> int:
+    """Take `megabytes` of memory at once and touch it."""
+    block = bytearray(megabytes * 1024 * 1024)
+    block[::4096] = b"x" * len(block[::4096])
+    return len(block)
+
+
+@task(queue_name="replays")
+def whoami() -> int:
+    """The process that ran the task."""
+    return os.getpid()
+
+
+@task(queue_name="replays")
+def kill_myself() -> None:
+    os.kill(os.getpid(), 9)
