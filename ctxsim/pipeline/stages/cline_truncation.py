@@ -1,0 +1,210 @@
+"""Cline's classic context truncation (ContextManager, VS Code extension 3.x; SPEC-agents-2
+§3.1–3.3), outgoing, a fold over the deleted range.
+
+Cline's API history alternates user and assistant messages: ctxsim groups the canonical
+messages so (every assistant message one, each run of tool results and user text between
+them one user message). Before each request, when the previous request's total (prompt +
+output: `tokensIn + tokensOut + cacheWrites + cacheReads`) reached `maxAllowedSize`, the
+deleted range `[2, end]` grows by half of what follows it (a quarter kept when the total is
+over twice the limit); the first assistant message is replaced by Cline's notice and the tool
+results of the first kept user message are dropped. Cline keeps its whole history on disk, so
+the transcript shows no truncation; a recorded range (`meta.cline_deleted_range = [start,
+end]` on a message, from ui_messages' `conversationHistoryDeletedRange`) is replayed. Not
+simulated: the duplicate file-read replacement (which can avoid a truncation) and the opt-in
+auto-condense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..agents_common import COMPACTION_EVENTS, compaction_event, fold
+from ..messages import Message
+from . import StageContext, StageResult, view_result
+from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind, lead_len
+
+NAME = "cline_truncation"
+NOTICE = ("[NOTE] Some previous conversation history with the user has been removed to "
+          "maintain optimal context window length. The initial user task has been retained for "
+          "continuity, while intermediate conversation history has been removed. Keep this in "
+          "mind as you continue assisting the user. Pay special attention to the user's latest "
+          "messages.")
+
+
+def context_window(params: Mapping[str, Any], session: Mapping[str, Any]) -> int:
+    if params.get("cline_context_window"):
+        return int(params["cline_context_window"])
+    model = str(session.get("model") or "")
+    return 200_000 if "claude" in model else 128_000
+
+
+def max_allowed(window: int) -> int:
+    """getContextWindowInfo's maxAllowedSize."""
+    return {64_000: 37_000, 128_000: 98_000, 200_000: 160_000}.get(
+        window, max(window - 40_000, int(window * 0.8)))
+
+
+def next_range(previous_end: int | None, n: int, keep: str,
+               is_assistant: Any = lambda k: k % 2 == 1) -> int:
+    """The new range's end (inclusive) over `n` API messages (getNextTruncationRange): one
+    less when the message there is not an assistant message."""
+    start_of_rest = previous_end + 1 if previous_end is not None else 2
+    rest = n - start_of_rest
+    removed = (rest // 4) * 2 if keep == "half" else int(rest * 3 / 4 / 2) * 2
+    end = start_of_rest + removed - 1
+    if not is_assistant(end):
+        end -= 1
+    return end
+
+
+def api_groups(conv: Sequence[Message]) -> list[list[int]]:
+    """Positions of `conv` per API message: each assistant one, each run between them one."""
+    groups: list[list[int]] = []
+    for k, m in enumerate(conv):
+        if m.role == "assistant" or not groups or conv[groups[-1][-1]].role == "assistant":
+            groups.append([k])
+        else:
+            groups[-1].append(k)
+    return groups
+
+
+@dataclass(frozen=True)
+class State:
+    end: int | None = None  # the deleted range's end over API messages
+    count: int = 0
+
+
+class _Run:
+    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+        p = ctx.params
+        self.h, self.ctx = h, ctx
+        session = ctx.session if isinstance(ctx.session, Mapping) else {}
+        self.window = context_window(p, session)
+        self.limit = max_allowed(self.window)
+        self.source = p.get("cline_token_source", "counter")
+        self.recorded_mode = p.get("cline_mode", "predict") == "recorded"
+        self.lead = lead_len(h)
+        self.costs = Costs(ctx)
+        self.markers = [i for i, m in enumerate(h) if _range(m) is not None]
+
+    def view(self, n: int, s: State) -> list[Message]:
+        conv = self.h[self.lead:n]
+        if s.end is None:
+            return list(self.h[:n])
+        groups = api_groups(conv)
+        out = list(self.h[:self.lead])
+        for g, members in enumerate(groups):
+            if 2 <= g <= s.end:
+                continue
+            for k in members:
+                m = conv[k]
+                if g == 1 and k == members[0]:
+                    m = Message.of("assistant", NOTICE, origin=m.origin,
+                                   meta={"kind": "cline_notice"})
+                elif g == s.end + 1 and m.role == "tool":
+                    continue  # the first kept user message loses its tool results
+                out.append(m)
+        return out
+
+    def step(self, s: State, h: Sequence[Message], n: int, j: int
+             ) -> tuple[State, list[Message], dict[str, Any]]:
+        view = self.view(n, s)
+        # `usage` reads the transcript's totals as they stand: right for what Cline itself
+        # truncated, too high after a what-if truncation (the anchored source corrects it).
+        tokens, used = compared_tokens(self.costs, self.source, view, 0, "input_output")
+        conv = self.h[self.lead:n]
+        members = api_groups(conv)
+        groups = len(members)
+        info: dict[str, Any] = {"tokens_before": tokens, "token_source": used, "keep": None,
+                                "range": None, "recorded": False, "trigger": None,
+                                "api_messages": groups}
+        recorded_end = None
+        for i in (i for i in self.markers if i < n):
+            r = _range(self.h[i])
+            if r is not None and (s.end is None or r[1] > s.end):
+                recorded_end = r[1]
+        fires = tokens >= self.limit and groups > 2
+        applied = False
+        if recorded_end is not None and (self.recorded_mode or fires):
+            s = State(recorded_end, s.count + 1)
+            info.update(recorded=True, trigger="recorded")
+            applied = True
+        elif fires and not self.recorded_mode:
+            keep = "quarter" if tokens / 2 > self.limit else "half"
+            end = next_range(s.end, groups, keep, lambda g: 0 <= g < groups and conv[
+                members[g][0]].role == "assistant")
+            if end >= (s.end if s.end is not None else 1) + 1:
+                s = State(end, s.count + 1)
+                info.update(keep=keep, trigger="predicted")
+        info["recorded"] = recorded_end is not None
+        info["compacted"] = info["trigger"] is not None
+        info["kind"] = event_kind(info["recorded"], applied,
+                                  info["trigger"] == "predicted" or (applied and fires))
+        info["range"] = [2, s.end] if s.end is not None else None
+        return s, self.view(n, s), info
+
+
+def _range(m: Message) -> tuple[int, int] | None:
+    r = m.meta.get("cline_deleted_range")
+    if isinstance(r, (list, tuple)) and len(r) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in r):
+        return int(r[0]), int(r[1])
+    return None
+
+
+def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
+    """Truncate the outgoing history as classic Cline would, from the call schedule.
+
+    Invariant: a pure function of the input; the output keeps the leading system block, the
+    first two API messages (the second as Cline's notice) and everything after the range."""
+    h = tuple(history)
+    work = _Run(h, ctx)
+    result = fold(h, ctx, State(), work.step)
+    info, out = result.info, list(result.view)
+    after = work.costs.prompt(out)
+    report: dict[str, Any] = {
+        "compacted": info["compacted"], "trigger": info["trigger"], "keep": info["keep"],
+        "deleted_range": info["range"], "api_messages": info["api_messages"],
+        "limit": work.limit, "window": work.window, "tokens_before": info["tokens_before"],
+        "tokens_after": after, "token_source": info["token_source"],
+        "summary_source": None, "recorded": info["recorded"],
+        "truncations_so_far": result.state.count,
+    }
+    if info["kind"] is not None:
+        report[COMPACTION_EVENTS] = [compaction_event(
+            NAME, info["kind"], info["trigger"], None, info["tokens_before"], after)]
+    return view_result(h, out, report)
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("compacted") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("compacted"):
+        return (f"Truncated (keep {report.get('keep') or 'recorded'}): range "
+                f"{report.get('deleted_range')} of {report.get('api_messages')} API messages, "
+                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens "
+                f"({report.get('token_source')}).")
+    return describe_compaction(report, "Truncated", "maxAllowedSize")
+
+
+def quiet_note(facts: Any) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    limits = [r.get("limit") for r in facts.reports if r]
+    if not limits:
+        return None
+    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    return (f"Cline never truncated: the previous request's total peaked at {peak:,} tokens, "
+            f"below maxAllowedSize {limits[-1]:,}.")
+
+
+def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
+    return "maxAllowedSize", max_allowed(context_window(values, {}))
+
+
+def measures_billed(values: Mapping[str, Any]) -> bool:
+    return values.get("cline_token_source", "counter") == "usage"

@@ -1,0 +1,239 @@
+"""OpenHands V1's `LLMSummarizingCondenser` (software-agent-sdk, SPEC-agents-2 §2), outgoing,
+a fold over the calls.
+
+Events: one per message, an assistant message with tool calls one per call (a batch), its
+results one each. Before each call: TOKENS when a cap is set and the view counts more (hard),
+EVENTS when the view has more than `max_size` events (soft). The tail kept is the smallest
+of `max_size // 2 − keep_first − 1` (events) and what remains after the shortest prefix past
+`count − cap // 2` tokens (tokens); the forgotten range runs between manipulation indices
+(never inside a batch or between a call and its result), and the summary takes its place as
+a user message. A range too small (`minimum_progress`) is refused: soft → nothing happens,
+hard → the whole view is summarised. Recorded condensations (`meta.openhands_condensation`
+with `forgotten_event_ids` or a start/end id, `summary`, `summary_offset`; ids matched through
+`meta.event_id` and `meta.call_event_ids`) are replayed. The SDK's condensation step makes no
+agent LLM call: the call that follows sees the condensed view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..messages import Message
+from . import StageContext, StageResult, view_result
+from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind
+
+NAME = "openhands_v1_condenser"
+Unit = int | Message  # an input index, or the summary message
+
+
+@dataclass(frozen=True)
+class State:
+    forgotten: frozenset[int] = frozenset()
+    summary: tuple[Message, int] | None = None  # (message, event offset)
+    markers_done: int = 0
+    count: int = 0
+
+
+def events_of(u: Unit, h: Sequence[Message]) -> int:
+    if isinstance(u, Message):
+        return 1
+    m = h[u]
+    return max(1, len(m.tool_calls)) if m.role == "assistant" else 1
+
+
+def manipulation_starts(units: Sequence[Unit], h: Sequence[Message]) -> list[int]:
+    """Event offsets where a range may start or end: the start of every unit that is not a
+    tool result (results stay with their call), and the end of the view."""
+    out, offset = [], 0
+    for u in units:
+        if isinstance(u, Message) or h[u].role != "tool":
+            out.append(offset)
+        offset += events_of(u, h)
+    out.append(offset)
+    return out
+
+
+def _ids(marker: Mapping[str, Any]) -> set[Any]:
+    ids = marker.get("forgotten_event_ids")
+    if isinstance(ids, (list, tuple)):
+        return set(ids)
+    a, b = marker.get("forgotten_events_start_id"), marker.get("forgotten_events_end_id")
+    if isinstance(a, int) and isinstance(b, int):
+        return set(range(a, b + 1))
+    return set()
+
+
+class _Run:
+    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+        p = ctx.params
+        self.h, self.ctx = h, ctx
+        self.max_size = p.get("openhands_v1_max_size", 240)
+        self.keep_first = p.get("openhands_v1_keep_first", 2)
+        self.cap = p.get("openhands_v1_max_tokens")
+        self.progress = p.get("openhands_v1_minimum_progress", 0.1)
+        self.recorded_mode = p.get("openhands_v1_mode", "predict") == "recorded"
+        self.source = p.get("openhands_v1_token_source", "counter")
+        self.placeholder = p.get("summary_placeholder_tokens", 2000)
+        self.costs = Costs(ctx)
+        self.markers = [i for i, m in enumerate(h)
+                        if isinstance(m.meta.get("openhands_condensation"), Mapping)]
+
+    def units(self, n: int, s: State) -> list[Unit]:
+        out: list[Unit] = [i for i in range(n) if i not in s.forgotten]
+        if s.summary is not None:
+            message, offset = s.summary
+            at, events = 0, 0
+            while at < len(out) and events < offset:
+                events += events_of(out[at], self.h)
+                at += 1
+            out.insert(at, message)
+        return out
+
+    def messages(self, units: Sequence[Unit]) -> list[Message]:
+        return [u if isinstance(u, Message) else self.h[u] for u in units]
+
+    def summary_message(self, events: int, tokens: int, j: int) -> Message:
+        text = placeholder_text(NAME, events, tokens, j, self.placeholder, self.ctx.counter)
+        return Message.of("user", text, meta={"kind": "placeholder_summary"})
+
+    def apply_recorded(self, i: int, s: State) -> State:
+        marker = self.h[i].meta["openhands_condensation"]
+        ids = _ids(marker)
+        gone = set(s.forgotten)
+        for k in range(i):
+            m = self.h[k]
+            own = {m.meta.get("event_id"), *(m.meta.get("call_event_ids") or ())}
+            if own & ids:
+                gone.add(k)
+        summary = None
+        if isinstance(marker.get("summary"), str):
+            offset = marker.get("summary_offset")
+            summary = (Message.of("user", marker["summary"], meta={"kind": "recorded_summary"}),
+                       offset if isinstance(offset, int) else 0)
+        return State(frozenset(gone), summary, s.markers_done + 1, s.count + 1)
+
+    def step(self, s: State, h: Sequence[Message], n: int, j: int
+             ) -> tuple[State, list[Message], dict[str, Any]]:
+        units = self.units(n, s)
+        view = self.messages(units)
+        events = sum(events_of(u, self.h) for u in units)
+        tokens, used = compared_tokens(self.costs, self.source, view, 0)
+        info: dict[str, Any] = {"events_before": events, "tokens_before": tokens,
+                                "token_source": used, "reason": None, "forgotten": 0,
+                                "summary_source": None, "trigger": None, "recorded": False,
+                                "hard_reset": False}
+        pending = [i for i in self.markers[s.markers_done:] if i < n]
+        applied = False
+        if pending:
+            info["recorded"] = True
+            for i in pending:
+                s = self.apply_recorded(i, s)
+            applied = True
+            info.update(trigger="recorded", summary_source="recorded")
+        predicted = False
+        if not applied and not self.recorded_mode:
+            s, predicted = self.condense(s, units, events, tokens, j, info)
+        info["kind"] = event_kind(info["recorded"], applied, predicted)
+        info["compacted"] = applied or predicted
+        return s, self.messages(self.units(n, s)), info
+
+    def condense(self, s: State, units: list[Unit], events: int, tokens: int, j: int,
+                 info: dict[str, Any]) -> tuple[State, bool]:
+        over_tokens = self.cap is not None and tokens > self.cap
+        over_events = events > self.max_size
+        if not (over_tokens or over_events):
+            return s, False
+        info["reason"] = "tokens" if over_tokens else "events"
+        tails = []
+        if over_events:
+            tails.append(self.max_size // 2 - self.keep_first - 1)
+        if over_tokens:
+            tails.append(self.token_tail(units, tokens))
+        naive_end = events - max(0, min(tails))
+        starts = manipulation_starts(units, self.h)
+        start = next(x for x in starts if x >= min(self.keep_first, events))
+        end = next(x for x in starts if x >= naive_end)
+        forgotten_events = end - start
+        if end <= start or forgotten_events < events * self.progress:
+            if not over_tokens:
+                info["reason"] += " (refused: too little to forget)"
+                return s, False
+            start, end = 0, events  # hard context reset: the whole view is summarised
+            info["hard_reset"] = True
+        gone = set(s.forgotten)
+        offset = 0
+        removed = 0
+        for u in units:
+            width = events_of(u, self.h)
+            if start <= offset < end:
+                removed += width
+                if not isinstance(u, Message):
+                    gone.add(u)
+            offset += width
+        info.update(forgotten=removed, trigger="predicted", summary_source="placeholder")
+        summary = self.summary_message(removed, tokens, j)
+        return State(frozenset(gone), (summary, start), s.markers_done, s.count + 1), True
+
+    def token_tail(self, units: list[Unit], tokens: int) -> int:
+        """Events left after the shortest prefix of view[keep_first:] whose tokens exceed
+        count − cap // 2 (whole units: a unit's events are forgotten together)."""
+        excess = tokens - (self.cap or 0) // 2
+        offset, running, total = 0, 0, sum(events_of(u, self.h) for u in units)
+        for u in units:
+            width = events_of(u, self.h)
+            if offset >= self.keep_first:
+                m = u if isinstance(u, Message) else self.h[u]
+                running += self.costs.cost(m)
+                if running > excess:
+                    return total - offset - width
+            offset += width
+        return 0
+
+
+def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
+    """Condense the outgoing view as the V1 SDK would, from the call schedule.
+
+    Invariant: a pure function of the input; the output is the input without the forgotten
+    messages, the summary (placeholder or recorded) at its offset."""
+    h = tuple(history)
+    work = _Run(h, ctx)
+    result = fold(h, ctx, State(), work.step)
+    info, out = result.info, list(result.view)
+    after = work.costs.prompt(out)
+    report: dict[str, Any] = {
+        "compacted": info["compacted"], "trigger": info["trigger"], "reason": info["reason"],
+        "events_before": info["events_before"], "forgotten_events": info["forgotten"],
+        "hard_reset": info["hard_reset"], "limit": work.max_size, "token_cap": work.cap,
+        "tokens_before": info["tokens_before"], "tokens_after": after,
+        "token_source": info["token_source"], "summary_source": info["summary_source"],
+        "recorded": info["recorded"], "condensations_so_far": result.state.count,
+    }
+    if info["kind"] is not None:
+        report[COMPACTION_EVENTS] = [compaction_event(
+            NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
+            after)]
+    return view_result(h, out, report)
+
+
+def activity(report: Mapping[str, Any]) -> int:
+    return 1 if report.get("compacted") else 0
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    if report.get("compacted"):
+        return describe_compaction(report, f"Condensed {report.get('forgotten_events')} events",
+                                   "event limit")
+    return (f"{report.get('events_before')} events, {report.get('tokens_before')} tokens "
+            f"({report.get('token_source')}): within max_size {report.get('limit')}"
+            + (f" and the cap {report.get('token_cap')}." if report.get("token_cap") else "."))
+
+
+def quiet_note(facts: Any) -> str | None:
+    if any(activity(r) for r in facts.reports):
+        return None
+    peak = max((r.get("events_before") or 0 for r in facts.reports), default=0)
+    return (f"The OpenHands V1 condenser never fired: the view peaked at {peak} events, within "
+            f"max_size {facts.value('openhands_v1_max_size')}.")
