@@ -29,7 +29,7 @@ WARNING = (
     "output to a file and then search in that file.\n"
     "</warning>"
 )
-SHAPED = ("<returncode>", "<output_head>", "<exception>")
+SHAPED = ("<returncode>", "<output_head>", "<exception>", "<warning>")
 
 
 def long_form(output: str, limit: int, head: int, tail: int) -> str:
