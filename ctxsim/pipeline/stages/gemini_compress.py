@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    placeholder_text,
+)
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
@@ -33,6 +39,7 @@ from ._agents2 import (
     recorded_usage,
     text,
 )
+from ._codex import call_of
 from ._gemini import (
     ACK,
     ERAS,
@@ -113,6 +120,7 @@ class _Run:
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
+        self.positions = assistant_positions(h, ctx)
 
     def view(self, n: int, s: State) -> tuple[list[Message], int]:
         """V(input[:n], s) and the view index where recorded usage is valid again."""
@@ -142,7 +150,9 @@ class _Run:
         tokens, used = compared_tokens(self.costs, self.source, view, valid)
         fires = tokens >= self.threshold
         start = self.lead if s.next is None else s.next
-        mine = [i for i in self.summaries if start <= i < n]
+        # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
+        mine = [i for i in self.summaries
+                if start <= i < n and call_of(i, self.positions) == j]
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used,
                                 "recorded": bool(mine), "predicted": False,
                                 "summary_source": None, "trigger": None, "split": None,

@@ -16,7 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    placeholder_text,
+)
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
@@ -28,6 +34,7 @@ from ._agents2 import (
     quiet_compaction,
     recorded_summaries,
 )
+from ._codex import call_of
 from ._opencode import COMPACTION_PROMPT, SOURCE, is_compaction_prompt, usable
 
 NAME = "opencode_compact"
@@ -53,6 +60,7 @@ class _Run:
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
+        self.positions = assistant_positions(h, ctx)
         self.hidden = set(self.summaries) | {i - 1 for i in self.summaries
                                              if i > 0 and is_compaction_prompt(h[i - 1])}
 
@@ -69,7 +77,8 @@ class _Run:
         tokens, used = compared_tokens(self.costs, self.source, view, valid, "input_output")
         fires = self.limit is not None and tokens >= self.limit
         start = self.lead if s.next is None else s.next
-        mine = [i for i in self.summaries if start <= i < n and not (
+        mine = [i for i in self.summaries if start <= i < n
+                and call_of(i, self.positions) == j and not (
             s.next is not None and s.head == () and i in (start, start + 1))]
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used,
                                 "trigger": None, "summary_source": None, "recorded": bool(mine),

@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    placeholder_text,
+)
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
@@ -32,6 +38,7 @@ from ._agents2 import (
     quiet_compaction,
     recorded_summaries,
 )
+from ._codex import call_of
 
 NAME = "roo_condense"
 SOURCE = "roo-code"
@@ -85,6 +92,7 @@ class _Run:
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
+        self.positions = assistant_positions(h, ctx)
 
     def view(self, n: int, s: State) -> tuple[list[Message], int]:
         start = self.lead if s.next is None else s.next
@@ -111,7 +119,9 @@ class _Run:
         over = prev > self.allowed
         fires = self.auto and (percent >= self.percent or over)
         start = self.lead if s.next is None else s.next
-        mine = [i for i in self.summaries if start <= i < n]
+        # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
+        mine = [i for i in self.summaries
+                if start <= i < n and call_of(i, self.positions) == j]
         info: dict[str, Any] = {"tokens_before": prev, "token_source": used,
                                 "percent": round(percent, 1), "trigger": None,
                                 "summary_source": None, "action": None,
