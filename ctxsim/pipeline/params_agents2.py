@@ -81,8 +81,9 @@ PARAMS.update({p.name: p for p in (
               unit="events"),
     ParamSpec("openhands_v1_keep_first", "Keep first", 2, "keep_first: events always kept at "
               "the start (the SDK preset uses 4).", _int_range(0, 10_000_000), unit="events"),
-    ParamSpec("openhands_v1_max_tokens", "Token cap", None, "max_tokens (or the LLM's "
-              "max_input_tokens): condense when the view counts more; empty: no cap.",
+    ParamSpec("openhands_v1_max_tokens", "Token cap", None, "max_tokens: condense when the "
+              "view counts more; the agent model's max input tokens caps it too (Claude "
+              "200,000, GPT-5 272,000; none when unknown).",
               _opt_int_range(1, 100_000_000), unit="tokens", kind="optional-int"),
     ParamSpec("openhands_v1_minimum_progress", "Minimum progress", 0.1, "minimum_progress: "
               "a condensation must forget this fraction of the view.", _number(0, 1),

@@ -199,6 +199,15 @@ def test_o2_the_token_cap_forgets_the_shortest_prefix_past_half_the_cap():
     assert out[:2] == h[:2] and out[3:] == h[72:] and len(out) == 81
 
 
+def test_the_v1_token_cap_defaults_to_the_agent_models_input_limit():
+    from ctxsim.pipeline.stages.openhands_v1_condenser import token_cap
+
+    assert token_cap({}, {"model": "anthropic/claude-sonnet-4-5"}) == 200_000
+    assert token_cap({"openhands_v1_max_tokens": 150_000}, {"model": "gpt-5"}) == 150_000
+    assert token_cap({}, {"model": "some-local-model"}) is None
+    assert token_cap({}, {"model": "x", "model_context_window": 32_768}) == 32_768
+
+
 def test_o2_an_empty_range_under_a_token_cap_resets_the_whole_view():
     h = [Message.of("system", "s"), Message.of("user", "u" * 4000),
          Message.of("assistant", "", tool_calls=[ToolCall(f"b{k}", "bash", "{}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..agents_common import u16len
 from ..messages import Message
 from ._agents2 import text
 
@@ -19,8 +20,8 @@ DEFAULT_OUTPUT = 32_000
 
 
 def estimate(s: str) -> int:
-    """Token.estimate: characters / 4, rounded."""
-    return max(0, round(len(s) / 4))
+    """Token.estimate: `Math.round(length / 4)` on UTF-16 units (halves round up)."""
+    return (u16len(s) + 2) // 4
 
 
 def limits(params: Mapping[str, Any], session: Mapping[str, Any]
@@ -44,8 +45,8 @@ def usable(params: Mapping[str, Any], session: Mapping[str, Any]) -> int | None:
     if input_limit:
         reserved = params.get("opencode_reserved")
         reserved = min(20_000, output) if reserved is None else reserved
-        return int(input_limit) - reserved
-    return context - output
+        return max(0, int(input_limit) - reserved)
+    return max(0, context - output)
 
 
 def is_compaction_prompt(m: Message) -> bool:

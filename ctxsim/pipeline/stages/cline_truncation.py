@@ -49,7 +49,7 @@ def max_allowed(window: int) -> int:
 def next_range(previous_end: int | None, n: int, keep: str,
                is_assistant: Any = lambda k: k % 2 == 1) -> int:
     """The new range's end (inclusive) over `n` API messages (getNextTruncationRange): one
-    less when the message there is not an assistant message."""
+    less when the message there exists and is not an assistant message."""
     start_of_rest = previous_end + 1 if previous_end is not None else 2
     rest = n - start_of_rest
     removed = (rest // 4) * 2 if keep == "half" else int(rest * 3 / 4 / 2) * 2
@@ -133,7 +133,7 @@ class _Run:
             applied = True
         elif fires and not self.recorded_mode:
             keep = "quarter" if tokens / 2 > self.limit else "half"
-            end = next_range(s.end, groups, keep, lambda g: 0 <= g < groups and conv[
+            end = next_range(s.end, groups, keep, lambda g: g >= groups or conv[
                 members[g][0]].role == "assistant")
             if end >= (s.end if s.end is not None else 1) + 1:
                 s = State(end, s.count + 1)

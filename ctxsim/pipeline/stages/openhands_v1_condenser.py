@@ -26,6 +26,22 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind
 
 NAME = "openhands_v1_condenser"
+# The agent LLM's effective_max_input_tokens (LiteLLM model metadata), which caps the view when
+# max_tokens is unset: model id part → tokens [X: ctxsim's short table; unknown → no cap].
+MODEL_INPUT = (("claude", 200_000), ("gpt-5", 272_000), ("gpt-4.1", 1_047_576),
+               ("gpt-4o", 128_000), ("gemini", 1_048_576), ("deepseek", 128_000),
+               ("qwen", 131_072))
+
+
+def token_cap(params: Mapping[str, Any], session: Mapping[str, Any]) -> int | None:
+    """min(max_tokens, the agent LLM's max input tokens) over the ones known."""
+    model = str(session.get("model") or "").lower()
+    known = next((n for part, n in MODEL_INPUT if part in model), None)
+    window = session.get("model_context_window")
+    if known is None and isinstance(window, int) and window > 0:
+        known = window
+    limits = [n for n in (params.get("openhands_v1_max_tokens"), known) if n is not None]
+    return min(limits) if limits else None
 Unit = int | Message  # an input index, or the summary message
 
 
@@ -72,7 +88,7 @@ class _Run:
         self.h, self.ctx = h, ctx
         self.max_size = p.get("openhands_v1_max_size", 240)
         self.keep_first = p.get("openhands_v1_keep_first", 2)
-        self.cap = p.get("openhands_v1_max_tokens")
+        self.cap = token_cap(p, ctx.session if isinstance(ctx.session, Mapping) else {})
         self.progress = p.get("openhands_v1_minimum_progress", 0.1)
         self.recorded_mode = p.get("openhands_v1_mode", "predict") == "recorded"
         self.source = p.get("openhands_v1_token_source", "counter")
