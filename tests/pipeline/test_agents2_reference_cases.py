@@ -247,7 +247,7 @@ def test_c1_first_truncation_keeps_the_first_pair_and_the_last_half():
 
 
 def test_c2_a_second_truncation_extends_the_range_from_its_end():
-    usage = {39: (159_503, 1200), **{g: (100_000, 500) for g in range(41, 59, 2)},
+    usage = {39: (159_503, 1200), **dict.fromkeys(range(41, 59, 2), (100000, 500)),
              59: (160_000, 1000)}
     h = cline_history(61, usage)
     r = cline_truncation.run(h, ctx("cline", {"model": "claude-opus-4"},
