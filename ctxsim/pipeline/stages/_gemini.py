@@ -4,6 +4,7 @@ Measured in UTF-16 code units, as Gemini CLI (TypeScript) does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,6 +60,13 @@ def estimate(m: Message) -> int:
     for call in m.tool_calls:
         total += (u16len(call.name) + u16len(call.arguments)) / 4
     return int(total)
+
+
+def response_tokens(m: Message, name: str = "") -> int:
+    """estimateTokenCountSync of one functionResponse part: (name + JSON of the response
+    `{"output": text}`) / 4, every character alike, floored."""
+    body = json.dumps({"output": text(m)}, ensure_ascii=False, separators=(",", ":"))
+    return (u16len(name) + u16len(body)) // 4
 
 
 def json_size(m: Message) -> int:

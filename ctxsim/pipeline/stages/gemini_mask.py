@@ -16,7 +16,7 @@ from typing import Any
 from ..messages import Message
 from . import StageContext, StageResult
 from ._agents2 import era_values, text
-from ._gemini import ERAS, EXEMPT_TOOLS, MASK_TAG, SHELL_TOOL, estimate, output_file
+from ._gemini import ERAS, EXEMPT_TOOLS, MASK_TAG, SHELL_TOOL, output_file, response_tokens
 
 SECTION = re.compile(r"^(Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ",
                      re.M)
@@ -84,7 +84,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             continue
         hit = estimates.get(id(m))
         if hit is None or hit[0] is not m:
-            hit = (m, -1 if MASK_TAG.encode() in m.content else estimate(m))
+            done = MASK_TAG.encode() in m.content
+            hit = (m, -1 if done else response_tokens(m, names.get(m.tool_call_id, "")))
             estimates[id(m)] = hit
         tokens = hit[1]
         if tokens < 0:
@@ -108,7 +109,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         m = history[i]
         masked = m.with_content(masked_text(text(m), tool, output_file(
             session, tool, call_id)).encode("utf-8", "surrogatepass"))
-        saved = tokens - estimate(masked)
+        saved = tokens - response_tokens(masked, tool)
         if saved > 0:
             out[i] = masked
             changed.append(i)
