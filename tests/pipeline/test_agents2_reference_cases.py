@@ -257,6 +257,21 @@ def test_c2_a_second_truncation_extends_the_range_from_its_end():
     assert list(r.history)[2:] == h[41:]
 
 
+def test_a_recorded_cline_range_is_replayed_at_its_call():
+    h = cline_history(41, {})
+    h[40] = Message.of("tool", "result 39", tool_call_id="c39", meta={"compaction": {
+        "source": "cline", "kind": "truncation", "deleted_range": [2, 19]}})
+    r = cline_truncation.run(h, ctx("cline", cline_mode="recorded"))
+    assert r.report["deleted_range"] == [2, 19] and r.report["trigger"] == "recorded"
+    assert r.report["compaction_events"][0]["kind"] == "recorded"
+    later = cline_truncation.run([*h, call("c41", 10), Message.of("tool", "r", tool_call_id="c41")],
+                                 ctx("cline", cline_mode="recorded"))
+    assert later.report["deleted_range"] == [2, 19] and "compaction_events" not in later.report
+    predicted = cline_truncation.run(h, ctx("cline"))
+    assert predicted.report["compaction_events"][0]["kind"] == "recorded_not_predicted"
+    assert predicted.report["deleted_range"] is None
+
+
 def test_c2_the_quarter_rule_after_a_switch_to_a_64k_model():
     assert cline_truncation.max_allowed(64_000) == 37_000
     assert cline_truncation.max_allowed(1_000_000) == 960_000

@@ -8,8 +8,9 @@ output: `tokensIn + tokensOut + cacheWrites + cacheReads`) reached `maxAllowedSi
 deleted range `[2, end]` grows by half of what follows it (a quarter kept when the total is
 over twice the limit); the first assistant message is replaced by Cline's notice and the tool
 results of the first kept user message are dropped. Cline keeps its whole history on disk, so
-the transcript shows no truncation; a recorded range (`meta.cline_deleted_range = [start,
-end]` on a message, from ui_messages' `conversationHistoryDeletedRange`) is replayed. Not
+the transcript shows no truncation; a recorded range (`meta.compaction = {"source": "cline",
+"kind": "truncation", "deleted_range": [2, end]}` on the first message sent after it, from
+ui_messages' `conversationHistoryDeletedRange`) is replayed. Not
 simulated: the duplicate file-read replacement (which can avoid a truncation) and the opt-in
 auto-condense.
 """
@@ -20,10 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold
+from ..agents_common import COMPACTION_EVENTS, assistant_positions, compaction_event, fold
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind, lead_len
+from ._codex import call_of
 
 NAME = "cline_truncation"
 NOTICE = ("[NOTE] Some previous conversation history with the user has been removed to "
@@ -88,6 +90,7 @@ class _Run:
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
         self.markers = [i for i, m in enumerate(h) if _range(m) is not None]
+        self.positions = assistant_positions(h, ctx)
 
     def view(self, n: int, s: State) -> list[Message]:
         conv = self.h[self.lead:n]
@@ -121,7 +124,7 @@ class _Run:
                                 "range": None, "recorded": False, "trigger": None,
                                 "api_messages": groups}
         recorded_end = None
-        for i in (i for i in self.markers if i < n):
+        for i in (i for i in self.markers if i < n and call_of(i, self.positions) == j):
             r = _range(self.h[i])
             if r is not None and (s.end is None or r[1] > s.end):
                 recorded_end = r[1]
@@ -147,7 +150,10 @@ class _Run:
 
 
 def _range(m: Message) -> tuple[int, int] | None:
-    r = m.meta.get("cline_deleted_range")
+    marker = m.meta.get("compaction")
+    if not isinstance(marker, Mapping) or marker.get("source") != "cline":
+        return None
+    r = marker.get("deleted_range")
     if isinstance(r, (list, tuple)) and len(r) == 2 and all(
             isinstance(x, int) and not isinstance(x, bool) for x in r):
         return int(r[0]), int(r[1])

@@ -243,7 +243,8 @@ def activity(report: Mapping[str, Any]) -> int:
 
 
 def describe(report: Mapping[str, Any]) -> str:
-    return describe_compaction(report, "Compressed", "compression threshold")
+    era = f" {report['era']}." if report.get("era") else ""
+    return describe_compaction(report, "Compressed", "compression threshold") + era
 
 
 def quiet_note(facts: Any) -> str | None:

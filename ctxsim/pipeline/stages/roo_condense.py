@@ -218,7 +218,8 @@ def describe(report: Mapping[str, Any]) -> str:
     if report.get("action") == "sliding_window":
         return (f"Sliding window: {report.get('tokens_before')} → {report.get('tokens_after')} "
                 "tokens.")
-    return describe_compaction(report, "Condensed", "allowed size")
+    era = f" {report['era']}." if report.get("era") else ""
+    return describe_compaction(report, "Condensed", "allowed size") + era
 
 
 def quiet_note(facts: Any) -> str | None:
