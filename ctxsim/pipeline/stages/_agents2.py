@@ -163,6 +163,20 @@ def recorded_summaries(h: Sequence[Message], ctx: Any, source: str) -> list[int]
     return out
 
 
+def step_markers(indices: Sequence[int], positions: Sequence[int], j: int, n: int) -> list[int]:
+    """The recorded markers step j (prefix `input[:n]`) applies: those after call j − 1's
+    response, that response included (a summary recorded as an assistant answer, as Roo Code
+    ≤ 3.29 and OpenCode write it, takes effect at the next call)."""
+    lo = positions[j - 1] if 0 < j <= len(positions) else -1
+    return [i for i in indices if lo <= i < n]
+
+
+def late_call(h: Sequence[Message], applied: Sequence[int], j: int) -> int | None:
+    """The call a recorded compaction is filed under when its summary is an assistant answer:
+    the call that answered with it (SPEC-agents §2.5.0.4 r(i)), one before the step."""
+    return j - 1 if any(h[i].role == "assistant" for i in applied) and j > 0 else None
+
+
 def event_kind(recorded: bool, applied_recorded: bool, predicted: bool) -> str | None:
     """The trace's kind of a compaction at one call (SPEC-agents §2.5.0.7)."""
     if applied_recorded:

@@ -33,13 +33,14 @@ from ._agents2 import (
     describe_compaction,
     era_values,
     event_kind,
+    late_call,
     lead_len,
     quiet_compaction,
     recorded_summaries,
     recorded_usage,
+    step_markers,
     text,
 )
-from ._codex import call_of
 from ._gemini import (
     ACK,
     ERAS,
@@ -151,8 +152,7 @@ class _Run:
         fires = tokens >= self.threshold
         start = self.lead if s.next is None else s.next
         # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
-        mine = [i for i in self.summaries
-                if start <= i < n and call_of(i, self.positions) == j]
+        mine = [i for i in step_markers(self.summaries, self.positions, j, n) if i >= start]
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used,
                                 "recorded": bool(mine), "predicted": False,
                                 "summary_source": None, "trigger": None, "split": None,
@@ -160,6 +160,7 @@ class _Run:
         applied = False
         if mine and (self.recorded_mode or fires):
             s = self.recorded(mine[-1], n, s)
+            info["late"] = late_call(self.h, mine[-1:], j)
             applied = True
             info.update(summary_source="recorded", trigger="recorded", status="compressed")
         elif fires and not self.recorded_mode:
@@ -234,7 +235,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if info["kind"] is not None:
         report[COMPACTION_EVENTS] = [compaction_event(
             NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after if info["kind"] != "recorded_not_predicted" else None)]
+            after if info["kind"] != "recorded_not_predicted" else None,
+            info.get("late"))]
     return view_result(h, out, report)
 
 

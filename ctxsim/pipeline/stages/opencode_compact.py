@@ -30,11 +30,12 @@ from ._agents2 import (
     compared_tokens,
     describe_compaction,
     event_kind,
+    late_call,
     lead_len,
     quiet_compaction,
     recorded_summaries,
+    step_markers,
 )
-from ._codex import call_of
 from ._opencode import COMPACTION_PROMPT, SOURCE, is_compaction_prompt, usable
 
 NAME = "opencode_compact"
@@ -77,8 +78,8 @@ class _Run:
         tokens, used = compared_tokens(self.costs, self.source, view, valid, "input_output")
         fires = self.limit is not None and tokens >= self.limit
         start = self.lead if s.next is None else s.next
-        mine = [i for i in self.summaries if start <= i < n
-                and call_of(i, self.positions) == j and not (
+        mine = [i for i in step_markers(self.summaries, self.positions, j, n)
+                if i >= start and not (
             s.next is not None and s.head == () and i in (start, start + 1))]
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used,
                                 "trigger": None, "summary_source": None, "recorded": bool(mine),
@@ -86,6 +87,7 @@ class _Run:
         applied = predicted = False
         if mine and (self.recorded_mode or fires):
             i = mine[-1]
+            info["late"] = late_call(self.h, [i], j)
             first = i - 1 if i > 0 and is_compaction_prompt(self.h[i - 1]) else i
             s = State((), first, s.count + 1)
             applied = True
@@ -141,7 +143,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if info["kind"] is not None:
         report[COMPACTION_EVENTS] = [compaction_event(
             NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after)]
+            after, info.get("late"))]
     return view_result(h, out, report)
 
 

@@ -34,11 +34,12 @@ from ._agents2 import (
     describe_compaction,
     era_values,
     event_kind,
+    late_call,
     lead_len,
     quiet_compaction,
     recorded_summaries,
+    step_markers,
 )
-from ._codex import call_of
 
 NAME = "roo_condense"
 SOURCE = "roo-code"
@@ -120,8 +121,7 @@ class _Run:
         fires = self.auto and (percent >= self.percent or over)
         start = self.lead if s.next is None else s.next
         # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
-        mine = [i for i in self.summaries
-                if start <= i < n and call_of(i, self.positions) == j]
+        mine = [i for i in step_markers(self.summaries, self.positions, j, n) if i >= start]
         info: dict[str, Any] = {"tokens_before": prev, "token_source": used,
                                 "percent": round(percent, 1), "trigger": None,
                                 "summary_source": None, "action": None,
@@ -129,6 +129,7 @@ class _Run:
         applied = predicted = False
         if mine and (self.recorded_mode or fires):
             s = self.recorded(mine[-1], s)
+            info["late"] = late_call(self.h, mine[-1:], j)
             applied = True
             info.update(trigger="recorded", summary_source="recorded", action="condense")
         elif not self.recorded_mode and (fires or over):
@@ -206,7 +207,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if info["kind"] is not None:
         report[COMPACTION_EVENTS] = [compaction_event(
             NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after)]
+            after, info.get("late"))]
     return view_result(h, out, report)
 
 
