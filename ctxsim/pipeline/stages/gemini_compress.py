@@ -122,15 +122,30 @@ class _Run:
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.positions = assistant_positions(h, ctx)
+        self.skip = set(self.summaries)
 
     def view(self, n: int, s: State) -> tuple[list[Message], int]:
         """V(input[:n], s) and the view index where recorded usage is valid again."""
+        body = self.body(n, s)
+        head = list(s.head)
+        if (body and s.next is not None and body[0] == s.next and head
+                and head[0] is self.h[s.next - 1] and self.is_ack(body[0])):
+            # A recorded acknowledgement that came as the next message goes right after its
+            # summary, before the kept messages, as Gemini's checkpoint orders them.
+            head.insert(1, self.h[body.pop(0)])
+        return [*self.h[:self.lead], *head, *(self.h[i] for i in body)], \
+            self.lead + len(s.head)
+
+    def is_ack(self, i: int) -> bool:
+        return self.h[i].role == "assistant" and text(self.h[i]) == ACK
+
+    def body(self, n: int, s: State) -> list[int]:
+        """Input indices the view shows after its head: recorded checkpoints not applied (and
+        their acknowledgement) are left out."""
         start = self.lead if s.next is None else s.next
-        skip = set(self.summaries) if not s.head and s.next is None else set()
-        body = [m for i, m in enumerate(self.h[start:n], start) if i not in skip
-                and not (i - 1 in skip and m.role == "assistant" and text(m) == ACK)]
-        view = [*self.h[:self.lead], *s.head, *body]
-        return view, self.lead + len(s.head)
+        skip = self.skip
+        return [i for i in range(start, n) if i not in skip and not (
+            i - 1 >= start and i - 1 in skip and self.is_ack(i))]
 
     def recorded(self, i: int, n: int, s: State) -> State:
         """The view after the recorded checkpoint at input index i (seen by prefix n)."""
@@ -139,7 +154,7 @@ class _Run:
         kept = max(0, min(given if isinstance(given, int) else 0, i - self.lead))
         head = [self.h[i]]
         nxt = i + 1
-        if nxt < n and self.h[nxt].role == "assistant" and text(self.h[nxt]) == ACK:
+        if nxt < n and self.is_ack(nxt):
             head.append(self.h[nxt])
             nxt += 1
         head += self.h[i - kept:i]
@@ -186,11 +201,16 @@ class _Run:
         else:
             truncated, count = list(history), 0
         info["truncated_responses"] = count
-        request_start = n - len(request)
+        # The request's messages from the input continue the view; any before them (in the
+        # head) are carried into the new head.
+        body = self.body(n, s)
+        from_body = min(len(request), len(body))
+        request_start = body[len(body) - from_body] if from_body else n
+        carried = tuple(request[:len(request) - from_body])
         if s.failed:
             if count and sum(estimate(m) for m in truncated) < tokens:
                 info.update(status="content_truncated", trigger="predicted")
-                return State(tuple(truncated), request_start, True, s.count), info
+                return State((*truncated, *carried), request_start, True, s.count), info
             return s, info
         split = split_point(truncated)
         info["split"] = split
@@ -201,7 +221,7 @@ class _Run:
         summary = Message.of("user", f"<state_snapshot>\n{ph}\n</state_snapshot>",
                              meta={"kind": "placeholder_summary"})
         ack = Message.of("assistant", ACK, meta={"kind": "placeholder_summary"})
-        head = (summary, ack, *truncated[split:])
+        head = (summary, ack, *truncated[split:], *carried)
         if sum(estimate(m) for m in head) > tokens:
             info.update(status="failed_inflated")
             return State(s.head, s.next, True, s.count), info

@@ -1,0 +1,86 @@
+"""Rules of SPEC-agents-2 beyond its worked examples: OpenCode's kept tail and replayed user
+message, recorded compactions of the agents that write their summary as an answer, Gemini
+CLI's older eras, and explicit values over an era."""
+
+from __future__ import annotations
+
+from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.stages import (
+    gemini_compress,
+    gemini_tool_output,
+    opencode_compact,
+    roo_condense,
+)
+from tests.pipeline.test_agents2_reference_cases import call, ctx, gemini_history, rec
+
+
+def test_opencode_v2_keeps_a_recent_tail_and_replays_the_user_message_mid_turn():
+    h = [Message.of("user", "task"), call("k1", 10, name="bash"),
+         Message.of("tool", "r" * 4000, tool_call_id="k1"),
+         call("k2", 10, name="bash", **rec(170_000, 100)),
+         Message.of("tool", "s" * 400, tool_call_id="k2")]
+    c = ctx("opencode", {"model": "claude-sonnet-4"}, counter="bytes4",
+            opencode_token_source="usage", opencode_keep_tokens=200)
+    r = opencode_compact.run(h, c)
+    out = list(r.history)
+    assert out[0].text == "What did we do so far?" and out[1].role == "assistant"
+    assert r.report["replayed_user_message"] and out[2] is h[0]
+    assert out[3:] == h[3:]  # the tail within 200 tokens, starting at a call, not a result
+
+
+def test_a_recorded_opencode_compaction_starts_the_request_at_its_prompt():
+    h = [Message.of("user", "task"), Message.of("assistant", "a1"),
+         Message.of("user", "What did we do so far?"),
+         Message.of("assistant", "the summary",
+                    meta={"compaction": {"source": "opencode", "kind": "summary"}}),
+         Message.of("user", "next"), Message.of("assistant", "a2")]
+    r = opencode_compact.run(h, ctx("opencode", opencode_mode="recorded"))
+    assert [m.text for m in r.history] == ["What did we do so far?", "the summary", "next", "a2"]
+    before = opencode_compact.run(h[:3], ctx("opencode", opencode_mode="recorded"))
+    assert list(before.history) == h[:3]
+
+
+def test_a_recorded_roo_summary_of_the_destructive_era_leaves_the_file_as_it_is():
+    h = [Message.of("user", "task"), Message.of(
+        "assistant", "summary", meta={"compaction": {"source": "roo-code", "kind": "summary"}}),
+        Message.of("user", "m37"), Message.of("assistant", "m38"), Message.of("user", "m39")]
+    r = roo_condense.run(h, ctx("roo-code", roo_mode="recorded"))
+    assert list(r.history) == h and r.report["condensations_so_far"] == 1
+    # The summary answered call 0; the call after it is where it takes effect, filed under 0.
+    at_1 = roo_condense.run(h[:3], ctx("roo-code", roo_mode="recorded"))
+    assert at_1.report["compaction_events"][0]["call_index"] == 0
+
+
+def test_gemini_before_0_29_keeps_the_last_lines_of_a_huge_shell_output():
+    lines = "\n".join(f"line {k}" for k in range(600_000))
+    h = [call("s1", 30), Message.of("tool", lines, tool_call_id="s1")]
+    r = gemini_tool_output.run(h, ctx("gemini-cli", gemini_version="0.20.1"))
+    out = r.history[-1].text
+    assert out.startswith("Output too large. Showing the last 1,000 of 600,000 lines.\n")
+    assert out.endswith("line 599999") and out.count("\n") == 1000
+    small = [call("s2", 30), Message.of("tool", "x" * 50_000, tool_call_id="s2")]
+    assert gemini_tool_output.run(small, ctx("gemini-cli", gemini_version="0.20.1")
+                                  ).history is small
+
+
+def test_an_explicit_value_wins_over_the_era():
+    h = [*gemini_history(50_000, c7_call=False), Message.of("user", "next prompt")]
+    h[7] = Message.of("assistant", "m" * 3000, meta=rec(300_000))
+    old = ctx("gemini-cli", gemini_token_source="usage", gemini_version="0.14.0")
+    assert gemini_compress.run(h, old).report["limit"] == int(0.2 * 1_048_576)
+    explicit = ctx("gemini-cli", gemini_token_source="usage", gemini_version="0.14.0",
+                   gemini_compression_threshold=0.9)
+    assert gemini_compress.run(h, explicit).report["limit"] == int(0.9 * 1_048_576)
+
+
+def test_a_recorded_gemini_checkpoint_keeps_the_messages_it_names_after_the_summary():
+    h = [Message.of("user", "task"), Message.of("assistant", "a1"),
+         Message.of("user", "more"), Message.of("assistant", "a2"),
+         Message.of("user", "<state_snapshot>s</state_snapshot>", meta={"compaction": {
+             "source": "gemini-cli", "kind": "summary", "kept": 2}}),
+         Message.of("assistant", "Got it. Thanks for the additional context!"),
+         Message.of("user", "go on")]
+    r = gemini_compress.run(h, ctx("gemini-cli", gemini_mode="recorded"))
+    assert [m.text for m in r.history] == [
+        "<state_snapshot>s</state_snapshot>", "Got it. Thanks for the additional context!",
+        "more", "a2", "go on"]
