@@ -10,7 +10,7 @@ values (see `stages/_agents2.py`).
 
 from __future__ import annotations
 
-from .params import PARAMS, ParamSpec, _choice, _opt_string, _string_list
+from .params import PARAMS, ParamSpec, _choice, _opt_string, _string, _string_list
 from .params_agents import _boolean, _int_range, _number, _opt_int_range
 
 SOURCE_HELP = ("counter: ctxsim's counter on the prompt about to be sent; usage: the agent's "
@@ -75,7 +75,15 @@ PARAMS.update({p.name: p for p in (
           "protectLatestTurn."),
     _mode("gemini_mode", "Gemini compression"),
     _source("gemini_token_source", "Gemini token source"),
-    # OpenHands V1 LLMSummarizingCondenser (SPEC-agents-2 §2)
+    # OpenHands V1 tool output and LLMSummarizingCondenser (SPEC-agents-2 §2)
+    ParamSpec("openhands_v1_terminal_limit", "Terminal output limit", 30000,
+              "MAX_CMD_OUTPUT_SIZE: longer terminal outputs are cut in the middle.",
+              _int_range(1, 100_000_000), unit="characters"),
+    ParamSpec("openhands_v1_save_dir", "Saved outputs folder",
+              "~/.openhands/conversations/{session_id}/observations", "Where the terminal "
+              "saves a full output (the conversation's observations folder; {session_id} is "
+              "substituted); empty: the short notice, nothing saved.", _string, kind="string",
+              undocumented_by="OpenHands"),
     ParamSpec("openhands_v1_max_size", "Max events", 240, "max_size: condense when the view "
               "has more events (the SDK preset uses 80).", _int_range(4, 10_000_000),
               unit="events"),

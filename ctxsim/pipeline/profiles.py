@@ -109,9 +109,11 @@ AGENT_PROFILES_2 = (
             "compression at 50 % of the token limit (SPEC-agents-2 §1); older releases by "
             "their version.", (("gemini_tool_output", "dispatch"), ("gemini_mask", "persistent"),
                                 ("gemini_compress", "outgoing")), {}),
-    Profile("openhands-v1", "OpenHands V1 (software-agent-sdk) LLMSummarizingCondenser, the "
-            "app's settings (max_size 240, keep_first 2) (SPEC-agents-2 §2).",
-            (("openhands_v1_condenser", "outgoing"),), {}),
+    Profile("openhands-v1", "OpenHands V1 (software-agent-sdk): terminal outputs cut at "
+            "30,000 characters, LLMSummarizingCondenser with the app's settings (max_size 240, "
+            "keep_first 2, the model's input limit) (SPEC-agents-2 §2).",
+            (("openhands_v1_tool_output", "dispatch"), ("openhands_v1_condenser", "outgoing")),
+            {}),
     Profile("cline", "Cline 3.x classic truncation past maxAllowedSize (SPEC-agents-2 §3).",
             (("cline_truncation", "outgoing"),), {}),
     Profile("roo-code", "Roo Code: condense at 100 % or past window × 0.9 − max output, else "

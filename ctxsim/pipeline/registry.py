@@ -55,6 +55,7 @@ from .stages import (
     opencode_prune,
     openhands_condenser,
     openhands_v1_condenser,
+    openhands_v1_tool_output,
     pairing,
     roo_condense,
     tool_cap,
@@ -181,6 +182,14 @@ AGENT_STAGES_2 = (
         quiet_note=gemini_compress.quiet_note, limit_line=gemini_compress.limit_line,
         exported=("gemini_compression_threshold",),
         measures_billed=gemini_compress.measures_billed,
+    ),
+    StageDef(
+        "openhands_v1_tool_output", "OpenHands V1 tool output", ("dispatch",),
+        ("openhands_v1_terminal_limit", "openhands_v1_save_dir"), openhands_v1_tool_output.run,
+        "Terminal outputs over 30,000 characters and tool texts over 50,000 are cut in the "
+        "middle.", "openhands-v1", activity=openhands_v1_tool_output.activity,
+        describe=openhands_v1_tool_output.describe,
+        quiet_note=openhands_v1_tool_output.quiet_note,
     ),
     StageDef(
         "openhands_v1_condenser", "OpenHands V1 condenser", ("outgoing",),

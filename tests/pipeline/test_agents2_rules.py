@@ -9,6 +9,7 @@ from ctxsim.pipeline.stages import (
     gemini_compress,
     gemini_tool_output,
     opencode_compact,
+    openhands_v1_tool_output,
     roo_condense,
 )
 from tests.pipeline.test_agents2_reference_cases import call, ctx, gemini_history, rec
@@ -84,3 +85,20 @@ def test_a_recorded_gemini_checkpoint_keeps_the_messages_it_names_after_the_summ
     assert [m.text for m in r.history] == [
         "<state_snapshot>s</state_snapshot>", "Got it. Thanks for the additional context!",
         "more", "a2", "go on"]
+
+
+def test_openhands_v1_cuts_a_terminal_output_and_names_the_saved_file():
+    output = "\n".join(f"line {k}" for k in range(10_000))
+    h = [call("t1", 10, name="terminal"), Message.of("tool", output, tool_call_id="t1")]
+    c = ctx("openhands-v1", {"session_id": "abc"})
+    out = openhands_v1_tool_output.run(h, c).history[-1].text
+    assert len(out) == 30_000 and out.startswith("line 0\n")
+    assert ("The complete output has been saved to ~/.openhands/conversations/abc/observations/"
+            "terminal_output_") in out
+    assert "(truncated part starts around line " in out and out.endswith("line 9999")
+    assert openhands_v1_tool_output.run([h[0], Message.of("tool", out, tool_call_id="t1")],
+                                        c).report["truncated"] is False
+    other = [call("e1", 10, name="file_editor"), Message.of("tool", "x" * 60_000,
+                                                            tool_call_id="e1")]
+    clipped = openhands_v1_tool_output.run(other, c).history[-1].text
+    assert len(clipped) == 50_000 and openhands_v1_tool_output.NOTICE in clipped

@@ -8,6 +8,10 @@ the same answers in ctxsim's reproduction.
 - Cline `ContextManager.test.ts` (cline/cline@9fd2b99be4), `getNextTruncationRange` over
   alternating user/assistant messages: 11 half → [2, 5], 11 quarter → [2, 7], 21 half →
   [2, 9] then [2, 13], 3 half → [2, 1].
+- OpenHands software-agent-sdk `tests/sdk/utils/test_truncate.py` (@611629e6),
+  `maybe_truncate`: 1,000 characters at limit 200 keep a head of ⌈87/2⌉ = 44 and a tail of 43
+  around the 113-character notice (200 in all); at the limit, a zero limit or empty text
+  nothing changes; a notice longer than the limit is cut to it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.stages.cline_truncation import next_range
 from ctxsim.pipeline.stages.gemini_compress import split_point
+from ctxsim.pipeline.stages.openhands_v1_tool_output import NOTICE, maybe_truncate
 
 
 def contents(*sizes: int, last_call: bool = False) -> list[Message]:
@@ -43,3 +48,12 @@ def test_cline_truncation_ranges() -> None:
     assert next_range(None, 3, "half") == 1
     quarter = next_range(None, 41, "quarter")
     assert next_range(quarter, 41, "quarter") > quarter
+
+
+def test_openhands_maybe_truncate() -> None:
+    assert len(NOTICE) == 113
+    out = maybe_truncate("A" * 1000, 200)
+    assert out == "A" * 44 + NOTICE + "A" * 43 and len(out) == 200
+    assert maybe_truncate("A" * 50, 50) == "A" * 50
+    assert maybe_truncate("test", 0) == "test" and maybe_truncate("", 100) == ""
+    assert maybe_truncate("A" * 100, 10) == NOTICE[:10]
