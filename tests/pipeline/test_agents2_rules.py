@@ -102,3 +102,20 @@ def test_openhands_v1_cuts_a_terminal_output_and_names_the_saved_file():
                                                             tool_call_id="e1")]
     clipped = openhands_v1_tool_output.run(other, c).history[-1].text
     assert len(clipped) == 50_000 and openhands_v1_tool_output.NOTICE in clipped
+
+
+def test_an_openhands_v1_condensation_request_condenses_half_the_view():
+    from ctxsim.pipeline.stages import openhands_v1_condenser
+    from tests.pipeline.test_agents2_reference_cases import pairs
+
+    h = [Message.of("system", "sys"), Message.of("user", "task"), *pairs(10, 1),
+         Message.of("user", "too long", meta={"openhands_condensation_request": True})]
+    r = openhands_v1_condenser.run(h, ctx("openhands-v1"))
+    # 23 events: keep 23 // 2 − 2 − 1 = 8 from the tail, naive end 15 lies between a call
+    # and its result → forget [2, 16).
+    assert r.report["reason"] == "request" and r.report["forgotten_events"] == 14
+    out = list(r.history)
+    assert out[:2] == h[:2] and out[3:] == h[16:]
+    again = openhands_v1_condenser.run([*h, call("z", 4, name="bash")][:-1] + [
+        Message.of("assistant", "ok")], ctx("openhands-v1"))
+    assert again.report["reason"] is None  # the request was handled by that condensation

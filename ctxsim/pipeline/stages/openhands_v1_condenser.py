@@ -51,6 +51,7 @@ class State:
     summary: tuple[Message, int] | None = None  # (message, event offset)
     markers_done: int = 0
     count: int = 0
+    requests_from: int = 0  # condensation requests before this input index are handled
 
 
 def events_of(u: Unit, h: Sequence[Message]) -> int:
@@ -96,6 +97,10 @@ class _Run:
         self.costs = Costs(ctx)
         self.markers = [i for i, m in enumerate(h)
                         if isinstance(m.meta.get("openhands_condensation"), Mapping)]
+        # CondensationRequest events (the agent's context-window error, or the user), as the
+        # importer marks the next message: `meta.openhands_condensation_request`.
+        self.requests = [i for i, m in enumerate(h)
+                         if m.meta.get("openhands_condensation_request") is True]
 
     def units(self, n: int, s: State) -> list[Unit]:
         out: list[Unit] = [i for i in range(n) if i not in s.forgotten]
@@ -129,7 +134,7 @@ class _Run:
             offset = marker.get("summary_offset")
             summary = (Message.of("user", marker["summary"], meta={"kind": "recorded_summary"}),
                        offset if isinstance(offset, int) else 0)
-        return State(frozenset(gone), summary, s.markers_done + 1, s.count + 1)
+        return State(frozenset(gone), summary, s.markers_done + 1, s.count + 1, i + 1)
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
@@ -151,19 +156,25 @@ class _Run:
             info.update(trigger="recorded", summary_source="recorded")
         predicted = False
         if not applied and not self.recorded_mode:
-            s, predicted = self.condense(s, units, events, tokens, j, info)
+            request = any(s.requests_from <= i < n for i in self.requests)
+            s, predicted = self.condense(s, units, events, tokens, j, info, request)
+            if predicted:
+                s = State(s.forgotten, s.summary, s.markers_done, s.count, n)
         info["kind"] = event_kind(info["recorded"], applied, predicted)
         info["compacted"] = applied or predicted
         return s, self.messages(self.units(n, s)), info
 
     def condense(self, s: State, units: list[Unit], events: int, tokens: int, j: int,
-                 info: dict[str, Any]) -> tuple[State, bool]:
+                 info: dict[str, Any], request: bool = False) -> tuple[State, bool]:
         over_tokens = self.cap is not None and tokens > self.cap
         over_events = events > self.max_size
-        if not (over_tokens or over_events):
+        if not (over_tokens or over_events or request):
             return s, False
-        info["reason"] = "tokens" if over_tokens else "events"
+        info["reason"] = "request" if request else "tokens" if over_tokens else "events"
+        hard = over_tokens or request
         tails = []
+        if request:
+            tails.append(events // 2 - self.keep_first - 1)
         if over_events:
             tails.append(self.max_size // 2 - self.keep_first - 1)
         if over_tokens:
@@ -174,7 +185,7 @@ class _Run:
         end = next(x for x in starts if x >= naive_end)
         forgotten_events = end - start
         if end <= start or forgotten_events < events * self.progress:
-            if not over_tokens:
+            if not hard:
                 info["reason"] += " (refused: too little to forget)"
                 return s, False
             start, end = 0, events  # hard context reset: the whole view is summarised
