@@ -53,4 +53,5 @@ def is_compaction_prompt(m: Message) -> bool:
     marker = m.meta.get("compaction")
     if isinstance(marker, Mapping) and marker.get("source") == SOURCE:
         return marker.get("kind") != "summary" and m.role == "user"
-    return m.role == "user" and text(m).strip() == COMPACTION_PROMPT
+    return m.role == "user" and ("opencode_compaction_request" in m.meta
+                                 or text(m).strip() == COMPACTION_PROMPT)

@@ -61,15 +61,22 @@ def next_range(previous_end: int | None, n: int, keep: str,
     return end
 
 
-def api_groups(conv: Sequence[Message]) -> list[list[int]]:
-    """Positions of `conv` per API message: each assistant one, each run between them one."""
+def api_groups(conv: Sequence[Message]) -> list[tuple[int, list[int]]]:
+    """(API index, positions of `conv`) per API message: each assistant one, each run between
+    them one; the index is the importer's `meta.history_index` (the position in
+    api_conversation_history.json) when every message has one, else the ordinal."""
     groups: list[list[int]] = []
+    raw = [m.meta.get("history_index") for m in conv]
+    exact = all(isinstance(x, int) and not isinstance(x, bool) for x in raw)
+    index = [x if isinstance(x, int) else 0 for x in raw]
     for k, m in enumerate(conv):
-        if m.role == "assistant" or not groups or conv[groups[-1][-1]].role == "assistant":
+        last = groups[-1][-1] if groups else None
+        if last is None or m.role == "assistant" or conv[last].role == "assistant" or (
+                exact and index[k] != index[last]):
             groups.append([k])
         else:
             groups[-1].append(k)
-    return groups
+    return [(index[g[0]] if exact else n, g) for n, g in enumerate(groups)]
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ class _Run:
             return list(self.h[:n])
         groups = api_groups(conv)
         out = list(self.h[:self.lead])
-        for g, members in enumerate(groups):
+        for g, members in groups:
             if 2 <= g <= s.end:
                 continue
             for k in members:
@@ -119,7 +126,8 @@ class _Run:
         tokens, used = compared_tokens(self.costs, self.source, view, 0, "input_output")
         conv = self.h[self.lead:n]
         members = api_groups(conv)
-        groups = len(members)
+        roles = {g: conv[ks[0]].role for g, ks in members}
+        groups = members[-1][0] + 1 if members else 0  # N: the API history's length
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used, "keep": None,
                                 "range": None, "recorded": False, "trigger": None,
                                 "api_messages": groups}
@@ -136,8 +144,8 @@ class _Run:
             applied = True
         elif fires and not self.recorded_mode:
             keep = "quarter" if tokens / 2 > self.limit else "half"
-            end = next_range(s.end, groups, keep, lambda g: g >= groups or conv[
-                members[g][0]].role == "assistant")
+            end = next_range(s.end, groups, keep,
+                             lambda g: roles.get(g, "assistant") == "assistant")
             if end >= (s.end if s.end is not None else 1) + 1:
                 s = State(end, s.count + 1)
                 info.update(keep=keep, trigger="predicted")

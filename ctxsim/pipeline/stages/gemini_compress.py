@@ -137,7 +137,9 @@ class _Run:
             self.lead + len(s.head)
 
     def is_ack(self, i: int) -> bool:
-        return self.h[i].role == "assistant" and text(self.h[i]) == ACK
+        m = self.h[i]
+        return m.role == "assistant" and (m.meta.get("compaction_ack") is True
+                                          or text(m) == ACK)
 
     def body(self, n: int, s: State) -> list[int]:
         """Input indices the view shows after its head: recorded checkpoints not applied (and

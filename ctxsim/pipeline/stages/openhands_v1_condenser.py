@@ -3,15 +3,17 @@ a fold over the calls.
 
 Events: one per message, an assistant message with tool calls one per call (a batch), its
 results one each. Before each call: TOKENS when a cap is set and the view counts more (hard),
-EVENTS when the view has more than `max_size` events (soft). The tail kept is the smallest
-of `max_size // 2 − keep_first − 1` (events) and what remains after the shortest prefix past
-`count − cap // 2` tokens (tokens); the forgotten range runs between manipulation indices
-(never inside a batch or between a call and its result), and the summary takes its place as
-a user message. A range too small (`minimum_progress`) is refused: soft → nothing happens,
-hard → the whole view is summarised. Recorded condensations (`meta.openhands_condensation`
-with `forgotten_event_ids` or a start/end id, `summary`, `summary_offset`; ids matched through
-`meta.event_id` and `meta.call_event_ids`) are replayed. The SDK's condensation step makes no
-agent LLM call: the call that follows sees the condensed view.
+EVENTS when the view has more than `max_size` events (soft), REQUEST after a recorded
+`CondensationRequest` (hard). The tail kept is the smallest of `max_size // 2 − keep_first −
+1` (events), `len(view) // 2 − keep_first − 1` (request) and what remains after the shortest
+prefix past `count − cap // 2` tokens (tokens); the forgotten range runs between
+manipulation indices (never inside a batch or between a call and its result), and the summary
+takes its place as a user message. A range too small (`minimum_progress`) is refused: soft →
+nothing happens, hard → the whole view is summarised. Recorded condensations
+(`meta.openhands_condensation` with `forgotten_event_ids` or a start/end id, `summary`,
+`summary_offset`; ids matched through `meta.event_id` and `meta.call_event_ids`) are
+replayed. The SDK's condensation step makes no agent LLM call: the call that follows sees the
+condensed view.
 """
 
 from __future__ import annotations
