@@ -119,3 +119,18 @@ def test_an_openhands_v1_condensation_request_condenses_half_the_view():
     again = openhands_v1_condenser.run([*h, call("z", 4, name="bash")][:-1] + [
         Message.of("assistant", "ok")], ctx("openhands-v1"))
     assert again.report["reason"] is None  # the request was handled by that condensation
+
+
+def test_a_recorded_roo_sliding_window_hides_what_it_tagged():
+    marker = {"compaction": {"source": "roo-code", "kind": "sliding_window"}}
+    hidden = {"truncation_parent": "t1"}
+    h = [Message.of("user", "task"), Message.of("assistant", "a1", meta=hidden),
+         Message.of("user", "u2", meta=hidden),
+         Message.of("user", "[Sliding window truncation: 2 messages hidden to reduce context]",
+                    meta=marker),
+         Message.of("assistant", "a3"), Message.of("user", "u4")]
+    r = roo_condense.run(h, ctx("roo-code", roo_mode="recorded"))
+    assert [m.text for m in r.history] == [
+        "task", "[Sliding window truncation: 2 messages hidden to reduce context]", "a3", "u4"]
+    predicted = roo_condense.run(h, ctx("roo-code"))  # far below the limits: not reached
+    assert [m.text for m in predicted.history] == ["task", "a1", "u2", "a3", "u4"]

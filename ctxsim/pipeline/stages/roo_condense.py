@@ -23,6 +23,7 @@ from ..agents_common import (
     assistant_positions,
     compaction_event,
     fold,
+    marker_positions,
     placeholder_text,
 )
 from ..messages import Message
@@ -52,6 +53,11 @@ ERAS = (
         {"roo_condense_style": "fresh_start"},
         "RooCodeInc/Roo-Code@cb836567 src/core/condense/index.ts"),
 )
+
+
+def _is_slide(marker: Any) -> bool:
+    return isinstance(marker, Mapping) and marker.get("source") == SOURCE and \
+        marker.get("kind") == "sliding_window"
 
 
 def context_window(params: Mapping[str, Any], session: Mapping[str, Any]) -> int:
@@ -93,13 +99,26 @@ class _Run:
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
+        self.slides = [i for i in marker_positions(h, ctx, "compaction")
+                       if _is_slide(h[i].meta["compaction"])]
         self.positions = assistant_positions(h, ctx)
+        self.skip = set(self.summaries) | set(self.slides)
 
     def view(self, n: int, s: State) -> tuple[list[Message], int]:
+        """V(input[:n], s): recorded summaries and sliding-window markers not applied are
+        left out (an applied marker is where the view continues)."""
         start = self.lead if s.next is None else s.next
-        skip = set(self.summaries)
-        body = [m for i, m in enumerate(self.h[start:n], start) if i not in skip]
+        body = [m for i, m in enumerate(self.h[start:n], start)
+                if i not in self.skip or i == s.next]
         return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head)
+
+    def recorded_slide(self, i: int, s: State) -> State:
+        """≥ 3.30's recorded sliding window: what it tagged `truncation_parent` is hidden,
+        its marker message shown before the first message it kept."""
+        start = self.lead if s.next is None else s.next
+        kept = [self.h[k] for k in range(start, i)
+                if k not in self.skip and self.h[k].meta.get("truncation_parent") is None]
+        return State((*s.head, *kept), i, s.count + 1)
 
     def recorded(self, i: int, s: State) -> State:
         m = self.h[i]
@@ -122,12 +141,17 @@ class _Run:
         start = self.lead if s.next is None else s.next
         # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
         mine = [i for i in step_markers(self.summaries, self.positions, j, n) if i >= start]
+        slides = [i for i in step_markers(self.slides, self.positions, j, n) if i >= start]
         info: dict[str, Any] = {"tokens_before": prev, "token_source": used,
                                 "percent": round(percent, 1), "trigger": None,
                                 "summary_source": None, "action": None,
-                                "recorded": bool(mine)}
+                                "recorded": bool(mine or slides)}
         applied = predicted = False
-        if mine and (self.recorded_mode or fires):
+        if slides and not mine and (self.recorded_mode or over):
+            s = self.recorded_slide(slides[-1], s)
+            applied = True
+            info.update(trigger="recorded", action="sliding_window")
+        elif mine and (self.recorded_mode or fires):
             s = self.recorded(mine[-1], s)
             info["late"] = late_call(self.h, mine[-1:], j)
             applied = True
@@ -144,7 +168,8 @@ class _Run:
                 predicted = True
                 info.update(trigger="predicted", summary_source=(
                     "placeholder" if info["action"] == "condense" else None))
-        info["kind"] = event_kind(bool(mine), applied, predicted or (applied and fires))
+        info["kind"] = event_kind(bool(mine or slides), applied,
+                                  predicted or (applied and (fires or over)))
         info["compacted"] = applied or predicted
         after, _ = self.view(n, s)
         return s, after, info
