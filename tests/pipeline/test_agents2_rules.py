@@ -134,3 +134,33 @@ def test_a_recorded_roo_sliding_window_hides_what_it_tagged():
         "task", "[Sliding window truncation: 2 messages hidden to reduce context]", "a3", "u4"]
     predicted = roo_condense.run(h, ctx("roo-code"))  # far below the limits: not reached
     assert [m.text for m in predicted.history] == ["task", "a1", "u2", "a3", "u4"]
+
+
+def test_gemini_keeps_its_environment_context_first_after_a_compression():
+    from tests.pipeline.test_agents2_reference_cases import gemini_history
+
+    env = Message.of("user", "<session_context>\nThis is the Gemini CLI.\n</session_context>")
+    h = [env, *gemini_history(50_000, c7_call=False), Message.of("user", "next prompt")]
+    r = gemini_compress.run(h, ctx("gemini-cli", gemini_token_source="usage"))
+    out = list(r.history)
+    assert out[0] is env and out[1].text.startswith("<state_snapshot>")
+    assert [m.text for m in out[2:]] == ["Got it. Thanks for the additional context!",
+                                        "next prompt"]
+
+
+def test_cline_keeps_an_xml_era_result_after_the_range_as_user_text():
+    from ctxsim.pipeline.messages import ToolCall
+    from ctxsim.pipeline.stages import cline_truncation
+
+    h = [Message.of("user", "<task>")]
+    for g in range(1, 41, 2):
+        cid = f"cline-{g}"
+        h += [Message.of("assistant", "<read_file>", tool_calls=[ToolCall(cid, "read_file")],
+                         meta=rec(159_503, 1200) if g == 39 else {}),
+              Message.of("tool", f"[read_file for 'f{g}'] Result:", tool_call_id=cid)]
+    r = cline_truncation.run(h, ctx("cline", {"model": "claude-sonnet-4"},
+                                    cline_token_source="usage"))
+    out = list(r.history)
+    assert r.report["deleted_range"] == [2, 19]
+    assert out[2].role == "user" and out[2].text == "[read_file for 'f19'] Result:"
+    assert out[3:] == h[21:]

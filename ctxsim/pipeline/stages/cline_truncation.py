@@ -17,6 +17,7 @@ auto-condense.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind, l
 from ._codex import call_of
 
 NAME = "cline_truncation"
+# The importers' ids of XML-era calls (a tool tag in the assistant text): `<format>-<n>` [X].
+XML_CALL = re.compile(r"(?:cline|roo-code)-\d+")
 NOTICE = ("[NOTE] Some previous conversation history with the user has been removed to "
           "maintain optimal context window length. The initial user task has been retained for "
           "continuity, while intermediate conversation history has been removed. Keep this in "
@@ -114,7 +117,10 @@ class _Run:
                     m = Message.of("assistant", NOTICE, origin=m.origin,
                                    meta={"kind": "cline_notice"})
                 elif g == s.end + 1 and m.role == "tool":
-                    continue  # the first kept user message loses its tool results
+                    if not XML_CALL.fullmatch(m.tool_call_id):
+                        continue  # the first kept user message loses its tool_result blocks
+                    # An XML-era result is text in Cline's user message: it stays, as text.
+                    m = Message.of("user", m.content, origin=m.origin, meta=m.meta)
                 out.append(m)
         return out
 
@@ -132,10 +138,14 @@ class _Run:
                                 "range": None, "recorded": False, "trigger": None,
                                 "api_messages": groups}
         recorded_end = None
-        for i in (i for i in self.markers if i < n and call_of(i, self.positions) == j):
+        at_response = False
+        # The marker sits on the first message sent after the range changed: often the
+        # response of this call (index n, r(i) = j).
+        for i in (i for i in self.markers if i <= n and call_of(i, self.positions) == j):
             r = _range(self.h[i])
             if r is not None and (s.end is None or r[1] > s.end):
                 recorded_end = r[1]
+                at_response = i == n
         fires = tokens >= self.limit and groups > 2
         applied = False
         if recorded_end is not None and (self.recorded_mode or fires):
@@ -154,6 +164,9 @@ class _Run:
         info["kind"] = event_kind(info["recorded"], applied,
                                   info["trigger"] == "predicted" or (applied and fires))
         info["range"] = [2, s.end] if s.end is not None else None
+        # A marker on the response is seen at the next call, and reported then.
+        info["late"] = ("recorded" if applied else "recorded_not_predicted") if at_response \
+            else None
         return s, self.view(n, s), info
 
 
@@ -175,7 +188,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     first two API messages (the second as Cline's notice) and everything after the range."""
     h = tuple(history)
     work = _Run(h, ctx)
-    result = fold(h, ctx, State(), work.step)
+    result = fold(h, ctx, State(), work.step, reuse_current=False)
     info, out = result.info, list(result.view)
     after = work.costs.prompt(out)
     report: dict[str, Any] = {
@@ -186,9 +199,16 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": None, "recorded": info["recorded"],
         "truncations_so_far": result.state.count,
     }
+    events = []
+    prev = result.previous_info
+    if prev and prev.get("late"):
+        events.append(compaction_event(NAME, prev["late"], "recorded", None,
+                                       prev["tokens_before"], None, result.call - 1))
     if info["kind"] is not None:
-        report[COMPACTION_EVENTS] = [compaction_event(
-            NAME, info["kind"], info["trigger"], None, info["tokens_before"], after)]
+        events.append(compaction_event(
+            NAME, info["kind"], info["trigger"], None, info["tokens_before"], after))
+    if events:
+        report[COMPACTION_EVENTS] = events
     return view_result(h, out, report)
 
 

@@ -54,6 +54,9 @@ from ._gemini import (
 
 NAME = "gemini_compress"
 PRESERVE = 0.3
+# The environment context Gemini CLI puts first in every new history (getInitialChatHistory):
+# `<session_context>` now, the bare text before [S …environmentContext.ts].
+ENV_PREFIXES = ("<session_context>", "This is the Gemini CLI. We are setting up the context")
 
 
 @dataclass(frozen=True)
@@ -123,16 +126,20 @@ class _Run:
         self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.positions = assistant_positions(h, ctx)
         self.skip = set(self.summaries)
+        first = h[self.lead] if len(h) > self.lead else None
+        self.env = first if first is not None and first.role == "user" and \
+            text(first).lstrip().startswith(ENV_PREFIXES) else None
 
     def view(self, n: int, s: State) -> tuple[list[Message], int]:
         """V(input[:n], s) and the view index where recorded usage is valid again."""
         body = self.body(n, s)
         head = list(s.head)
-        if (body and s.next is not None and body[0] == s.next and head
-                and head[0] is self.h[s.next - 1] and self.is_ack(body[0])):
+        at = next((k for k, m in enumerate(head[:2]) if s.next is not None
+                   and m is self.h[s.next - 1]), None)
+        if body and at is not None and body[0] == s.next and self.is_ack(body[0]):
             # A recorded acknowledgement that came as the next message goes right after its
             # summary, before the kept messages, as Gemini's checkpoint orders them.
-            head.insert(1, self.h[body.pop(0)])
+            head.insert(at + 1, self.h[body.pop(0)])
         return [*self.h[:self.lead], *head, *(self.h[i] for i in body)], \
             self.lead + len(s.head)
 
@@ -154,7 +161,7 @@ class _Run:
         marker = self.h[i].meta.get("compaction") or {}
         given = marker.get("kept")
         kept = max(0, min(given if isinstance(given, int) else 0, i - self.lead))
-        head = [self.h[i]]
+        head = [self.h[i]] if self.env is None or i - kept <= self.lead else [self.env, self.h[i]]
         nxt = i + 1
         if nxt < n and self.is_ack(nxt):
             head.append(self.h[nxt])
@@ -223,7 +230,8 @@ class _Run:
         summary = Message.of("user", f"<state_snapshot>\n{ph}\n</state_snapshot>",
                              meta={"kind": "placeholder_summary"})
         ack = Message.of("assistant", ACK, meta={"kind": "placeholder_summary"})
-        head = (summary, ack, *truncated[split:], *carried)
+        env = (self.env,) if self.env is not None else ()
+        head = (*env, summary, ack, *truncated[split:], *carried)
         if sum(estimate(m) for m in head) > tokens:
             info.update(status="failed_inflated")
             return State(s.head, s.next, True, s.count), info

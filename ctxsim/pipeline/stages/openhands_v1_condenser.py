@@ -148,7 +148,9 @@ class _Run:
                                 "token_source": used, "reason": None, "forgotten": 0,
                                 "summary_source": None, "trigger": None, "recorded": False,
                                 "hard_reset": False}
-        pending = [i for i in self.markers[s.markers_done:] if i < n]
+        # A marker sits on the message after the Condensation event: usually the response of
+        # the call that saw the condensed view (index n itself, r(i) = j).
+        pending = [i for i in self.markers[s.markers_done:] if i <= n]
         applied = False
         if pending:
             info["recorded"] = True
@@ -164,6 +166,8 @@ class _Run:
                 s = State(s.forgotten, s.summary, s.markers_done, s.count, n)
         info["kind"] = event_kind(info["recorded"], applied, predicted)
         info["compacted"] = applied or predicted
+        # Seen only once the response exists, i.e. at the next call: reported then.
+        info["late"] = "recorded" if n in pending else None
         return s, self.messages(self.units(n, s)), info
 
     def condense(self, s: State, units: list[Unit], events: int, tokens: int, j: int,
@@ -229,7 +233,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     messages, the summary (placeholder or recorded) at its offset."""
     h = tuple(history)
     work = _Run(h, ctx)
-    result = fold(h, ctx, State(), work.step)
+    # Past steps read their response (a marker can sit on it): the current step's state is
+    # not reused at the next call.
+    result = fold(h, ctx, State(), work.step, reuse_current=False)
     info, out = result.info, list(result.view)
     after = work.costs.prompt(out)
     report: dict[str, Any] = {
@@ -240,11 +246,23 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "token_source": info["token_source"], "summary_source": info["summary_source"],
         "recorded": info["recorded"], "condensations_so_far": result.state.count,
     }
+    events = late_events(result)
     if info["kind"] is not None:
-        report[COMPACTION_EVENTS] = [compaction_event(
+        events.append(compaction_event(
             NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after)]
+            after))
+    if events:
+        report[COMPACTION_EVENTS] = events
     return view_result(h, out, report)
+
+
+def late_events(result: Any) -> list[dict[str, Any]]:
+    """The previous call's recorded condensation, learnt only now from its response."""
+    prev = result.previous_info
+    if not prev or not prev.get("late"):
+        return []
+    return [compaction_event(NAME, prev["late"], "recorded", "recorded",
+                             prev["tokens_before"], None, result.call - 1)]
 
 
 def activity(report: Mapping[str, Any]) -> int:
