@@ -19,7 +19,7 @@ the recorded usage it reads, version eras, recorded summaries, and the common re
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,17 +70,59 @@ class Costs:
 
 
 def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: int,
-                    rule: str = "input") -> tuple[int, str]:
+                    rule: str = "input", counted: int | None = None) -> tuple[int, str]:
     """(tokens, the source used) an agent's limit compares for `view`.
 
     `start`: the view index from which recorded usage still describes what is sent (after
-    the stage's last compaction). The one switch of token sources (SPEC-agents §2.5.0.10)."""
+    the stage's last compaction); `counted`: the counter's figure for `view` when the caller
+    has it from prefix sums. The one switch of token sources (SPEC-agents §2.5.0.10)."""
     if source == "usage":
         for k in range(len(view) - 1, max(start, 0) - 1, -1):
             rec = recorded_usage(view[k])
             if rec is not None:
                 return usage_figure(rec, rule), "usage"
-    return costs.prompt(view), "counter"
+    return (costs.prompt(view) if counted is None else counted), "counter"
+
+
+class Sums:
+    """Prefix sums of a per-message figure over a stage's input, kept in the stage memo under
+    `slot` and extended from the first position that changed since the previous call, so a
+    call costs what was appended (without a memo: computed afresh, same values)."""
+
+    def __init__(self, h: Sequence[Message], ctx: Any, slot: str,
+                 figure: Callable[[Message], int]):
+        from . import changed_since  # here: the stages package imports this module
+
+        memo = ctx.memo
+        saved = memo.get(slot) if memo is not None else None
+        if saved is None:
+            sums, start = [0], 0
+        else:
+            seen, sums = saved
+            changed = changed_since(seen, h, ctx, len(seen))
+            start = changed[0] if changed else min(len(seen), len(h))
+            del sums[start + 1:]
+        for i in range(start, len(h)):
+            sums.append(sums[-1] + figure(h[i]))
+        if memo is not None:
+            memo[slot] = (h, sums)
+        self.sums = sums
+        self.start = start  # the first position computed at this call
+
+    def between(self, a: int, b: int) -> int:
+        return self.sums[b] - self.sums[a]
+
+
+def cut_out(h: Sequence[Message], start: int, n: int, drop: Sequence[int]) -> list[Message]:
+    """h[start:n] without the positions of `drop` (ascending), by slices."""
+    out: list[Message] = []
+    at = start
+    for i in drop:
+        if start <= i < n and i >= at:
+            out.extend(h[at:i])
+            at = i + 1
+    out.extend(h[at:n])
+    return out
 
 
 # --- eras ------------------------------------------------------------------------------------

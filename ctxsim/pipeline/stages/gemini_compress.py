@@ -14,6 +14,7 @@ Gemini puts first is not in transcripts and is not added [X].
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +26,14 @@ from ..agents_common import (
     fold,
     placeholder_text,
 )
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
+    Sums,
     compared_tokens,
+    cut_out,
     describe_compaction,
     era_values,
     event_kind,
@@ -112,7 +116,7 @@ def budget_truncate(contents: Sequence[Message], budget: int, cap: int,
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         self.h, self.ctx, p = h, ctx, ctx.params
         self.values, self.era = era_values(ctx, ERAS, "gemini_version")
         self.session = ctx.session if isinstance(ctx.session, Mapping) else {}
@@ -125,36 +129,58 @@ class _Run:
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.positions = assistant_positions(h, ctx)
-        self.skip = set(self.summaries)
+        self.sums = Sums(h, ctx, "sums", self.costs.cost)
         first = h[self.lead] if len(h) > self.lead else None
         self.env = first if first is not None and first.role == "user" and \
             text(first).lstrip().startswith(ENV_PREFIXES) else None
 
-    def view(self, n: int, s: State) -> tuple[list[Message], int]:
-        """V(input[:n], s) and the view index where recorded usage is valid again."""
-        body = self.body(n, s)
+    def view(self, n: int, s: State) -> tuple[list[Message], int, int]:
+        """V(input[:n], s), the view index where recorded usage is valid again, and the
+        view's full prompt under the counter (from prefix sums: no scan)."""
+        start = self.lead if s.next is None else s.next
+        drops = self.drops(n, s)
+        body = cut_out(self.h, start, n, drops)
         head = list(s.head)
         at = next((k for k, m in enumerate(head[:2]) if s.next is not None
                    and m is self.h[s.next - 1]), None)
-        if body and at is not None and body[0] == s.next and self.is_ack(body[0]):
+        nxt = s.next
+        if body and at is not None and nxt is not None and nxt not in drops and nxt < n \
+                and self.is_ack(nxt):
             # A recorded acknowledgement that came as the next message goes right after its
             # summary, before the kept messages, as Gemini's checkpoint orders them.
-            head.insert(at + 1, self.h[body.pop(0)])
-        return [*self.h[:self.lead], *head, *(self.h[i] for i in body)], \
-            self.lead + len(s.head)
+            head.insert(at + 1, body.pop(0))
+        counted = (self.costs.extras + self.sums.between(0, self.lead)
+                   + sum(self.costs.cost(m) for m in s.head) + self.sums.between(start, n)
+                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        return [*self.h[:self.lead], *head, *body], self.lead + len(s.head), counted
 
     def is_ack(self, i: int) -> bool:
         m = self.h[i]
         return m.role == "assistant" and (m.meta.get("compaction_ack") is True
                                           or text(m) == ACK)
 
-    def body(self, n: int, s: State) -> list[int]:
-        """Input indices the view shows after its head: recorded checkpoints not applied (and
-        their acknowledgement) are left out."""
+    def drops(self, n: int, s: State) -> list[int]:
+        """Input indices from the view's start left out: recorded checkpoints not applied,
+        and their acknowledgement."""
         start = self.lead if s.next is None else s.next
-        skip = self.skip
-        return [i for i in range(start, n) if i not in skip and not (
-            i - 1 >= start and i - 1 in skip and self.is_ack(i))]
+        out: list[int] = []
+        for i in self.summaries[bisect_left(self.summaries, start):]:
+            if i >= n:
+                break
+            out.append(i)
+            if i + 1 < n and self.is_ack(i + 1):
+                out.append(i + 1)
+        return out
+
+    def body_start(self, n: int, s: State, count: int) -> int:
+        """The input index of the `count`-th last message of the view's body (n: none)."""
+        drops = set(self.drops(n, s))
+        i = n
+        while count and i > 0:
+            i -= 1
+            if i not in drops:
+                count -= 1
+        return i
 
     def recorded(self, i: int, n: int, s: State) -> State:
         """The view after the recorded checkpoint at input index i (seen by prefix n)."""
@@ -171,8 +197,8 @@ class _Run:
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
-        view, valid = self.view(n, s)
-        tokens, used = compared_tokens(self.costs, self.source, view, valid)
+        view, valid, counted = self.view(n, s)
+        tokens, used = compared_tokens(self.costs, self.source, view, valid, counted=counted)
         fires = tokens >= self.threshold
         start = self.lead if s.next is None else s.next
         # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
@@ -192,7 +218,9 @@ class _Run:
         info["predicted"] = fires and not self.recorded_mode
         info["kind"] = event_kind(bool(mine), applied, info["status"] != "noop" and fires
                                   and not self.recorded_mode)
-        after, _ = self.view(n, s)
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
+        after, _, _ = self.view(n, s)
         return s, after, info
 
     def compress(self, s: State, view: list[Message], n: int, j: int, tokens: int,
@@ -212,9 +240,9 @@ class _Run:
         info["truncated_responses"] = count
         # The request's messages from the input continue the view; any before them (in the
         # head) are carried into the new head.
-        body = self.body(n, s)
-        from_body = min(len(request), len(body))
-        request_start = body[len(body) - from_body] if from_body else n
+        body_len = len(view) - self.lead - len(s.head)
+        from_body = min(len(request), body_len)
+        request_start = self.body_start(n, s, from_body)
         carried = tuple(request[:len(request) - from_body])
         if s.failed:
             if count and sum(estimate(m) for m in truncated) < tokens:
@@ -245,11 +273,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     Invariant: the output is the leading system block, then either the input (recorded
     checkpoints left out) or one summary, Gemini's acknowledgement and a kept tail, followed
     by what came after the compression; a pure function of the input."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     result = fold(h, ctx, State(), work.step)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.view(len(h), result.state)[2]
     compacted = info["status"] in ("compressed", "content_truncated")
     report: dict[str, Any] = {
         "compacted": compacted, "trigger": info["trigger"], "status": info["status"],

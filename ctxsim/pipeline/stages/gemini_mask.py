@@ -15,7 +15,7 @@ from typing import Any
 
 from ..messages import Message
 from . import StageContext, StageResult
-from ._agents2 import era_values, text
+from ._agents2 import Sums, era_values, text
 from ._gemini import ERAS, EXEMPT_TOOLS, MASK_TAG, SHELL_TOOL, output_file, response_tokens
 
 SECTION = re.compile(r"^(Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID): ",
@@ -71,32 +71,37 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     if p.get("gemini_mask_protect_latest_turn", True):
         while end > 0 and history[end - 1].role != "assistant":
             end -= 1  # the latest content: the results (or prompt) after the last answer
-    names = {c.id: c.name for m in history[:end] if m.role == "assistant"
-             for c in m.tool_calls}
     memo = ctx.memo if ctx.memo is not None else {}
-    estimates: dict[int, tuple[Message, int]] = memo.setdefault("estimates", {})
-    running = 0
-    crossed = False
+    # Call ids → tool names, grown as the history grows (ids are unique; never removed).
+    names: dict[str, str] = memo.setdefault("names", {})
+
+    def figure(m: Message) -> int:
+        """A message's countable tool tokens: 0 unless an unmasked, non-exempt result."""
+        if m.role == "assistant":
+            names.update((c.id, c.name) for c in m.tool_calls)
+            return 0
+        name = names.get(m.tool_call_id, "")
+        if m.role != "tool" or name in EXEMPT_TOOLS or MASK_TAG.encode() in m.content:
+            return 0
+        return response_tokens(m, name)
+
+    sums = Sums(history, ctx, "mask_sums", figure).sums
+    # Newest first, past the protected window: the part that crosses it is the first
+    # prunable one; every older figure is prunable too (their sum is a prefix sum).
+    running, i, crossing = 0, end, None
+    while i > 0 and sums[end] > protect:  # (under the window in all: nothing to walk)
+        i -= 1
+        running += sums[i + 1] - sums[i]
+        if running > protect:
+            crossing = i
+            break
     prunable: list[tuple[int, int, str]] = []
-    for i in range(end - 1, -1, -1):
-        m = history[i]
-        if m.role != "tool" or names.get(m.tool_call_id, "") in EXEMPT_TOOLS:
-            continue
-        hit = estimates.get(id(m))
-        if hit is None or hit[0] is not m:
-            done = MASK_TAG.encode() in m.content
-            hit = (m, -1 if done else response_tokens(m, names.get(m.tool_call_id, "")))
-            estimates[id(m)] = hit
-        tokens = hit[1]
-        if tokens < 0:
-            continue  # already masked
-        if not crossed:
-            running += tokens
-            if running > protect:
-                crossed = True
-                prunable.append((i, tokens, m.tool_call_id))
-        else:
-            prunable.append((i, tokens, m.tool_call_id))
+    if crossing is not None and sums[crossing + 1] >= minimum:
+        prunable = [(k, sums[k + 1] - sums[k], history[k].tool_call_id)
+                    for k in range(crossing, -1, -1) if sums[k + 1] > sums[k]]
+    elif crossing is not None:
+        report["prunable_tokens"] = sums[crossing + 1]
+        return StageResult(history, report, ())
     total = sum(t for _, t, _ in prunable)
     report["prunable_tokens"] = total
     if not prunable or total < minimum:
