@@ -69,6 +69,7 @@ class State:
     next: int | None = None  # input index where the view continues (None: after the lead)
     failed: bool = False
     count: int = 0
+    head_tokens: int = 0  # the head's cost under the counter
 
 
 def split_point(contents: Sequence[Message], fraction: float = 1 - PRESERVE) -> int:
@@ -150,9 +151,12 @@ class _Run:
             # summary, before the kept messages, as Gemini's checkpoint orders them.
             head.insert(at + 1, body.pop(0))
         counted = (self.costs.extras + self.sums.between(0, self.lead)
-                   + sum(self.costs.cost(m) for m in s.head) + self.sums.between(start, n)
+                   + s.head_tokens + self.sums.between(start, n)
                    - sum(self.costs.cost(self.h[i]) for i in drops))
         return [*self.h[:self.lead], *head, *body], self.lead + len(s.head), counted
+
+    def cost_of(self, messages: Sequence[Message]) -> int:
+        return sum(self.costs.cost(m) for m in messages)
 
     def is_ack(self, i: int) -> bool:
         m = self.h[i]
@@ -193,7 +197,7 @@ class _Run:
             head.append(self.h[nxt])
             nxt += 1
         head += self.h[i - kept:i]
-        return State(tuple(head), nxt, False, s.count + 1)
+        return State(tuple(head), nxt, False, s.count + 1, self.cost_of(head))
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
@@ -247,7 +251,8 @@ class _Run:
         if s.failed:
             if count and sum(estimate(m) for m in truncated) < tokens:
                 info.update(status="content_truncated", trigger="predicted")
-                return State((*truncated, *carried), request_start, True, s.count), info
+                kept = (*truncated, *carried)
+                return State(kept, request_start, True, s.count, self.cost_of(kept)), info
             return s, info
         split = split_point(truncated)
         info["split"] = split
@@ -262,9 +267,9 @@ class _Run:
         head = (*env, summary, ack, *truncated[split:], *carried)
         if sum(estimate(m) for m in head) > tokens:
             info.update(status="failed_inflated")
-            return State(s.head, s.next, True, s.count), info
+            return State(s.head, s.next, True, s.count, s.head_tokens), info
         info.update(status="compressed", trigger="predicted", summary_source="placeholder")
-        return State(head, request_start, False, s.count + 1), info
+        return State(head, request_start, False, s.count + 1, self.cost_of(head)), info
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
