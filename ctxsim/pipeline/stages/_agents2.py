@@ -85,12 +85,13 @@ def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: i
 
 
 class Sums:
-    """Prefix sums of a per-message figure over a stage's input, kept in the stage memo under
+    """Prefix sums of a per-position figure `figure(h, i)` (it may read the messages before
+    i) over a stage's input, kept in the stage memo under
     `slot` and extended from the first position that changed since the previous call, so a
     call costs what was appended (without a memo: computed afresh, same values)."""
 
     def __init__(self, h: Sequence[Message], ctx: Any, slot: str,
-                 figure: Callable[[Message], int]):
+                 figure: Callable[[Sequence[Message], int], int]):
         from . import changed_since  # here: the stages package imports this module
 
         memo = ctx.memo
@@ -103,7 +104,7 @@ class Sums:
             start = changed[0] if changed else min(len(seen), len(h))
             del sums[start + 1:]
         for i in range(start, len(h)):
-            sums.append(sums[-1] + figure(h[i]))
+            sums.append(sums[-1] + figure(h, i))
         if memo is not None:
             memo[slot] = (h, sums)
         self.sums = sums

@@ -18,14 +18,22 @@ auto-condense.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, assistant_positions, compaction_event, fold
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    marker_positions,
+)
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind, lead_len
+from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind, lead_len
 from ._codex import call_of
 
 NAME = "cline_truncation"
@@ -64,22 +72,19 @@ def next_range(previous_end: int | None, n: int, keep: str,
     return end
 
 
-def api_groups(conv: Sequence[Message]) -> list[tuple[int, list[int]]]:
-    """(API index, positions of `conv`) per API message: each assistant one, each run between
-    them one; the index is the importer's `meta.history_index` (the position in
-    api_conversation_history.json) when every message has one, else the ordinal."""
-    groups: list[list[int]] = []
-    raw = [m.meta.get("history_index") for m in conv]
-    exact = all(isinstance(x, int) and not isinstance(x, bool) for x in raw)
-    index = [x if isinstance(x, int) else 0 for x in raw]
-    for k, m in enumerate(conv):
-        last = groups[-1][-1] if groups else None
-        if last is None or m.role == "assistant" or conv[last].role == "assistant" or (
-                exact and index[k] != index[last]):
-            groups.append([k])
-        else:
-            groups[-1].append(k)
-    return [(index[g[0]] if exact else n, g) for n, g in enumerate(groups)]
+def starts_group(h: Sequence[Message], i: int, lead: int) -> int:
+    """1 when message i opens an API message: every assistant message, the first message
+    after one, and a message whose `meta.history_index` (the importer's position in
+    api_conversation_history.json) differs from the one before it; else 0."""
+    if i < lead:
+        return 0
+    if i == lead:
+        return 1
+    m, before = h[i], h[i - 1]
+    if m.role == "assistant" or before.role == "assistant":
+        return 1
+    a, b = m.meta.get("history_index"), before.meta.get("history_index")
+    return 1 if isinstance(a, int) and isinstance(b, int) and a != b else 0
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class State:
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         p = ctx.params
         self.h, self.ctx = h, ctx
         session = ctx.session if isinstance(ctx.session, Mapping) else {}
@@ -99,41 +104,80 @@ class _Run:
         self.recorded_mode = p.get("cline_mode", "predict") == "recorded"
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
-        self.markers = [i for i, m in enumerate(h) if _range(m) is not None]
+        self.markers = [i for i in marker_positions(h, ctx, "compaction")
+                        if _range(h[i]) is not None]
         self.positions = assistant_positions(h, ctx)
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
+        lead = self.lead
+        self.groups = Sums(h, ctx, "groups", lambda h, i: starts_group(h, i, lead)).sums
 
-    def view(self, n: int, s: State) -> list[Message]:
-        conv = self.h[self.lead:n]
-        if s.end is None:
-            return list(self.h[:n])
-        groups = api_groups(conv)
-        out = list(self.h[:self.lead])
-        for g, members in groups:
-            if 2 <= g <= s.end:
-                continue
-            for k in members:
-                m = conv[k]
-                if g == 1 and k == members[0]:
-                    m = Message.of("assistant", NOTICE, origin=m.origin,
-                                   meta={"kind": "cline_notice"})
-                elif g == s.end + 1 and m.role == "tool":
-                    if not XML_CALL.fullmatch(m.tool_call_id):
-                        continue  # the first kept user message loses its tool_result blocks
-                    # An XML-era result is text in Cline's user message: it stays, as text.
-                    m = Message.of("user", m.content, origin=m.origin, meta=m.meta)
-                out.append(m)
-        return out
+    # API messages: ordinal g (0, 1, …) of the groups, each starting at position start(g).
+
+    def group_count(self, n: int) -> int:
+        return self.groups[n]
+
+    def group_start(self, g: int) -> int:
+        """The input position where group ordinal g starts (after the last one: len)."""
+        return bisect_left(self.groups, g + 1) - 1
+
+    def api_index(self, g: int) -> int:
+        """Cline's index of group g: the importer's history_index, else the ordinal."""
+        first = self.group_start(g)
+        x = self.h[first].meta.get("history_index") if first < len(self.h) else None
+        return x if isinstance(x, int) and not isinstance(x, bool) else g
+
+    def first_group_after(self, end: int, n: int) -> int:
+        """The first group ordinal (below group_count(n)) whose API index is over `end`."""
+        lo, hi = 0, self.group_count(n)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.api_index(mid) <= end:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def view(self, n: int, s: State) -> tuple[list[Message], int]:
+        """The request for input[:n] under the range, and its full prompt (prefix sums)."""
+        h, c = self.h, self.costs
+        if s.end is None or self.group_count(n) <= 2:
+            return list(h[:n]), c.extras + self.sums[n]
+        g2 = self.group_start(2)
+        after = self.first_group_after(s.end, n)
+        kept_from = self.group_start(after) if after < self.group_count(n) else n
+        first = self.group_start(1)
+        out = list(h[:first])
+        notice = Message.of("assistant", NOTICE, origin=h[first].origin,
+                            meta={"kind": "cline_notice"})
+        out.append(notice)
+        out.extend(h[first + 1:g2])
+        counted = (c.extras + self.sums[g2] - c.cost(h[first]) + c.cost(notice)
+                   + self.sums[n] - self.sums[kept_from])
+        k = kept_from
+        while k < n and (k == kept_from or not starts_group(h, k, self.lead)):
+            m = h[k]
+            if m.role == "tool":
+                counted -= c.cost(m)
+                if not XML_CALL.fullmatch(m.tool_call_id):
+                    k += 1
+                    continue  # the first kept user message loses its tool_result blocks
+                # An XML-era result is text in Cline's user message: it stays, as text.
+                m = Message.of("user", m.content, origin=m.origin, meta=m.meta)
+                counted += c.cost(m)
+            out.append(m)
+            k += 1
+        out.extend(h[k:n])
+        return out, counted
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
-        view = self.view(n, s)
+        view, counted = self.view(n, s)
         # `usage` reads the transcript's totals as they stand: right for what Cline itself
         # truncated, too high after a what-if truncation (the anchored source corrects it).
-        tokens, used = compared_tokens(self.costs, self.source, view, 0, "input_output")
-        conv = self.h[self.lead:n]
-        members = api_groups(conv)
-        roles = {g: conv[ks[0]].role for g, ks in members}
-        groups = members[-1][0] + 1 if members else 0  # N: the API history's length
+        tokens, used = compared_tokens(self.costs, self.source, view, 0, "input_output",
+                                       counted=counted)
+        count = self.group_count(n)
+        groups = self.api_index(count - 1) + 1 if count else 0  # N: the API history's length
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used, "keep": None,
                                 "range": None, "recorded": False, "trigger": None,
                                 "api_messages": groups}
@@ -154,8 +198,9 @@ class _Run:
             applied = True
         elif fires and not self.recorded_mode:
             keep = "quarter" if tokens / 2 > self.limit else "half"
+            roles = self.role_of_api(n)
             end = next_range(s.end, groups, keep,
-                             lambda g: roles.get(g, "assistant") == "assistant")
+                             lambda g: roles(g) in ("assistant", None))
             if end >= (s.end if s.end is not None else 1) + 1:
                 s = State(end, s.count + 1)
                 info.update(keep=keep, trigger="predicted")
@@ -167,7 +212,26 @@ class _Run:
         # A marker on the response is seen at the next call, and reported then.
         info["late"] = ("recorded" if applied else "recorded_not_predicted") if at_response \
             else None
-        return s, self.view(n, s), info
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
+        return s, self.view(n, s)[0], info
+
+    def role_of_api(self, n: int) -> Any:
+        """API index → the role of that API message (None: no such message)."""
+        count = self.group_count(n)
+
+        def role(k: int) -> str | None:
+            lo, hi = 0, count
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self.api_index(mid) < k:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < count and self.api_index(lo) == k:
+                return self.h[self.group_start(lo)].role
+            return None
+        return role
 
 
 def _range(m: Message) -> tuple[int, int] | None:
@@ -186,11 +250,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 
     Invariant: a pure function of the input; the output keeps the leading system block, the
     first two API messages (the second as Cline's notice) and everything after the range."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     result = fold(h, ctx, State(), work.step, reuse_current=False)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.view(len(h), result.state)[1]
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "keep": info["keep"],
         "deleted_range": info["range"], "api_messages": info["api_messages"],

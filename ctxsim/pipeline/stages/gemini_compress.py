@@ -130,7 +130,7 @@ class _Run:
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.positions = assistant_positions(h, ctx)
-        self.sums = Sums(h, ctx, "sums", self.costs.cost)
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i]))
         first = h[self.lead] if len(h) > self.lead else None
         self.env = first if first is not None and first.role == "user" and \
             text(first).lstrip().startswith(ENV_PREFIXES) else None

@@ -75,8 +75,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     # Call ids → tool names, grown as the history grows (ids are unique; never removed).
     names: dict[str, str] = memo.setdefault("names", {})
 
-    def figure(m: Message) -> int:
+    def figure(h: Sequence[Message], i: int) -> int:
         """A message's countable tool tokens: 0 unless an unmasked, non-exempt result."""
+        m = h[i]
         if m.role == "assistant":
             names.update((c.id, c.name) for c in m.tool_calls)
             return 0
