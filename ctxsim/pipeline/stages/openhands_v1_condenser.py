@@ -22,10 +22,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    marker_positions,
+    placeholder_text,
+)
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, compared_tokens, describe_compaction, event_kind
+from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind
 
 NAME = "openhands_v1_condenser"
 # The agent LLM's effective_max_input_tokens (LiteLLM model metadata), which caps the view when
@@ -47,9 +55,26 @@ def token_cap(params: Mapping[str, Any], session: Mapping[str, Any]) -> int | No
 Unit = int | Message  # an input index, or the summary message
 
 
+Ranges = tuple[tuple[int, int], ...]  # merged, ascending [a, b) ranges of input indices
+
+
+def to_ranges(indices: set[int]) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return tuple(out)
+
+
+def expand(ranges: Ranges) -> set[int]:
+    return {i for a, b in ranges for i in range(a, b)}
+
+
 @dataclass(frozen=True)
 class State:
-    forgotten: frozenset[int] = frozenset()
+    forgotten: Ranges = ()
     summary: tuple[Message, int] | None = None  # (message, event offset)
     markers_done: int = 0
     count: int = 0
@@ -86,7 +111,7 @@ def _ids(marker: Mapping[str, Any]) -> set[Any]:
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         p = ctx.params
         self.h, self.ctx = h, ctx
         self.max_size = p.get("openhands_v1_max_size", 240)
@@ -97,15 +122,39 @@ class _Run:
         self.source = p.get("openhands_v1_token_source", "counter")
         self.placeholder = p.get("summary_placeholder_tokens", 2000)
         self.costs = Costs(ctx)
-        self.markers = [i for i, m in enumerate(h)
-                        if isinstance(m.meta.get("openhands_condensation"), Mapping)]
+        self.markers = [i for i in marker_positions(h, ctx, "openhands_condensation")
+                        if isinstance(h[i].meta.get("openhands_condensation"), Mapping)]
         # CondensationRequest events (the agent's context-window error, or the user), as the
         # importer marks the next message: `meta.openhands_condensation_request`.
-        self.requests = [i for i, m in enumerate(h)
-                         if m.meta.get("openhands_condensation_request") is True]
+        self.requests = [i for i in marker_positions(h, ctx, "openhands_condensation_request")
+                         if h[i].meta.get("openhands_condensation_request") is True]
+        self.positions = assistant_positions(h, ctx)
+        self.cost_sums = Sums(h, ctx, "costs_sums", lambda h, i: self.costs.cost(h[i])).sums
+        self.event_sums = Sums(h, ctx, "event_sums", lambda h, i: events_of(i, h)).sums
+
+    def figures(self, n: int, s: State) -> tuple[int, int]:
+        """(events, counter tokens) of the view of input[:n], from the prefix sums."""
+        events, tokens = self.event_sums[n], self.costs.extras + self.cost_sums[n]
+        for a, b in s.forgotten:
+            if a >= n:
+                break
+            b = min(b, n)
+            events -= self.event_sums[b] - self.event_sums[a]
+            tokens -= self.cost_sums[b] - self.cost_sums[a]
+        if s.summary is not None:
+            events += 1
+            tokens += self.costs.cost(s.summary[0])
+        return events, tokens
 
     def units(self, n: int, s: State) -> list[Unit]:
-        out: list[Unit] = [i for i in range(n) if i not in s.forgotten]
+        out: list[Unit] = []
+        at = 0
+        for a, b in s.forgotten:
+            if a >= n:
+                break
+            out.extend(range(at, a))
+            at = max(at, b)
+        out.extend(range(at, n))
         if s.summary is not None:
             message, offset = s.summary
             at, events = 0, 0
@@ -125,7 +174,7 @@ class _Run:
     def apply_recorded(self, i: int, s: State) -> State:
         marker = self.h[i].meta["openhands_condensation"]
         ids = _ids(marker)
-        gone = set(s.forgotten)
+        gone = expand(s.forgotten)
         for k in range(i):
             m = self.h[k]
             own = {m.meta.get("event_id"), *(m.meta.get("call_event_ids") or ())}
@@ -136,14 +185,15 @@ class _Run:
             offset = marker.get("summary_offset")
             summary = (Message.of("user", marker["summary"], meta={"kind": "recorded_summary"}),
                        offset if isinstance(offset, int) else 0)
-        return State(frozenset(gone), summary, s.markers_done + 1, s.count + 1, i + 1)
+        return State(to_ranges(gone), summary, s.markers_done + 1, s.count + 1, i + 1)
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
-        units = self.units(n, s)
-        view = self.messages(units)
-        events = sum(events_of(u, self.h) for u in units)
-        tokens, used = compared_tokens(self.costs, self.source, view, 0)
+        events, counted = self.figures(n, s)
+        tokens, used = counted, "counter"
+        if self.source == "usage":
+            tokens, used = compared_tokens(self.costs, self.source,
+                                           self.messages(self.units(n, s)), 0, counted=counted)
         info: dict[str, Any] = {"events_before": events, "tokens_before": tokens,
                                 "token_source": used, "reason": None, "forgotten": 0,
                                 "summary_source": None, "trigger": None, "recorded": False,
@@ -161,13 +211,19 @@ class _Run:
         predicted = False
         if not applied and not self.recorded_mode:
             request = any(s.requests_from <= i < n for i in self.requests)
-            s, predicted = self.condense(s, units, events, tokens, j, info, request)
+            over = events > self.max_size or request or (
+                self.cap is not None and tokens > self.cap)
+            if over:
+                s, predicted = self.condense(s, self.units(n, s), events, tokens, j, info,
+                                             request)
             if predicted:
                 s = State(s.forgotten, s.summary, s.markers_done, s.count, n)
         info["kind"] = event_kind(info["recorded"], applied, predicted)
         info["compacted"] = applied or predicted
         # Seen only once the response exists, i.e. at the next call: reported then.
         info["late"] = "recorded" if n in pending else None
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
         return s, self.messages(self.units(n, s)), info
 
     def condense(self, s: State, units: list[Unit], events: int, tokens: int, j: int,
@@ -196,7 +252,7 @@ class _Run:
                 return s, False
             start, end = 0, events  # hard context reset: the whole view is summarised
             info["hard_reset"] = True
-        gone = set(s.forgotten)
+        gone = expand(s.forgotten)
         offset = 0
         removed = 0
         for u in units:
@@ -208,7 +264,7 @@ class _Run:
             offset += width
         info.update(forgotten=removed, trigger="predicted", summary_source="placeholder")
         summary = self.summary_message(removed, tokens, j)
-        return State(frozenset(gone), (summary, start), s.markers_done, s.count + 1), True
+        return State(to_ranges(gone), (summary, start), s.markers_done, s.count + 1), True
 
     def token_tail(self, units: list[Unit], tokens: int) -> int:
         """Events left after the shortest prefix of view[keep_first:] whose tokens exceed
@@ -231,13 +287,13 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 
     Invariant: a pure function of the input; the output is the input without the forgotten
     messages, the summary (placeholder or recorded) at its offset."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     # Past steps read their response (a marker can sit on it): the current step's state is
     # not reused at the next call.
     result = fold(h, ctx, State(), work.step, reuse_current=False)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.figures(len(h), result.state)[1]
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "reason": info["reason"],
         "events_before": info["events_before"], "forgotten_events": info["forgotten"],
