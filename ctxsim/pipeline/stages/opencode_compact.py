@@ -12,6 +12,7 @@ Recorded compactions (the summary marked `meta.compaction = {"source": "opencode
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,14 @@ from ..agents_common import (
     fold,
     placeholder_text,
 )
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
+    Sums,
     compared_tokens,
+    cut_out,
     describe_compaction,
     event_kind,
     late_call,
@@ -46,10 +50,11 @@ class State:
     head: tuple[Message, ...] = ()
     next: int | None = None
     count: int = 0
+    head_tokens: int = 0  # the head's cost under the counter
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         p = ctx.params
         self.h, self.ctx = h, ctx
         session = ctx.session if isinstance(ctx.session, Mapping) else {}
@@ -62,20 +67,28 @@ class _Run:
         self.costs = Costs(ctx)
         self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.positions = assistant_positions(h, ctx)
-        self.hidden = set(self.summaries) | {i - 1 for i in self.summaries
-                                             if i > 0 and is_compaction_prompt(h[i - 1])}
+        self.hidden = sorted(set(self.summaries) | {
+            i - 1 for i in self.summaries if i > 0 and is_compaction_prompt(h[i - 1])})
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
 
-    def view(self, n: int, s: State) -> tuple[list[Message], int]:
+    def view(self, n: int, s: State) -> tuple[list[Message], int, int]:
+        """V(input[:n], s), where recorded usage is valid again, and the counter's figure
+        (prefix sums): recorded compactions not applied are left out."""
         start = self.lead if s.next is None else s.next
-        body = [m for i, m in enumerate(self.h[start:n], start)
-                if i not in self.hidden or (s.next is not None and s.head == ()
-                                            and i in (start, start + 1))]
-        return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head)
+        shown = (start, start + 1) if s.next is not None and s.head == () else ()
+        drops = [i for i in self.hidden[bisect_left(self.hidden, start):]
+                 if i < n and i not in shown]
+        body = cut_out(self.h, start, n, drops)
+        counted = (self.costs.extras + self.sums[self.lead] + s.head_tokens
+                   + self.sums[n] - self.sums[start]
+                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head), counted
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
-        view, valid = self.view(n, s)
-        tokens, used = compared_tokens(self.costs, self.source, view, valid, "input_output")
+        view, valid, counted = self.view(n, s)
+        tokens, used = compared_tokens(self.costs, self.source, view, valid, "input_output",
+                                       counted=counted)
         fires = self.limit is not None and tokens >= self.limit
         start = self.lead if s.next is None else s.next
         mine = [i for i in step_markers(self.summaries, self.positions, j, n)
@@ -98,8 +111,9 @@ class _Run:
             info.update(trigger="predicted", summary_source="placeholder")
         info["kind"] = event_kind(bool(mine), applied, predicted or (applied and fires))
         info["compacted"] = applied or predicted
-        after, _ = self.view(n, s)
-        return s, after, info
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
+        return s, self.view(n, s)[0], info
 
     def compact(self, s: State, view: list[Message], n: int, j: int, tokens: int,
                 info: dict[str, Any]) -> State:
@@ -121,18 +135,19 @@ class _Run:
         if mid_turn and last_user is not None and all(m is not last_user for m in tail):
             head.append(last_user)
             info["replayed_user"] = True
-        return State((*head, *tail), n, s.count + 1)
+        new = (*head, *tail)
+        return State(new, n, s.count + 1, sum(self.costs.cost(m) for m in new))
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Compact the outgoing history as OpenCode would, from the call schedule.
 
     Invariant: a pure function of the input; recorded compactions not reached are left out."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     result = fold(h, ctx, State(), work.step)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.view(len(h), result.state)[2]
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "limit": work.limit,
         "tokens_before": info["tokens_before"], "tokens_after": after,
