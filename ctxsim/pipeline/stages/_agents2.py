@@ -64,6 +64,20 @@ class Costs:
     def cost(self, m: Message) -> int:
         return tokens_by_identity(self.memo, m, self.ctx.counter)
 
+    def of(self, messages: tuple[Message, ...]) -> int:
+        """The cost of a state's tuple of messages, once per tuple object (states, and so
+        their tuples, are kept by the fold from call to call)."""
+        memo: dict[int, tuple[Any, int]] = (self.ctx.memo.setdefault("tuple_costs", {})
+                                             if self.ctx.memo is not None else {})
+        hit = memo.get(id(messages))
+        if hit is not None and hit[0] is messages:
+            return hit[1]
+        value = sum(self.cost(m) for m in messages)
+        if len(memo) > 64:
+            memo.clear()
+        memo[id(messages)] = (messages, value)
+        return value
+
     def prompt(self, view: Sequence[Message]) -> int:
         """SPEC §5 full prompt of `view` with the session's tools and response schema."""
         return sum(self.cost(m) for m in view) + self.extras

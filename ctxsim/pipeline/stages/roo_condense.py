@@ -14,6 +14,7 @@ the `isSummary` message; ≤ 3.29 files already lack what was condensed) are rep
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +27,15 @@ from ..agents_common import (
     marker_positions,
     placeholder_text,
 )
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Era,
+    Sums,
     compared_tokens,
+    cut_out,
     describe_compaction,
     era_values,
     event_kind,
@@ -81,7 +85,7 @@ class State:
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         p = ctx.params
         self.h, self.ctx = h, ctx
         self.values, self.era = era_values(ctx, ERAS, "roo_version")
@@ -103,14 +107,21 @@ class _Run:
                        if _is_slide(h[i].meta["compaction"])]
         self.positions = assistant_positions(h, ctx)
         self.skip = set(self.summaries) | set(self.slides)
+        self.skip_sorted = sorted(self.skip)
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
 
-    def view(self, n: int, s: State) -> tuple[list[Message], int]:
-        """V(input[:n], s): recorded summaries and sliding-window markers not applied are
-        left out (an applied marker is where the view continues)."""
+    def view(self, n: int, s: State) -> tuple[list[Message], int, int]:
+        """V(input[:n], s), where recorded usage is valid again, and the counter's figure
+        (prefix sums): recorded summaries and sliding-window markers not applied are left
+        out (an applied marker is where the view continues)."""
         start = self.lead if s.next is None else s.next
-        body = [m for i, m in enumerate(self.h[start:n], start)
-                if i not in self.skip or i == s.next]
-        return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head)
+        drops = [i for i in self.skip_sorted[bisect_left(self.skip_sorted, start):]
+                 if i < n and i != s.next]
+        body = cut_out(self.h, start, n, drops)
+        counted = (self.costs.extras + self.sums[self.lead] + self.costs.of(s.head)
+                   + self.sums[n] - self.sums[start]
+                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head), counted
 
     def recorded_slide(self, i: int, s: State) -> State:
         """≥ 3.30's recorded sliding window: what it tagged `truncation_parent` is hidden,
@@ -129,11 +140,11 @@ class _Run:
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
-        view, valid = self.view(n, s)
+        view, valid, counted = self.view(n, s)
         conv = view[self.lead:]
         last = self.costs.cost(view[-1]) if conv else 0
         context, used = compared_tokens(self.costs, self.source, view[:-1] if conv else view,
-                                        valid, "input_output")
+                                        valid, "input_output", counted=counted - last)
         prev = context + last
         percent = 100 * prev / self.window
         over = prev > self.allowed
@@ -171,8 +182,9 @@ class _Run:
         info["kind"] = event_kind(bool(mine or slides), applied,
                                   predicted or (applied and (fires or over)))
         info["compacted"] = applied or predicted
-        after, _ = self.view(n, s)
-        return s, after, info
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
+        return s, self.view(n, s)[0], info
 
     def condense(self, s: State, view: list[Message], n: int, j: int,
                  prev: int) -> State | None:
@@ -216,11 +228,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Condense or slide the outgoing history as Roo Code would, from the call schedule.
 
     Invariant: a pure function of the input; recorded summaries not reached are left out."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     result = fold(h, ctx, State(), work.step)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.view(len(h), result.state)[2]
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "action": info["action"],
         "limit": work.allowed, "window": work.window, "percent": info["percent"],
