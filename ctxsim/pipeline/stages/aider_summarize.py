@@ -19,10 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, fold, placeholder_text
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    fold,
+    placeholder_text,
+)
+from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, lead_len
+from ._agents2 import Costs, Sums, lead_len
 
 NAME = "aider_summarize"
 PREFIX = "I spoke to you previously about a number of things.\n"
@@ -87,29 +94,39 @@ class State:
 
 
 class _Run:
-    def __init__(self, h: tuple[Message, ...], ctx: StageContext):
+    def __init__(self, h: Sequence[Message], ctx: StageContext):
         self.h, self.ctx = h, ctx
         session = ctx.session if isinstance(ctx.session, Mapping) else {}
         self.limit = history_limit(ctx.params, session)
         self.placeholder = ctx.params.get("summary_placeholder_tokens", 2000)
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
+        self.positions = assistant_positions(h, ctx)
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
 
     def view(self, n: int, s: State) -> list[Message]:
         start = self.lead if s.next is None else s.next
         return [*self.h[:self.lead], *s.head, *self.h[start:n]]
+
+    def prompt(self, n: int, s: State) -> int:
+        """The full prompt of view(n, s) from the prefix sums."""
+        start = self.lead if s.next is None else s.next
+        return (self.costs.extras + self.sums[self.lead] + self.costs.of(s.head)
+                + self.sums[n] - self.sums[start])
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
         start = self.lead if s.next is None else s.next
         # The current exchange starts at the last user message (none: nothing is done yet).
         cur = next((i for i in range(n - 1, start - 1, -1) if self.h[i].role == "user"), None)
-        done = [*s.head, *self.h[start:cur]] if cur is not None else [*s.head]
-        sizes = [self.costs.cost(m) for m in done]
-        tokens = sum(sizes)
-        info: dict[str, Any] = {"tokens_before": tokens, "done_messages": len(done),
-                                "compacted": False, "kept": None}
+        tokens = self.costs.of(s.head) + (self.sums[cur] - self.sums[start]
+                                           if cur is not None else 0)
+        info: dict[str, Any] = {"tokens_before": tokens, "done_messages": len(s.head) + (
+            cur - start if cur is not None else 0), "compacted": False, "kept": None}
         if cur is not None and tokens > self.limit:
+            done = [*s.head, *self.h[start:cur]]
+            sizes = [self.costs.cost(m) for m in done]
+
             def make(items: int) -> tuple[Message, int]:
                 text = placeholder_text(NAME, items, tokens, j, self.placeholder,
                                         self.ctx.counter)
@@ -121,6 +138,8 @@ class _Run:
                 result.append(Message.of("assistant", "Ok.", meta={"kind": "aider_ok"}))
             s = State(tuple(result), cur, s.count + 1)
             info.update(compacted=True, kept=len(result))
+        if j < len(self.positions):
+            return s, [], info  # a past call: only its state is needed
         return s, self.view(n, s), info
 
 
@@ -129,11 +148,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 
     Invariant: a pure function of the input; only messages before the current exchange are
     ever replaced, and the current exchange is sent as it is."""
-    h = tuple(history)
+    h = frozen(history)
     work = _Run(h, ctx)
     result = fold(h, ctx, State(), work.step)
     info, out = result.info, list(result.view)
-    after = work.costs.prompt(out)
+    after = work.prompt(len(h), result.state)
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": "predicted" if info["compacted"] else None,
         "limit": work.limit, "tokens_before": info["tokens_before"], "tokens_after": after,
