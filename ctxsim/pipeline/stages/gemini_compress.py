@@ -25,6 +25,7 @@ from ..agents_common import (
     compaction_event,
     fold,
     placeholder_text,
+    u16len,
 )
 from ..history import frozen
 from ..messages import Message
@@ -105,9 +106,10 @@ def budget_truncate(contents: Sequence[Message], budget: int, cap: int,
             continue
         t = estimate(m)
         if counter + t > budget:
-            short = truncated_output(text(m), output_file(
+            body = text(m)
+            short = body if u16len(body) <= max(cap, 0) else truncated_output(body, output_file(
                 session, names.get(m.tool_call_id, ""), m.tool_call_id), max(cap, 0))
-            if short != text(m):
+            if short != body:
                 out[i] = m.with_content(short.encode("utf-8", "surrogatepass"))
                 truncated += 1
             counter += estimate(out[i])
