@@ -15,7 +15,7 @@ from typing import Any
 from ..agents_common import is_recorded_summary
 from ..messages import Message
 from . import StageContext, StageResult
-from ._agents2 import text
+from ._agents2 import Sums, text
 from ._opencode import CLEARED, estimate
 
 
@@ -32,7 +32,21 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     protect = p.get("opencode_prune_protect", 40000)
     minimum = p.get("opencode_prune_minimum", 20000)
     protected = set(p.get("opencode_protected_tools") or ())
-    names = {c.id: c.name for m in history if m.role == "assistant" for c in m.tool_calls}
+    memo = ctx.memo if ctx.memo is not None else {}
+    names: dict[str, str] = memo.setdefault("names", {})  # call id → tool, grown with the input
+
+    def figure(h: Sequence[Message], i: int) -> int:
+        """The tokens a walk could count at i: a completed, unprotected, uncleared output."""
+        m = h[i]
+        if m.role == "assistant":
+            names.update((c.id, c.name) for c in m.tool_calls)
+        if m.role != "tool" or m.is_error or m.content == CLEARED.encode() or \
+                names.get(m.tool_call_id, "") in protected:
+            return 0
+        return estimate(text(m))
+
+    if Sums(history, ctx, "prune_sums", figure).sums[-1] <= protect:
+        return StageResult(history, report, ())  # nothing can lie past the protected window
     turns = 0
     total = 0
     candidates: list[tuple[int, int]] = []
