@@ -213,6 +213,7 @@ def import_anthropic(data: str | Mapping[str, Any]) -> dict[str, Any]:
 # The agent tools' formats (SPEC-agents §2.5.9) build on the definitions above, so they are
 # imported here and looked up when called (which works whichever module loads first).
 from . import export_agents  # noqa: E402
+from . import export_agents2 as agents2  # noqa: E402
 
 # --- whole profiles --------------------------------------------------------------------------
 
@@ -253,6 +254,16 @@ FORMATS: dict[str, Format] = {
                     lambda text: export_agents.import_codex(text)),
     "openhands": Format(lambda c: export_agents.export_openhands(c.values),
                         lambda text: export_agents.import_openhands(text)),
+    # SPEC-agents-2 (export_agents2)
+    "gemini-cli": Format(lambda c: agents2.export_gemini(c.values), agents2.import_gemini),
+    "openhands-v1": Format(lambda c: agents2.export_openhands_v1(c.values),
+                           agents2.import_openhands_v1),
+    "cline": Format(lambda c: agents2.export_cline(c.values), agents2.import_cline),
+    "roo-code": Format(lambda c: agents2.export_roo(c.values), agents2.import_roo),
+    "aider": Format(lambda c: agents2.export_aider(c.values), agents2.import_aider),
+    "opencode": Format(lambda c: agents2.export_opencode(c.values), agents2.import_opencode),
+    "mini-swe-agent": Format(lambda c: agents2.export_mini_swe(c.values),
+                             agents2.import_mini_swe),
 }
 IMPORTERS = {name: f.load for name, f in FORMATS.items()}
 # What an import by paste reads past and drops, as notes for the user (formats whose files
@@ -261,4 +272,5 @@ IMPORT_NOTES: dict[str, Callable[[str], list[str]]] = {
     "claude-code": lambda text: export_agents.claude_code_ignored_keys(text),
     "codex": lambda text: export_agents.codex_ignored_keys(text),
     "openhands": lambda text: export_agents.openhands_ignored_keys(text),
+    "aider": agents2.aider_ignored_keys,
 }

@@ -384,3 +384,7 @@ PARAMS.update({p.name: p for p in (
               "events.", _choice("predict", "recorded"), kind="choice",
               choices=("predict", "recorded")),
 )})
+
+
+# Part 2 (SPEC-agents-2) follows these in the form; importing it here makes the table whole.
+from . import params_agents2  # noqa: E402, F401

@@ -104,6 +104,31 @@ CODEX_OPENHANDS_PROFILES = (
              "openhands_request_over_tokens": 200000}),
 )
 
+# SPEC-agents-2: each agent's own context management, the default profile of its formats.
+AGENT_PROFILES_2 = (
+    Profile("gemini-cli", "Gemini CLI: tool output truncation, output masking, chat "
+            "compression at 50 % of the token limit (SPEC-agents-2 §1); older releases by "
+            "their version.", (("gemini_tool_output", "dispatch"), ("gemini_mask", "persistent"),
+                                ("gemini_compress", "outgoing")), {}),
+    Profile("openhands-v1", "OpenHands V1 (software-agent-sdk): terminal outputs cut at "
+            "30,000 characters, LLMSummarizingCondenser with the app's settings (max_size 240, "
+            "keep_first 2, the model's input limit) (SPEC-agents-2 §2).",
+            (("openhands_v1_tool_output", "dispatch"), ("openhands_v1_condenser", "outgoing")),
+            {}),
+    Profile("cline", "Cline 3.x classic truncation past maxAllowedSize (SPEC-agents-2 §3).",
+            (("cline_truncation", "outgoing"),), {}),
+    Profile("roo-code", "Roo Code: condense at 100 % or past window × 0.9 − max output, else "
+            "the sliding window (SPEC-agents-2 §4).", (("roo_condense", "outgoing"),), {}),
+    Profile("aider", "Aider: the chat history summarised past max_chat_history_tokens "
+            "(SPEC-agents-2 §5).", (("aider_summarize", "outgoing"),), {}),
+    Profile("opencode", "OpenCode: old tool outputs pruned, auto-compaction near the limit "
+            "(SPEC-agents-2 §6).", (("opencode_prune", "persistent"),
+                                    ("opencode_compact", "outgoing")), {}),
+    Profile("mini-swe-agent", "mini-swe-agent: no history management, long outputs shortened "
+            "by its observation template (SPEC-agents-2 §8).",
+            (("mini_swe_output", "dispatch"),), {}),
+)
+
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
@@ -125,13 +150,20 @@ PROFILES: dict[str, Profile] = {
         Profile("none", "No management: the raw context, for comparison.", (), {}),
         *AGENT_PROFILES,
         *CODEX_OPENHANDS_PROFILES,
+        *AGENT_PROFILES_2,
     )
 }
 DEFAULT_PROFILE = "chatcli"
 # SPEC §4: a session opens with its own agent's profile when ctxsim has one (SPEC-agents
 # §2.5.9); the formats of the importers name the agent.
 AGENT_DEFAULT_PROFILES = {"claude-code": "claude-code", "codex": "codex", "codex-legacy": "codex",
-                          "openhands": "openhands", "openhands-eval": "openhands"}
+                          "openhands": "openhands", "openhands-eval": "openhands",
+                          # SPEC-agents-2: the formats' names as their importers give them.
+                          "gemini-cli": "gemini-cli", "gemini-cli-jsonl": "gemini-cli",
+                          "openhands-v1": "openhands-v1", "openhands-v1-eval": "openhands-v1",
+                          "codex-exec": "codex", "mini-swe-agent": "mini-swe-agent",
+                          "cline": "cline", "roo-code": "roo-code", "aider": "aider",
+                          "opencode": "opencode"}
 
 
 def default_profile_for(transcript_format: str) -> str:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import registry_agents2
 from .messages import Message
 from .params import PARAMS
 from .stages import (
@@ -128,9 +129,21 @@ FAMILIES: dict[str, Family] = {
         Family("claude-code", "Claude Code"),
         Family("codex", "Codex CLI"),
         Family("openhands", "OpenHands"),
+        Family("gemini-cli", "Gemini CLI"),
+        Family("openhands-v1", "OpenHands V1 (software-agent-sdk)"),
+        Family("cline", "Cline"),
+        Family("roo-code", "Roo Code"),
+        Family("aider", "Aider"),
+        Family("opencode", "OpenCode"),
+        Family("mini-swe-agent", "mini-swe-agent"),
     )
 }
 
+
+# SPEC-agents-2's stages (Gemini CLI, OpenHands V1, Cline, Roo Code, Aider, OpenCode,
+# mini-swe-agent), declared in their own module; they follow the part-1 agents' in STAGES.
+AGENT_STAGES_2 = registry_agents2.stage_defs(StageDef)
+ERA_TABLES = registry_agents2.ERA_TABLES
 
 STAGES: dict[str, StageDef] = {
     s.name: s
@@ -265,6 +278,7 @@ STAGES: dict[str, StageDef] = {
             quiet_note=openhands_condenser.quiet_note,
             exported=("openhands_condenser_config", "openhands_max_message_chars"),
         ),
+        *AGENT_STAGES_2,
     )
 }
 

@@ -1,0 +1,282 @@
+"""What the part-2 agent stages share (SPEC-agents-2): the figure an agent's limit compares,
+the recorded usage it reads, version eras, recorded summaries, and the common report shape.
+
+- `compared_tokens(...)` is the one place a limit's figure is computed, so the `anchored`
+  token source (SPEC-agents §2.5.0.10) plugs in here: `counter` = ctxsim's counter on the
+  prompt about to be sent; `usage` = the agent's own figure from the latest recorded response
+  after the stage's last compaction (its `rule` says which fields the agent adds), falling
+  back to the counter when there is none.
+- Eras (SPEC-agents §2.5.0.11): each stage module declares `ERAS`, a tuple of `Era` (first
+  version, parameter values, source). `era_values` picks the row for the session's recorded
+  version (or the `<agent>_version` parameter) and applies its values to the parameters left
+  at their table default; an explicit value always wins. A shared era module can read the
+  same tuples (`ERA_TABLES` in `registry.py` lists them).
+- Recorded summaries: an importer marks the agent's own recorded summary message with
+  `meta.compaction = {"source": <agent>, "kind": "summary", ...}` (SPEC-agents §2.5.0.5); the
+  sources read here are `gemini-cli`, `roo-code`, `cline`, `opencode` and `openhands-v1`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..agents_common import marker_positions
+from ..messages import Message
+from ..params import PARAMS
+from ..tokens import extras_tokens, tokens_by_identity
+
+TOKEN_SOURCES = ("counter", "usage")
+
+
+def recorded_usage(m: Message) -> Mapping[str, Any] | None:
+    """The provider's recorded usage of the call this assistant message answered (SPEC §11
+    `meta.recorded`), or None."""
+    if m.role != "assistant":
+        return None
+    rec = m.meta.get("recorded")
+    if isinstance(rec, Mapping) and isinstance(rec.get("total_input"), int):
+        return rec
+    return None
+
+
+def usage_figure(rec: Mapping[str, Any], rule: str) -> int:
+    """An agent's figure from one recorded usage: `input` = the prompt (cache included);
+    `input_output` = prompt + output (Cline, Roo Code, OpenCode add the previous output)."""
+    total = int(rec["total_input"])
+    if rule == "input_output":
+        out = rec.get("output")
+        total += out if isinstance(out, int) and not isinstance(out, bool) else 0
+    return total
+
+
+class Costs:
+    """Message costs under the profile's counter, by identity, kept in the stage memo."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+        self.memo: dict[int, tuple[Message, int]] = (
+            ctx.memo.setdefault("costs", {}) if ctx.memo is not None else {})
+        self.extras = extras_tokens(ctx.counter, "", ctx.tools, ctx.response_schema)
+
+    def cost(self, m: Message) -> int:
+        return tokens_by_identity(self.memo, m, self.ctx.counter)
+
+    def of(self, messages: tuple[Message, ...]) -> int:
+        """The cost of a state's tuple of messages, once per tuple object (states, and so
+        their tuples, are kept by the fold from call to call)."""
+        memo: dict[int, tuple[Any, int]] = (self.ctx.memo.setdefault("tuple_costs", {})
+                                             if self.ctx.memo is not None else {})
+        hit = memo.get(id(messages))
+        if hit is not None and hit[0] is messages:
+            return hit[1]
+        value = sum(self.cost(m) for m in messages)
+        if len(memo) > 64:
+            memo.clear()
+        memo[id(messages)] = (messages, value)
+        return value
+
+    def prompt(self, view: Sequence[Message]) -> int:
+        """SPEC §5 full prompt of `view` with the session's tools and response schema."""
+        return sum(self.cost(m) for m in view) + self.extras
+
+
+def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: int,
+                    rule: str = "input", counted: int | None = None) -> tuple[int, str]:
+    """(tokens, the source used) an agent's limit compares for `view`.
+
+    `start`: the view index from which recorded usage still describes what is sent (after
+    the stage's last compaction); `counted`: the counter's figure for `view` when the caller
+    has it from prefix sums. The one switch of token sources (SPEC-agents §2.5.0.10)."""
+    if source == "usage":
+        for k in range(len(view) - 1, max(start, 0) - 1, -1):
+            rec = recorded_usage(view[k])
+            if rec is not None:
+                return usage_figure(rec, rule), "usage"
+    return (costs.prompt(view) if counted is None else counted), "counter"
+
+
+class Sums:
+    """Prefix sums of a per-position figure `figure(h, i)` (it may read the messages before
+    i) over a stage's input, kept in the stage memo under
+    `slot` and extended from the first position that changed since the previous call, so a
+    call costs what was appended (without a memo: computed afresh, same values)."""
+
+    def __init__(self, h: Sequence[Message], ctx: Any, slot: str,
+                 figure: Callable[[Sequence[Message], int], int]):
+        from . import changed_since  # here: the stages package imports this module
+
+        memo = ctx.memo
+        saved = memo.get(slot) if memo is not None else None
+        if saved is None:
+            sums, start = [0], 0
+        else:
+            seen, sums = saved
+            changed = changed_since(seen, h, ctx, len(seen))
+            start = changed[0] if changed else min(len(seen), len(h))
+            del sums[start + 1:]
+        for i in range(start, len(h)):
+            sums.append(sums[-1] + figure(h, i))
+        if memo is not None:
+            memo[slot] = (h, sums)
+        self.sums = sums
+        self.start = start  # the first position computed at this call
+
+    def between(self, a: int, b: int) -> int:
+        return self.sums[b] - self.sums[a]
+
+
+def cut_out(h: Sequence[Message], start: int, n: int, drop: Sequence[int]) -> list[Message]:
+    """h[start:n] without the positions of `drop` (ascending), by slices."""
+    out: list[Message] = []
+    at = start
+    for i in drop:
+        if start <= i < n and i >= at:
+            out.extend(h[at:i])
+            at = i + 1
+    out.extend(h[at:n])
+    return out
+
+
+# --- eras ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Era:
+    """Versions from `since` (inclusive) up to the next era's: the parameter values in force
+    and the public fact they rest on."""
+
+    since: str
+    label: str
+    values: Mapping[str, Any]
+    source: str
+
+
+def parse_version(text: Any) -> tuple[int, ...] | None:
+    """`0.18.0-nightly.2` → (0, 18, 0); None when no leading number."""
+    if not isinstance(text, str):
+        return None
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+SESSION_VERSION_KEYS = ("agent_version", "version", "cli_version")
+
+
+def session_version(ctx: Any, param: str) -> str | None:
+    """The version a stage reads: its `<agent>_version` parameter, else the session's
+    recorded one (`meta.agent_version`, `version` or `cli_version`)."""
+    given = ctx.params.get(param)
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    session = ctx.session if isinstance(ctx.session, Mapping) else {}
+    for key in SESSION_VERSION_KEYS:
+        value = session.get(key)
+        if isinstance(value, str) and parse_version(value) is not None:
+            return value
+    return None
+
+
+def era_of(eras: Sequence[Era], version: str | None) -> Era:
+    """The era of `version` (eras in ascending order); unknown or unparsable → the newest."""
+    parsed = parse_version(version)
+    if parsed is None:
+        return eras[-1]
+    chosen = eras[0]
+    for era in eras:
+        since = parse_version(era.since) or ()
+        if parsed >= since:
+            chosen = era
+    return chosen
+
+
+def era_values(ctx: Any, eras: Sequence[Era], version_param: str) -> tuple[dict[str, Any], Era]:
+    """Every parameter of the era tables with its value in force: the era's where the replay
+    left the parameter at its table default, else the replay's own."""
+    era = era_of(eras, session_version(ctx, version_param))
+    names = {n for e in eras for n in e.values}
+    out: dict[str, Any] = {}
+    for name in names:
+        value = ctx.params.get(name, PARAMS[name].default)
+        if value == PARAMS[name].default and name in era.values:
+            value = era.values[name]
+        out[name] = value
+    return out, era
+
+
+# --- recorded summaries ----------------------------------------------------------------------
+
+
+def recorded_summaries(h: Sequence[Message], ctx: Any, source: str) -> list[int]:
+    """Indices of the messages marked as this agent's recorded summary, in order."""
+    out = []
+    for i in marker_positions(h, ctx, "compaction"):
+        marker = h[i].meta.get("compaction")
+        if isinstance(marker, Mapping) and marker.get("source") == source and \
+                marker.get("kind") == "summary":
+            out.append(i)
+    return out
+
+
+def step_markers(indices: Sequence[int], positions: Sequence[int], j: int, n: int) -> list[int]:
+    """The recorded markers step j (prefix `input[:n]`) applies: those after call j − 1's
+    response, that response included (a summary recorded as an assistant answer, as Roo Code
+    ≤ 3.29 and OpenCode write it, takes effect at the next call)."""
+    lo = positions[j - 1] if 0 < j <= len(positions) else -1
+    return [i for i in indices if lo <= i < n]
+
+
+def late_call(h: Sequence[Message], applied: Sequence[int], j: int) -> int | None:
+    """The call a recorded compaction is filed under when its summary is an assistant answer:
+    the call that answered with it (SPEC-agents §2.5.0.4 r(i)), one before the step."""
+    return j - 1 if any(h[i].role == "assistant" for i in applied) and j > 0 else None
+
+
+def event_kind(recorded: bool, applied_recorded: bool, predicted: bool) -> str | None:
+    """The trace's kind of a compaction at one call (SPEC-agents §2.5.0.7)."""
+    if applied_recorded:
+        return "predicted_and_recorded" if predicted else "recorded"
+    if recorded:
+        return "recorded_not_predicted" if not predicted else "predicted_and_recorded"
+    return "predicted" if predicted else None
+
+
+def lead_len(h: Sequence[Message]) -> int:
+    n = 0
+    while n < len(h) and h[n].role == "system":
+        n += 1
+    return n
+
+
+def text(m: Message) -> str:
+    return m.content.decode("utf-8", "replace")
+
+
+def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -> str:
+    """One sentence for a compaction stage's report."""
+    source = report.get("token_source", "counter")
+    if report.get("compacted"):
+        return (f"{what} ({report.get('trigger')}, {report.get('summary_source')} summary): "
+                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens "
+                f"({source}).")
+    limit = report.get("limit")
+    if limit is None:
+        return f"{report.get('tokens_before')} tokens ({source}); {limit_name} off."
+    recorded = " (a recorded compaction here was not reached)" if report.get("recorded") else ""
+    return (f"{report.get('tokens_before')} tokens ({source}), below the {limit_name} "
+            f"{limit}{recorded}.")
+
+
+def quiet_compaction(facts: Any, agent: str, limit_name: str) -> str | None:
+    if any(r.get("compacted") for r in facts.reports):
+        return None
+    limits = [r.get("limit") for r in facts.reports if r]
+    if not limits:
+        return None
+    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    if limits[-1] is None:
+        return f"{agent} never compacted: its {limit_name} is off."
+    return (f"{agent} never compacted: the prompt peaked at {peak:,} tokens, below the "
+            f"{limit_name} of {limits[-1]:,}.")
