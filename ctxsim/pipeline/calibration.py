@@ -55,6 +55,11 @@ class CallEstimate:
     agent_estimate: int = 0
     agent_messages: int = 0
     reasoning: int = 0  # the part of both estimates that is reasoning sent back (SPEC §11)
+    # The agent's prompt's assistant messages whose response recorded its output: their
+    # estimate, and what the bill says they cost (recorded `output` − `reasoning`, the
+    # visible text and tool calls the provider generated, which the next prompt sends back).
+    output_estimate: int = 0
+    output_recorded: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,10 +123,12 @@ def call_estimates(
     out: list[CallEstimate] = []
     lead = lead_tokens = 0  # the leading system messages
     agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
+    output_estimate = output_recorded = 0
 
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
-                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning)
+                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
+                            output_estimate, output_recorded)
 
     for index, m in enumerate(messages):
         if m.role == "assistant":
@@ -139,11 +146,24 @@ def call_estimates(
             agent_from = lead
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
+            output_estimate = output_recorded = 0
+        if m.role == "assistant":
+            visible = _visible_output(recorded)
+            if visible is not None:
+                output_estimate, output_recorded = output_estimate + cost, output_recorded + visible
         tokens += cost
         agent_tokens += cost
     if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):
         out.append(point(None, None, len(messages)))
     return out
+
+
+def _visible_output(recorded: Mapping[str, Any] | None) -> int | None:
+    """The recorded output of a response less its reasoning; None when not recorded."""
+    if not recorded or not isinstance(recorded.get("output"), int):
+        return None
+    visible = recorded["output"] - (recorded.get("reasoning") or 0)
+    return visible if visible >= 0 else None
 
 
 def _pairs(n: int) -> list[tuple[int, int]]:

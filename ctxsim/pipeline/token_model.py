@@ -61,6 +61,12 @@ PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
 }
 
 
+# Agents whose transcripts record each response's output tokens as billed: one call ahead,
+# what a response generated enters the next prompt at its recorded `output` − `reasoning`
+# instead of the tokenizer model's price (README "The token model").
+RECORDED_OUTPUT = frozenset({"codex"})
+
+
 @dataclass(frozen=True)
 class Tokenizer:
     """f(S) = b · estimate + c · messages."""
@@ -209,17 +215,22 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
     predicted: dict[int, int] = {}
     tokenizer = Tokenizer(table_b)
     fitted_at = usable = 0
+    known = agent in RECORDED_OUTPUT
     for prev, cur in zip(billed, billed[1:], strict=False):
         if usable >= max(MIN_STEPS, fitted_at * REFIT_GROWTH):
             start = (tokenizer.b, tokenizer.c) if tokenizer.method == "huber" else None
             tokenizer = fit_steps(steps, table_b, start)
             fitted_at = usable
-        f = tokenizer.f
         assert prev.recorded is not None and cur.recorded is not None
-        predicted[cur.call_index] = round(prev.recorded + f(cur.agent_estimate, cur.agent_messages)
-                                          - f(prev.agent_estimate, prev.agent_messages))
-        steps.append((cur.agent_estimate - prev.agent_estimate,
-                      cur.agent_messages - prev.agent_messages, cur.recorded - prev.recorded))
+        # What the previous responses added that their bill already priced (`known`) is
+        # taken as billed; the tokenizer model prices the rest.
+        sent_back = cur.reasoning - prev.reasoning
+        billed_out = cur.output_recorded - prev.output_recorded + sent_back if known else 0
+        counted_out = cur.output_estimate - prev.output_estimate + sent_back if known else 0
+        x = cur.agent_estimate - prev.agent_estimate - counted_out
+        n = cur.agent_messages - prev.agent_messages
+        predicted[cur.call_index] = round(prev.recorded + billed_out + tokenizer.f(x, n))
+        steps.append((x, n, cur.recorded - prev.recorded - billed_out))
         usable += abs(steps[-1][2]) >= NOISE
     final = fit_steps(steps, table_b)
     return TokenModel("anchored", counter, final, anchors_of(points), predicted=predicted,
