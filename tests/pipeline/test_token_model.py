@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 
 from ctxsim.importers import load
-from ctxsim.pipeline.calibration import call_estimates, percentile
+from ctxsim.pipeline.calibration import CallEstimate, call_estimates, percentile
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.pipeline.replay import replay
@@ -153,6 +153,29 @@ def test_the_trace_carries_the_real_figures_and_the_model():
     assert trace["calls"][3]["tokens"]["real_raw_predicted"] is not None
 
 
+def test_a_codex_response_enters_the_next_prompt_at_its_recorded_output():
+    """One call ahead, the bill of call i already says what its response generated: a Codex
+    step prices the previous response's visible output at its recorded `output` − `reasoning`
+    and its reasoning as recorded; only the rest goes through the tokenizer model."""
+    points, bill, estimate, out_est, out_real = [], 5_000, 1_000, 0, 0
+    for k in range(16):
+        points.append(CallEstimate(k, 2 * k, estimate, bill, 2 * k, estimate, 2 * k + 1, 0,
+                                   out_est, out_real))
+        said, result = 50 + 30 * (k % 4), 400 + 50 * (k % 3)  # counted tokens
+        estimate += said + result
+        out_est, out_real = out_est + said, out_real + 3 * said  # billed: 3 × the count
+        bill += 3 * said + round(1.1 * result)
+    codex = build(points, COUNTER, "openai", "codex")
+    assert codex.tokenizer.b == pytest.approx(1.1, abs=0.01)
+    assert all(abs(codex.predicted[p.call_index] - p.recorded) <= 2
+               for p in points[MIN_STEPS + 2:])
+    # Priced by the tokenizer model alone (an agent whose recorded output is not the bill's),
+    # the same steps miss.
+    other = build(points, COUNTER, "openai", "claude-code")
+    assert max(abs(other.predicted[p.call_index] - p.recorded)
+               for p in points[MIN_STEPS + 2:]) > 20
+
+
 # --- the anchored token source -------------------------------------------------------------
 
 
@@ -235,7 +258,10 @@ def test_each_session_under_its_own_profile_sends_what_was_billed(files):
 # token model"): Claude Code's misses come from context the transcript does not show (a
 # 14,181-token step that added 1,100 counted tokens; TodoWrite reminders).
 TARGETS = {"claude-code": (0.003, 0.01, 0.04, 0.10), "codex": (0.003, 0.01, 0.015, 0.03)}
-HELD = {"claude-code": (0.003, 0.015, 0.07, 0.50), "codex": (0.003, 0.01, 0.02, 0.11)}
+HELD = {"claude-code": (0.003, 0.015, 0.07, 0.50), "codex": (0.003, 0.01, 0.015, 0.06)}
+# Each agent's model family's encoding: OpenAI's gpt-5 / codex / o-series / gpt-4o models use
+# o200k_base; Claude's tokenizer is not public (cl100k_base, ctxsim's default).
+ENCODING = {"claude-code": "cl100k_base", "codex": "o200k_base"}
 
 
 @requires_shared
@@ -245,10 +271,11 @@ def test_one_step_prediction_accuracy(files, agent):
     if not files:
         pytest.skip(f"no transcripts under {SHARED_DIR}")
     level, step = [], []
+    counter = ENCODING[agent]
     for s in _sessions(files):
-        points = call_estimates(s.messages, get_counter(COUNTER), "auto", s.tools,
+        points = call_estimates(s.messages, get_counter(counter), "auto", s.tools,
                                 s.response_schema)
-        model = build(points, COUNTER, s.meta.get("provider"), s.format)
+        model = build(points, counter, s.meta.get("provider"), s.format)
         billed = [p for p in points if p.recorded]
         for prev, cur in zip(billed, billed[1:], strict=False):
             predicted = model.predicted[cur.call_index]
