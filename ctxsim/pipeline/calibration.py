@@ -32,6 +32,9 @@ FACTOR_TABLE: dict[str, dict[str, float]] = {
     "o200k_base": {"anthropic": 1.22, "openai": 1.00},
 }
 FLAG_TOKENS = 500
+# Counted tokens of the reminder's own words around a repeated TodoWrite list [X: the size of
+# the "your todo list has changed … latest contents" wording public reports quote].
+TODO_REMINDER_FRAME = 40
 FLAG_SHARE = 0.05
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
 # subset of pairs keeps the fit linear in practice.
@@ -60,6 +63,9 @@ class CallEstimate:
     # visible text and tool calls the provider generated, which the next prompt sends back).
     output_estimate: int = 0
     output_recorded: int = 0
+    # Counted tokens of context the agent sent that the transcript does not show (`reminders`),
+    # in the agent's prompt so far; never part of `estimate` or `agent_estimate`.
+    hidden: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,9 +116,13 @@ def call_estimates(
     image_rule: str = "auto",
     tools: Any = None,
     response_schema: Any = None,
+    reminders: bool = False,
 ) -> list[CallEstimate]:
     """Every model call's raw estimate under profile `none`, numbered as the replay numbers
-    them (one call before each assistant message, plus the trailing call).
+    them (one call before each assistant message, plus the trailing call). `reminders`: the
+    agent repeats each TodoWrite list in a reminder the transcript does not record (Claude
+    Code before 1.0.108, `token_model.todo_reminders`), counted in `hidden` as the call's
+    arguments plus `TODO_REMINDER_FRAME`.
 
     Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
     without running the replay.
@@ -123,12 +133,12 @@ def call_estimates(
     out: list[CallEstimate] = []
     lead = lead_tokens = 0  # the leading system messages
     agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
-    output_estimate = output_recorded = 0
+    output_estimate = output_recorded = hidden = 0
 
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
                             agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
-                            output_estimate, output_recorded)
+                            output_estimate, output_recorded, hidden)
 
     for index, m in enumerate(messages):
         if m.role == "assistant":
@@ -146,11 +156,14 @@ def call_estimates(
             agent_from = lead
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
-            output_estimate = output_recorded = 0
+            output_estimate = output_recorded = hidden = 0
         if m.role == "assistant":
             visible = _visible_output(recorded)
             if visible is not None:
                 output_estimate, output_recorded = output_estimate + cost, output_recorded + visible
+            if reminders:
+                hidden += sum(counter.count(c.arguments.encode()) + TODO_REMINDER_FRAME
+                              for c in m.tool_calls if c.name == "TodoWrite")
         tokens += cost
         agent_tokens += cost
     if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):

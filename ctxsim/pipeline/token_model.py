@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .calibration import FACTOR_TABLE, CallEstimate, percentile
+from .eras import parse_version
 
 NOISE = 200  # billed tokens: a smaller step is noise
 MIN_STEPS = 5
@@ -65,6 +66,18 @@ PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
 # what a response generated enters the next prompt at its recorded `output` − `reasoning`
 # instead of the tokenizer model's price (README "The token model").
 RECORDED_OUTPUT = frozenset({"codex"})
+# The first Claude Code release observed not to bill a repeated TodoWrite list (1.0.17 billed
+# 270–300 tokens more on each TodoWrite step than its text; 1.0.108 and the 2.x sessions no
+# more than the tokenizer model says) [O shared/transcripts/claude-code-jsonl; X the switch
+# is placed at the first release seen without it].
+TODO_REMINDERS_BEFORE = (1, 0, 108)
+
+
+def todo_reminders(agent: str | None, session: Mapping[str, Any]) -> bool:
+    """Whether the agent that wrote the session (its `meta`) repeats each TodoWrite list in
+    a reminder the transcript does not record (`calibration.call_estimates(reminders=…)`)."""
+    parsed = parse_version(session.get("version"))
+    return agent == "claude-code" and parsed is not None and parsed < TODO_REMINDERS_BEFORE
 
 
 @dataclass(frozen=True)
@@ -227,7 +240,7 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
         sent_back = cur.reasoning - prev.reasoning
         billed_out = cur.output_recorded - prev.output_recorded + sent_back if known else 0
         counted_out = cur.output_estimate - prev.output_estimate + sent_back if known else 0
-        x = cur.agent_estimate - prev.agent_estimate - counted_out
+        x = cur.agent_estimate - prev.agent_estimate - counted_out + cur.hidden - prev.hidden
         n = cur.agent_messages - prev.agent_messages
         predicted[cur.call_index] = round(prev.recorded + billed_out + tokenizer.f(x, n))
         steps.append((x, n, cur.recorded - prev.recorded - billed_out))

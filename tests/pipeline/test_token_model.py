@@ -24,6 +24,7 @@ from ctxsim.pipeline.token_model import (
     build,
     call_figures,
     fit_steps,
+    todo_reminders,
 )
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import build_trace
@@ -176,6 +177,39 @@ def test_a_codex_response_enters_the_next_prompt_at_its_recorded_output():
                for p in points[MIN_STEPS + 2:]) > 20
 
 
+def _todo_session(rounds: int) -> list[Message]:
+    history = [Message.of("system", "You are a coding agent."), Message.of("user", "go")]
+    for i in range(rounds):
+        todos = '{"todos":[' + ",".join(f'{{"content":"task {k} of {i}","status":"pending"}}'
+                                        for k in range(3 + i % 4)) + "]}"
+        name, arguments = ("TodoWrite", todos) if i % 2 else ("Bash", '{"command":"make"}')
+        history.append(Message.of("assistant", f"step {i}",
+                                  tool_calls=[ToolCall(f"c{i}", name, arguments)]))
+        history.append(Message.of("tool", "ok " * (400 + 150 * (i % 5)), tool_call_id=f"c{i}"))
+    return history + [Message.of("assistant", "done")]
+
+
+def test_claude_code_before_1_0_108_is_billed_each_todo_list_twice():
+    """Claude Code 1.0.17 repeats a TodoWrite list in a reminder the transcript does not
+    record: its steps are priced with the list counted again, later releases' without."""
+    assert todo_reminders("claude-code", {"version": "1.0.17"})
+    assert not todo_reminders("claude-code", {"version": "1.0.108"})
+    assert not todo_reminders("codex", {"version": "0.40.0"})
+    assert not todo_reminders("claude-code", {})
+    counter = get_counter(COUNTER)
+    plain = call_estimates(_todo_session(14), counter)
+    again = call_estimates(_todo_session(14), counter, reminders=True)
+    assert [p.estimate for p in plain] == [p.estimate for p in again]  # the raw count stays
+    history = _billed(_todo_session(14), lambda k, x, n: round(
+        A + B * (x + again[k].hidden) + C * n))
+    with_reminders = build(call_estimates(history, counter, reminders=True), COUNTER,
+                           "anthropic", "claude-code")
+    without = build(call_estimates(history, counter), COUNTER, "anthropic", "claude-code")
+    late = call_estimates(history, counter)[MIN_STEPS + 2:-1]
+    assert all(abs(with_reminders.predicted[p.call_index] - p.recorded) <= 2 for p in late)
+    assert max(abs(without.predicted[p.call_index] - p.recorded) for p in late) > 20
+
+
 # --- the anchored token source -------------------------------------------------------------
 
 
@@ -274,7 +308,7 @@ def test_one_step_prediction_accuracy(files, agent):
     counter = ENCODING[agent]
     for s in _sessions(files):
         points = call_estimates(s.messages, get_counter(counter), "auto", s.tools,
-                                s.response_schema)
+                                s.response_schema, todo_reminders(s.format, s.meta))
         model = build(points, counter, s.meta.get("provider"), s.format)
         billed = [p for p in points if p.recorded]
         for prev, cur in zip(billed, billed[1:], strict=False):
