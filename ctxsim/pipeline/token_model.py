@@ -20,6 +20,12 @@ message count; the unrecorded system prompt cancels) with a Huber regression thr
 origin, a step under `NOISE` billed tokens being noise; below `MIN_STEPS` steps `b` comes
 from the dated table (`calibration.FACTOR_TABLE`) and `c` is 0.
 
+One call ahead the bill already says what a response generated: for agents whose usage records
+it (`RECORDED_OUTPUT`: Codex) a step takes the previous responses' visible output at the
+recorded `output` − `reasoning` and their reasoning as recorded, and `f` prices (and is fitted
+on) the rest. Context the agent sends that the transcript does not show is counted into the
+steps where an observed release is known to send it (`todo_reminders`), never into an anchor.
+
 A per-content-class `f` (separate `b` for code, prose, JSON, white space, non-Latin text) was
 measured on the shared transcripts and not kept: see README "The token model".
 
@@ -66,10 +72,10 @@ PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
 # what a response generated enters the next prompt at its recorded `output` − `reasoning`
 # instead of the tokenizer model's price (README "The token model").
 RECORDED_OUTPUT = frozenset({"codex"})
-# The first Claude Code release observed not to bill a repeated TodoWrite list (1.0.17 billed
-# 270–300 tokens more on each TodoWrite step than its text; 1.0.108 and the 2.x sessions no
-# more than the tokenizer model says) [O shared/transcripts/claude-code-jsonl; X the switch
-# is placed at the first release seen without it].
+# The first Claude Code release observed not to bill a repeated TodoWrite list: 1.0.17 billed
+# 270–300 tokens more than the text on each of 4 TodoWrite steps, 1.0.108 on none of 3
+# [O shared/transcripts/claude-code-jsonl; X the switch sits at the first release seen
+# without it].
 TODO_REMINDERS_BEFORE = (1, 0, 108)
 
 
