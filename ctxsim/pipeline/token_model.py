@@ -56,18 +56,19 @@ REFIT_GROWTH = 1.05
 HUBER_K = 1.345
 HUBER_ITERATIONS = 20
 
-# Pooled priors (method `calibrated`): agent format → provider family → (a, b, error), measured
-# 2026-12 on the shared real transcripts (SPEC §11): `b` the dated table's factor, `a` the
-# median over every billed call of the agent's sessions of `bill − b · estimate`
-# (cl100k_base), `error` the median relative error when each session is predicted from the
-# others' calls (leave one session out; p90: Claude Code 43 %, Codex 58 %). Rough: the
-# unrecorded system prompt differs between releases and setups (README "The token model").
-PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
-    "claude-code": {"anthropic": (18_563.0, 1.22, 0.204)},
-    "codex": {"openai": (3_603.0, 1.00, 0.184)},
+# Pooled priors (method `calibrated`): agent format → provider family → counter → (a, b,
+# error), measured 2026-12 on the shared real transcripts (SPEC §11): `b` the dated table's
+# factor, `a` the median over every billed call of the agent's sessions of `bill − b ·
+# estimate`, `error` the median relative error when each session is predicted from the
+# others' calls (leave one session out; p90: Claude Code 43 %, Codex 58 % in cl100k_base,
+# 57 % in o200k_base). Rough: the unrecorded system prompt differs between releases and
+# setups (README "The token model").
+PRIORS: dict[str, dict[str, dict[str, tuple[float, float, float]]]] = {
+    "claude-code": {"anthropic": {"cl100k_base": (18_563.0, 1.22, 0.204),
+                                  "o200k_base": (18_566.0, 1.22, 0.202)}},
+    "codex": {"openai": {"cl100k_base": (3_603.0, 1.00, 0.184),
+                         "o200k_base": (3_736.0, 1.00, 0.182)}},
 }
-
-
 # Agents whose transcripts record each response's output tokens as billed: one call ahead,
 # what a response generated enters the next prompt at its recorded `output` − `reasoning`
 # instead of the tokenizer model's price (README "The token model").
@@ -224,8 +225,8 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
     by_response = {p.response_input_index: p.call_index for p in points
                    if p.response_input_index is not None}
     if not billed:
-        prior = PRIORS.get(agent or "", {}).get(provider or "")
-        if prior is not None and counter == "cl100k_base":
+        prior = PRIORS.get(agent or "", {}).get(provider or "", {}).get(counter)
+        if prior is not None:
             a, b, error = prior
             return TokenModel("calibrated", counter, Tokenizer(b), a=a, prior_error=error,
                               by_response=by_response)

@@ -136,6 +136,12 @@ def test_without_usage_the_model_is_the_counter_and_a_prior_only_where_one_is_me
     prior = build(points, COUNTER, "anthropic", "claude-code")
     assert prior.method == "calibrated"
     assert prior.real(10_000, 10, 3) == round(prior.a + prior.tokenizer.b * 10_000)
+    # A Codex session counted in its models' encoding has its own prior; bytes4 has none.
+    codex = build(call_estimates(_session(6), get_counter("o200k_base")), "o200k_base",
+                  "openai", "codex")
+    assert (codex.method, codex.a) == ("calibrated", 3_736.0)
+    assert build(call_estimates(_session(6), get_counter("bytes4")), "bytes4", "openai",
+                 "codex").method == "counter"
 
 
 def test_the_trace_carries_the_real_figures_and_the_model():
