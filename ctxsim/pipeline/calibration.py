@@ -32,10 +32,10 @@ FACTOR_TABLE: dict[str, dict[str, float]] = {
     "o200k_base": {"anthropic": 1.22, "openai": 1.00},
 }
 FLAG_TOKENS = 500
-# Counted tokens of the reminder's own words around a repeated TodoWrite list [X: the size of
-# the "your todo list has changed … latest contents" wording public reports quote].
-TODO_REMINDER_FRAME = 40
 FLAG_SHARE = 0.05
+# Counted tokens of the reminder's own words around a repeated TodoWrite list [X: about two
+# sentences; the transcripts do not record them, and 0 or 40 measure alike (README)].
+TODO_REMINDER_FRAME = 40
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
 # subset of pairs keeps the fit linear in practice.
 EXACT_PAIRS_UP_TO = 400
