@@ -33,6 +33,9 @@ FACTOR_TABLE: dict[str, dict[str, float]] = {
 }
 FLAG_TOKENS = 500
 FLAG_SHARE = 0.05
+# Counted tokens of the reminder's own words around a repeated TodoWrite list [X: about two
+# sentences; the transcripts do not record them, and 0 or 40 measure alike (README)].
+TODO_REMINDER_FRAME = 40
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
 # subset of pairs keeps the fit linear in practice.
 EXACT_PAIRS_UP_TO = 400
@@ -55,6 +58,14 @@ class CallEstimate:
     agent_estimate: int = 0
     agent_messages: int = 0
     reasoning: int = 0  # the part of both estimates that is reasoning sent back (SPEC §11)
+    # The agent's prompt's assistant messages whose response recorded its output: their
+    # estimate, and what the bill says they cost (recorded `output` − `reasoning`, the
+    # visible text and tool calls the provider generated, which the next prompt sends back).
+    output_estimate: int = 0
+    output_recorded: int = 0
+    # Counted tokens of context the agent sent that the transcript does not show (`reminders`),
+    # in the agent's prompt so far; never part of `estimate` or `agent_estimate`.
+    hidden: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,9 +116,13 @@ def call_estimates(
     image_rule: str = "auto",
     tools: Any = None,
     response_schema: Any = None,
+    reminders: bool = False,
 ) -> list[CallEstimate]:
     """Every model call's raw estimate under profile `none`, numbered as the replay numbers
-    them (one call before each assistant message, plus the trailing call).
+    them (one call before each assistant message, plus the trailing call). `reminders`: the
+    agent repeats each TodoWrite list in a reminder the transcript does not record (Claude
+    Code before 1.0.108, `token_model.todo_reminders`), counted in `hidden` as the call's
+    arguments plus `TODO_REMINDER_FRAME`.
 
     Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
     without running the replay.
@@ -118,10 +133,12 @@ def call_estimates(
     out: list[CallEstimate] = []
     lead = lead_tokens = 0  # the leading system messages
     agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
+    output_estimate = output_recorded = hidden = 0
 
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
-                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning)
+                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
+                            output_estimate, output_recorded, hidden)
 
     for index, m in enumerate(messages):
         if m.role == "assistant":
@@ -139,11 +156,27 @@ def call_estimates(
             agent_from = lead
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
+            output_estimate = output_recorded = hidden = 0
+        if m.role == "assistant":
+            visible = _visible_output(recorded)
+            if visible is not None:
+                output_estimate, output_recorded = output_estimate + cost, output_recorded + visible
+            if reminders:
+                hidden += sum(counter.count(c.arguments.encode()) + TODO_REMINDER_FRAME
+                              for c in m.tool_calls if c.name == "TodoWrite")
         tokens += cost
         agent_tokens += cost
     if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):
         out.append(point(None, None, len(messages)))
     return out
+
+
+def _visible_output(recorded: Mapping[str, Any] | None) -> int | None:
+    """The recorded output of a response less its reasoning; None when not recorded."""
+    if not recorded or not isinstance(recorded.get("output"), int):
+        return None
+    visible = recorded["output"] - (recorded.get("reasoning") or 0)
+    return visible if visible >= 0 else None
 
 
 def _pairs(n: int) -> list[tuple[int, int]]:

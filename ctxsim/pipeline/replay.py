@@ -21,7 +21,7 @@ from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import Delta, StageContext, changed_positions
-from .token_model import TokenModel, anchors_of
+from .token_model import TokenModel, anchors_of, todo_reminders
 from .token_model import build as build_token_model
 from .tokens import TokenCounter, extras_tokens, get_counter, tokens_by_identity
 from .usage import guess_provider
@@ -245,9 +245,9 @@ class Replay:
     def build_token_model(self) -> TokenModel:
         """The session's token model under this replay's counter and image rule: a pass over
         the raw history (each content a cache lookup once the replay counted it)."""
-        points = call_estimates(self.messages, self.counter, self.image_rule, self.tools,
-                                self.response_schema)
         session = self.session or {}
+        points = call_estimates(self.messages, self.counter, self.image_rule, self.tools,
+                                self.response_schema, todo_reminders(self.agent, session))
         provider = session.get("provider") or guess_provider(self.messages)
         model = build_token_model(points, self.counter.name, provider, self.agent)
         if model.method == "anchored":

@@ -20,6 +20,12 @@ message count; the unrecorded system prompt cancels) with a Huber regression thr
 origin, a step under `NOISE` billed tokens being noise; below `MIN_STEPS` steps `b` comes
 from the dated table (`calibration.FACTOR_TABLE`) and `c` is 0.
 
+One call ahead the bill already says what a response generated: for agents whose usage records
+it (`RECORDED_OUTPUT`: Codex) a step takes the previous responses' visible output at the
+recorded `output` − `reasoning` and their reasoning as recorded, and `f` prices (and is fitted
+on) the rest. Context the agent sends that the transcript does not show is counted into the
+steps where an observed release is known to send it (`todo_reminders`), never into an anchor.
+
 A per-content-class `f` (separate `b` for code, prose, JSON, white space, non-Latin text) was
 measured on the shared transcripts and not kept: see README "The token model".
 
@@ -41,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .calibration import FACTOR_TABLE, CallEstimate, percentile
+from .eras import parse_version
 
 NOISE = 200  # billed tokens: a smaller step is noise
 MIN_STEPS = 5
@@ -49,16 +56,35 @@ REFIT_GROWTH = 1.05
 HUBER_K = 1.345
 HUBER_ITERATIONS = 20
 
-# Pooled priors (method `calibrated`): agent format → provider family → (a, b, error), measured
-# 2026-12 on the shared real transcripts (SPEC §11): `b` the dated table's factor, `a` the
-# median over every billed call of the agent's sessions of `bill − b · estimate`
-# (cl100k_base), `error` the median relative error when each session is predicted from the
-# others' calls (leave one session out; p90: Claude Code 43 %, Codex 58 %). Rough: the
-# unrecorded system prompt differs between releases and setups (README "The token model").
-PRIORS: dict[str, dict[str, tuple[float, float, float]]] = {
-    "claude-code": {"anthropic": (18_563.0, 1.22, 0.204)},
-    "codex": {"openai": (3_603.0, 1.00, 0.184)},
+# Pooled priors (method `calibrated`): agent format → provider family → counter → (a, b,
+# error), measured 2026-12 on the shared real transcripts (SPEC §11): `b` the dated table's
+# factor, `a` the median over every billed call of the agent's sessions of `bill − b ·
+# estimate`, `error` the median relative error when each session is predicted from the
+# others' calls (leave one session out; p90: Claude Code 43 %, Codex 58 % in cl100k_base,
+# 57 % in o200k_base). Rough: the unrecorded system prompt differs between releases and
+# setups (README "The token model").
+PRIORS: dict[str, dict[str, dict[str, tuple[float, float, float]]]] = {
+    "claude-code": {"anthropic": {"cl100k_base": (18_563.0, 1.22, 0.204),
+                                  "o200k_base": (18_566.0, 1.22, 0.202)}},
+    "codex": {"openai": {"cl100k_base": (3_603.0, 1.00, 0.184),
+                         "o200k_base": (3_736.0, 1.00, 0.182)}},
 }
+# Agents whose transcripts record each response's output tokens as billed: one call ahead,
+# what a response generated enters the next prompt at its recorded `output` − `reasoning`
+# instead of the tokenizer model's price (README "The token model").
+RECORDED_OUTPUT = frozenset({"codex"})
+# The first Claude Code release observed not to bill a repeated TodoWrite list: 1.0.17 billed
+# 270–300 tokens more than the text on each of 4 TodoWrite steps, 1.0.108 on none of 3
+# [O shared/transcripts/claude-code-jsonl; X the switch sits at the first release seen
+# without it].
+TODO_REMINDERS_BEFORE = (1, 0, 108)
+
+
+def todo_reminders(agent: str | None, session: Mapping[str, Any]) -> bool:
+    """Whether the agent that wrote the session (its `meta`) repeats each TodoWrite list in
+    a reminder the transcript does not record (`calibration.call_estimates(reminders=…)`)."""
+    parsed = parse_version(session.get("version"))
+    return agent == "claude-code" and parsed is not None and parsed < TODO_REMINDERS_BEFORE
 
 
 @dataclass(frozen=True)
@@ -199,8 +225,8 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
     by_response = {p.response_input_index: p.call_index for p in points
                    if p.response_input_index is not None}
     if not billed:
-        prior = PRIORS.get(agent or "", {}).get(provider or "")
-        if prior is not None and counter == "cl100k_base":
+        prior = PRIORS.get(agent or "", {}).get(provider or "", {}).get(counter)
+        if prior is not None:
             a, b, error = prior
             return TokenModel("calibrated", counter, Tokenizer(b), a=a, prior_error=error,
                               by_response=by_response)
@@ -209,17 +235,22 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
     predicted: dict[int, int] = {}
     tokenizer = Tokenizer(table_b)
     fitted_at = usable = 0
+    known = agent in RECORDED_OUTPUT
     for prev, cur in zip(billed, billed[1:], strict=False):
         if usable >= max(MIN_STEPS, fitted_at * REFIT_GROWTH):
             start = (tokenizer.b, tokenizer.c) if tokenizer.method == "huber" else None
             tokenizer = fit_steps(steps, table_b, start)
             fitted_at = usable
-        f = tokenizer.f
         assert prev.recorded is not None and cur.recorded is not None
-        predicted[cur.call_index] = round(prev.recorded + f(cur.agent_estimate, cur.agent_messages)
-                                          - f(prev.agent_estimate, prev.agent_messages))
-        steps.append((cur.agent_estimate - prev.agent_estimate,
-                      cur.agent_messages - prev.agent_messages, cur.recorded - prev.recorded))
+        # What the previous responses added that their bill already priced (`known`) is
+        # taken as billed; the tokenizer model prices the rest.
+        sent_back = cur.reasoning - prev.reasoning
+        billed_out = cur.output_recorded - prev.output_recorded + sent_back if known else 0
+        counted_out = cur.output_estimate - prev.output_estimate + sent_back if known else 0
+        x = cur.agent_estimate - prev.agent_estimate - counted_out + cur.hidden - prev.hidden
+        n = cur.agent_messages - prev.agent_messages
+        predicted[cur.call_index] = round(prev.recorded + billed_out + tokenizer.f(x, n))
+        steps.append((x, n, cur.recorded - prev.recorded - billed_out))
         usable += abs(steps[-1][2]) >= NOISE
     final = fit_steps(steps, table_b)
     return TokenModel("anchored", counter, final, anchors_of(points), predicted=predicted,
