@@ -40,6 +40,7 @@ class Field:
     error: str = ""
     optional: bool = False  # None is a value of its own (an "object" offers "none")
     note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
+    example: str = ""  # the placeholder of an empty field, in the value's own syntax
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -52,7 +53,7 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
                       error=errors.get(name, ""), optional=spec.default is None,
-                      note=settings.profile.default_note(name))
+                      note=settings.profile.default_note(name), example=spec.example)
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -63,17 +64,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
                  "warning": env[var.name].warning}
                 for var in spec.env_vars
             ]
-        elif spec.kind in ("list",):
-            field.value = ", ".join(value or ())
-        elif spec.kind == "map":
-            field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-        elif spec.kind in ("bool", "limits"):
+        else:
             field.value = form_value(spec, value)
-        elif name == "thinking_keep" and value == "all":
-            field.value = {"type": "all", "value": None}
-        elif spec.kind == "bool_or_list":
-            field.value = ("true" if value is True else "false" if value in (False, None)
-                           else ", ".join(value))
         fields.append(field)
     return fields
 
