@@ -6,6 +6,7 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
-from ctxsim.replays import analysis, services
+from ctxsim.replays import analysis, rendering, services
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
@@ -271,16 +272,34 @@ def call_rows(detail: services.CallDetail,
     for position in chosen:
         row = every[position]
         quiet = row.status == "unchanged" or row.carried
+        shown, json_view = tool_output(row.message)
         text, hidden = analysis.display(
-            row.message.content, COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
+            shown, COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
         )
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
                  "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens,
-                 "carried": row.carried}
+                 "carried": row.carried, "json": json_view}
         if row.diff is not None:  # carried rows have none (see `analysis.call_view`)
             entry["diff"] = diff_entry(row.diff)
         rows.append(entry)
     return rows
+
+
+# The JSON view behind a tool output shown as its text is cut here.
+JSON_VIEW_BYTES = 4000
+
+
+def tool_output(message) -> tuple[bytes, str]:
+    """What the call view shows of a message: a tool result that is JSON carrying a text
+    (`rendering.json_text`) as that text, with the JSON (its first JSON_VIEW_BYTES) for the
+    view one click away; anything else as it is, with no JSON view ("")."""
+    found = rendering.json_text(message.content) if message.role == "tool" else None
+    if found is None:
+        return message.content, ""
+    text, value = found
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    cut = pretty if len(pretty) <= JSON_VIEW_BYTES else pretty[:JSON_VIEW_BYTES] + "\n…"
+    return text.encode("utf-8", "surrogatepass"), cut
 
 
 def diff_entry(d: analysis.ContentDiff) -> dict[str, Any]:
