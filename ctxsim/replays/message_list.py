@@ -108,20 +108,20 @@ def _body(e: Mapping[str, Any], body_id: str, hidden: str, path: str,
     """A message body: a JSON tool result carrying a text as that text (`page.tool_output`),
     other JSON indented, code and diffs highlighted, the rest as escaped text."""
     text, row = e["text"], e["row"]
-    if e.get("json"):  # a JSON tool output shown as its text, the JSON one click away
-        return (f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>'
-                f'{_raw(e["json"], summary="JSON", cut=len(e["json"]))}')
-    if row.message.role == "tool" and not e["hidden"]:
-        if (pretty := rendering.pretty_json(text)) is not None and (
-                html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
-            return f'<pre class="body code json hl" id="{body_id}">{html}</pre>{_raw(text)}'
+    # A JSON tool output shown as its text has the JSON one click away, after the text.
+    after = _raw(e["json"], summary="JSON", cut=len(e["json"])) if e.get("json") else ""
+    is_tool = row.message.role == "tool"
+    if is_tool and not after and not e["hidden"] and (
+            pretty := rendering.pretty_json(text)) is not None and (
+            html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
+        return f'<pre class="body code json hl" id="{body_id}">{html}</pre>{_raw(text)}'
     lexer = None
-    if row.message.role == "tool":
+    if is_tool:
         lexer = (rendering.diff_lexer() if rendering.looks_like_diff(text)
                  else rendering.lexer_for_path(path) if path else None)
     if lexer is not None and (html := rendering.highlight(text, lexer, budget)) is not None:
-        return f'<pre class="body code hl" id="{body_id}">{html}{hidden}</pre>'
-    return f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>'
+        return f'<pre class="body code hl" id="{body_id}">{html}{hidden}</pre>{after}'
+    return f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>{after}'
 
 
 def render_rows(
