@@ -45,7 +45,7 @@ def test_the_page_shows_hit_rate_and_cost_for_none_chatcli_and_aivax_by_default(
     for profile in ("none", "chatcli", "aivax"):
         block = column(html, profile)
         assert re.search(r'data-hit-rate="\d+\.\d\d"', block)
-        assert re.search(r'class="cost">\$\d+\.\d{4}<', block)
+        assert re.search(r'class="cost">\$[\d,]+\.(\d{2}|\d{4})<', block)
     assert "Cache breaks" in html and "Information lost" in html
     # Append-only history: after the first call every break-free call reads from the cache.
     assert 'class="breaks">0<' in column(html, "none")
