@@ -27,10 +27,10 @@ from ctxsim.pipeline.usage import anthropic_recorded
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
 from .claude_code_compaction import boundary_marker, marker_meta
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
-from .titles import project_name
 from .errors import TranscriptError, type_name
 from .recorded import with_recorded_compactions
 from .source import Probe, Source
+from .titles import project_name
 
 NAME = "claude-code"
 
