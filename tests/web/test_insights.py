@@ -238,7 +238,8 @@ def test_a_sweep_whose_values_change_nothing_says_so_with_labels_and_one_chart_p
     data = json.loads(re.search(r'id="sweep-chart-data" type="application/json">(.*?)</script>',
                                 html, re.S).group(1))
     (point,) = data["points"]
-    assert point["label"] == "Context maximum size 5,000,000 and 11 more values with the same result"
+    assert point["label"] == ("Context maximum size 5,000,000 and 11 more values with the same "
+                              "result")
 
 
 def test_a_sweep_whose_values_matter_has_no_such_note(personas, long_session):
