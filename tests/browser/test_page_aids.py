@@ -59,7 +59,8 @@ def test_the_overview_fits_a_390_px_screen(personas, login, live_server, page):
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= 390, page.evaluate("""() => [...document.querySelectorAll('body *')]
         .filter(e => e.getBoundingClientRect().right > 391).slice(0, 8)
-        .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+        .map(e => e.tagName + '.' + e.className + ' '
+                  + Math.round(e.getBoundingClientRect().right))""")
 
 
 def test_a_json_tool_output_reads_as_text_with_its_json_one_click_away(personas, login,
