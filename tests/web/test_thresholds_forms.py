@@ -19,6 +19,7 @@ from ctxsim.importers import load
 from ctxsim.pipeline.params import PARAMS
 from ctxsim.pipeline.profiles import PROFILES
 from ctxsim.transcripts.store import save_sessions
+from tests.shared import SHARED_DIR, shared_files
 from tests.web.forms import Control, read_form, submission
 
 pytestmark = pytest.mark.django_db
@@ -30,21 +31,35 @@ FORMATS = {
     "openhands": "openhands-trajectory-export.json",
     "chatcli": "chatcli-session-v2.json",
     "openai-chat": "openai-chat-request.json",
+    "codex": None,  # a real Codex ≥0.40 rollout from ../shared, when it is there
 }
 # What the page's own view state adds to a URL beside the replay's settings.
 VIEW_STATE = {"profile", "call", "numbers"}
 
 
+def _source(fmt: str) -> Path:
+    if FORMATS[fmt] is not None:
+        return FIXTURES / FORMATS[fmt]
+    files = shared_files("transcripts/codex-rollout", "*.jsonl")
+    if not files:
+        pytest.skip(f"no Codex rollout in the shared transcripts at {SHARED_DIR}")
+    return min(files, key=lambda path: path.stat().st_size)
+
+
 @pytest.fixture
 def sessions(personas):
-    out = {}
-    for fmt, name in FORMATS.items():
-        result = load(FIXTURES / name)
-        row = save_sessions(result.sessions[:1], team=personas.team,
-                            user=personas.users["owner"])[0]
-        assert row.format == fmt
-        out[fmt] = row
-    return out
+    """sessions(fmt): a stored session of that format (imported on first use)."""
+    stored = {}
+
+    def get(fmt: str):
+        if fmt not in stored:
+            result = load(_source(fmt))
+            row = save_sessions(result.sessions[:1], team=personas.team,
+                                user=personas.users["owner"])[0]
+            assert row.format == fmt
+            stored[fmt] = row
+        return stored[fmt]
+    return get
 
 
 def _page(client, row, query):
@@ -89,8 +104,8 @@ def _numbers(controls: list[Control]) -> list[Control]:
 def test_the_form_submitted_unchanged_applies_and_changes_nothing(
         client, personas, sessions, fmt, profile):
     client.force_login(personas.users["owner"])
-    controls = _form(client, sessions[fmt], profile)
-    response, page = _page(client, sessions[fmt], submission(controls))
+    controls = _form(client, sessions(fmt), profile)
+    response, page = _page(client, sessions(fmt), submission(controls))
     html = page.content.decode()
     assert page.status_code == 200
     assert not _errors(html), _errors(html)
@@ -115,9 +130,9 @@ def test_each_number_raised_by_one_applies(client, personas, sessions, profile):
 def test_all_numbers_raised_together_apply_on_every_format(
         client, personas, sessions, fmt, profile):
     client.force_login(personas.users["owner"])
-    controls = _form(client, sessions[fmt], profile)
+    controls = _form(client, sessions(fmt), profile)
     raised = {c.name: str(int(c.value) + 1) for c in _numbers(controls)}
-    response, page = _page(client, sessions[fmt], submission(controls, **raised))
+    response, page = _page(client, sessions(fmt), submission(controls, **raised))
     assert not _errors(page.content.decode()), _errors(page.content.decode())
     if raised:
         landed = _overrides(response)
@@ -146,8 +161,8 @@ def unused_number(controls: list[Control], control: Control) -> bool:
 
 
 def _row_for(sessions, profile):
-    return sessions["codex-legacy" if profile.startswith("codex") else
-                    "openhands" if profile.startswith("openhands") else "claude-code"]
+    return sessions("codex-legacy" if profile.startswith("codex") else
+                    "openhands" if profile.startswith("openhands") else "claude-code")
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -181,7 +196,7 @@ def _submit(client, row, profile, **changes):
 @pytest.mark.parametrize("value", ["true", "false"])
 def test_codex_use_recorded_policy_applies_both_ways(client, personas, sessions, value):
     client.force_login(personas.users["owner"])
-    response, errors = _submit(client, sessions["codex-legacy"], "codex",
+    response, errors = _submit(client, sessions("codex-legacy"), "codex",
                                codex_use_recorded_policy=value)
     assert not errors
     assert _overrides(response) == ({} if value == "true" else
@@ -192,7 +207,7 @@ def test_codex_config_takes_toml_and_a_truncation_policy_its_mode(client, person
     client.force_login(personas.users["owner"])
     toml = 'model_auto_compact_token_limit = 60000\r\nmodel = "gpt-5-codex"\r\n'
     response, errors = _submit(
-        client, sessions["codex-legacy"], "codex", codex_config=toml,
+        client, sessions("codex-legacy"), "codex", codex_config=toml,
         **{"codex_truncation_policy.type": "bytes", "codex_truncation_policy.value": "10000"})
     assert not errors
     landed = _overrides(response)
@@ -203,17 +218,17 @@ def test_codex_config_takes_toml_and_a_truncation_policy_its_mode(client, person
     area = [c for c in read_form(page, "settings") if c.name == "codex_config"][0]
     assert area.tag == "textarea"
     assert "model_auto_compact_token_limit = 60000" in area.value
-    again, errors = _page(client, sessions["codex-legacy"], submission(
+    again, errors = _page(client, sessions("codex-legacy"), submission(
         read_form(page, "settings")))
     assert not _errors(errors.content.decode())
 
 
 def test_codex_config_refusals_are_written_for_it(client, personas, sessions):
     client.force_login(personas.users["owner"])
-    _, errors = _submit(client, sessions["codex-legacy"], "codex",
+    _, errors = _submit(client, sessions("codex-legacy"), "codex",
                         codex_config='{"model_auto_compact_token_limit": 60000}')
     assert "Codex config (codex_config): not valid TOML" in errors
-    _, errors = _submit(client, sessions["codex-legacy"], "codex",
+    _, errors = _submit(client, sessions("codex-legacy"), "codex",
                         codex_config="model_auto_compact_token_limit = 1.5")
     assert "model_auto_compact_token_limit: expected an integer" in errors
     assert "Tool=@plugin" not in errors
@@ -221,11 +236,11 @@ def test_codex_config_refusals_are_written_for_it(client, personas, sessions):
 
 def test_claude_code_env_takes_json(client, personas, sessions):
     client.force_login(personas.users["owner"])
-    response, errors = _submit(client, sessions["claude-code"], "claude-code",
+    response, errors = _submit(client, sessions("claude-code"), "claude-code",
                                claude_env='{"BASH_MAX_OUTPUT_LENGTH": "60000"}')
     assert not errors
     assert _overrides(response) == {"claude_env": '{"BASH_MAX_OUTPUT_LENGTH": "60000"}'}
-    _, errors = _submit(client, sessions["claude-code"], "claude-code",
+    _, errors = _submit(client, sessions("claude-code"), "claude-code",
                         claude_env="BASH_MAX_OUTPUT_LENGTH=60000")
     assert "Claude Code env (claude_env): not valid JSON" in errors
     assert "Tool=@plugin" not in errors
@@ -233,7 +248,7 @@ def test_claude_code_env_takes_json(client, personas, sessions):
 
 def test_an_openhands_condenser_is_written_as_its_json_table(client, personas, sessions):
     client.force_login(personas.users["owner"])
-    row = sessions["openhands"]
+    row = sessions("openhands")
     response, errors = _submit(client, row, "openhands", openhands_condenser_config=(
         '{"type": "recent", "max_events": 10}'))
     assert not errors
@@ -247,7 +262,7 @@ def test_an_openhands_condenser_is_written_as_its_json_table(client, personas, s
 
 def test_the_mcp_notice_keeps_its_leading_line_breaks(client, personas, sessions):
     client.force_login(personas.users["owner"])
-    controls = _form(client, sessions["claude-code"], "claude-code")
+    controls = _form(client, sessions("claude-code"), "claude-code")
     notice = [c for c in controls if c.name == "cc_mcp_truncation_notice"][0]
     assert notice.tag == "textarea"
     assert notice.value == "\r\n\r\n[ctxsim: MCP output truncated at {max} tokens]"
