@@ -266,3 +266,13 @@ def test_the_mcp_notice_keeps_its_leading_line_breaks(client, personas, sessions
     notice = [c for c in controls if c.name == "cc_mcp_truncation_notice"][0]
     assert notice.tag == "textarea"
     assert notice.value == "\r\n\r\n[ctxsim: MCP output truncated at {max} tokens]"
+
+
+def test_a_refusal_through_htmx_names_the_field_by_its_label(client, personas, sessions):
+    client.force_login(personas.users["owner"])
+    row = sessions("codex-legacy")
+    response = client.get(reverse("session-detail", args=[row.pk]),
+                          submission(_form(client, row, "codex"), codex_config="= 1"),
+                          headers={"HX-Request": "true", "HX-Target": "div#replay"})
+    assert response.status_code == 200
+    assert "Codex config (<code>codex_config</code>): not valid TOML" in response.content.decode()
