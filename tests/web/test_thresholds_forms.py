@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 from django.urls import reverse
@@ -276,3 +276,37 @@ def test_a_refusal_through_htmx_names_the_field_by_its_label(client, personas, s
                           headers={"HX-Request": "true", "HX-Target": "div#replay"})
     assert response.status_code == 200
     assert "Codex config (<code>codex_config</code>): not valid TOML" in response.content.decode()
+
+
+@pytest.mark.parametrize(("fmt", "profile", "changes"), [
+    ("codex-legacy", "codex", {"codex_config": "model_auto_compact_token_limit = 60000\r\n",
+                               "codex_use_recorded_policy": "false"}),
+    ("openhands", "openhands", {"openhands_condenser_config":
+                                '{"type": "recent", "max_events": 10}'}),
+    ("claude-code", "claude-code", {"claude_env": '{"BASH_MAX_OUTPUT_LENGTH": "60000"}',
+                                    "cc_mcp_truncation_notice": "\r\n\r\n[cut at {max}]"}),
+])
+def test_a_team_profile_saved_from_the_form_round_trips_too(client, personas, sessions, fmt,
+                                                            profile, changes):
+    from ctxsim.replays.models import SavedProfile
+
+    client.force_login(personas.users["owner"])
+    row = sessions(fmt)
+    response, errors = _submit(client, row, profile, **changes)
+    assert not errors
+    page = client.get(response["Location"]).content.decode()
+    save = submission(read_form(page, "save-profile"), name=f"mine {profile}")
+    saving = client.post(reverse("profile-save", args=[row.pk]), urlencode(save),
+                         content_type="application/x-www-form-urlencoded")
+    assert saving.status_code == 302
+    saved = SavedProfile.objects.get(name=f"mine {profile}")
+    controls = _form(client, row, saved.ref)
+    assert {c.name: c.value for c in controls}.keys() >= changes.keys()
+    for name, typed in changes.items():
+        shown = next(c.value for c in controls if c.name == name)
+        assert shown.replace("\r\n", "\n").strip() == typed.replace("\r\n", "\n").strip() \
+            or json.loads(shown).items() >= json.loads(typed).items(), (name, shown)
+    response, page = _page(client, row, submission(controls))
+    assert not _errors(page.content.decode())
+    if response.status_code == 302:
+        assert _overrides(response) == {}
