@@ -256,6 +256,12 @@ def _json_text(value: Any) -> str:
     return "" if not value else json.dumps(value, ensure_ascii=False)
 
 
+def _json_form(value: Any) -> str:
+    """A JSON value as the form shows it: on one line while short, else indented."""
+    text = _json_text(value)
+    return text if len(text) <= 60 else json.dumps(value, ensure_ascii=False, indent=2)
+
+
 def _json(text: str, name: str, errors: Errors) -> Any:
     """A JSON object typed into a textarea; empty is an empty object."""
     if not text.strip():
@@ -296,7 +302,7 @@ CODECS: dict[str, Codec] = {
     "env": Codec(_env_encode, _env_decode),
     "object": Codec(_typed_encode, _typed_decode),  # its form: `_typed_form`
     "json": Codec(lambda name, value: [(name, _json_text(value))], _text_field(_json),
-                  _json_text),
+                  _json_form),
     "toml": Codec(lambda name, value: [(name, _toml_text(value))], _text_field(_toml),
                   _toml_text),
     "lines": Codec(lambda name, value: [(name, "\n".join(value))],
