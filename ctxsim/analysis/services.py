@@ -33,7 +33,6 @@ from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
 from ctxsim.jobs import policy
 from ctxsim.pipeline.calibration import calibrate
-from ctxsim.pipeline.params import env_var_of
 from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
@@ -371,23 +370,29 @@ def sweep_points(session, sweep: Sweep) -> list[dict[str, Any]]:
     page = reverse("session-detail", args=[session.pk])
     out = []
     for n, p in enumerate(sweep.points):
-        label = ", ".join(f"{_short(k)}={v}" for k, v in p["values"].items())
-        out.append({**p, "n": n, "label": label, "lost": p["lost_references"] + p["rereads"],
+        out.append({**p, "n": n, "label": sweeps.point_label(p["values"]),
+                    "lost": p["lost_references"] + p["rereads"],
                     "apply": f"{page}?{apply_query(sweep, p['values'])}"})
     return out
 
 
-def _short(name: str) -> str:
-    return (env_var_of(name) or name).removeprefix("CHATCLI_")
+# What makes two sweep points come out alike.
+OUTCOME = ("sent_tokens", "cost", "lost")
 
 
 def chart_data(points: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [p for p in points if not p["error"]]
+    """The chart's points: one per outcome (points that came out alike are drawn once)."""
+    ok = sweeps.merge_alike([p for p in points if not p["error"]], OUTCOME)
     return {
         "points": [{"x": p["sent_tokens"], "y": round(p["cost"], 6), "lost": p["lost"],
                     "label": p["label"], "apply": p["apply"], "front": p["front"]} for p in ok],
         "maxLost": max((p["lost"] for p in ok), default=0),
     }
+
+
+def changes_nothing(points: list[dict[str, Any]]) -> bool:
+    """Every value swept gave the same tokens, cost and loss."""
+    return sweeps.one_outcome(points, OUTCOME)
 
 
 MY_FIELDS = ("profiles", "model", "lifetime", "price")

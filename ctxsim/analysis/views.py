@@ -99,7 +99,8 @@ def sweep_detail(request: HttpRequest, session_id: int, sweep_id: int) -> HttpRe
         sweep.refresh_from_db()
     points = services.sweep_points(sweep.session, sweep) if sweep.status == "done" else []
     context = {"session": sweep.session, "sweep": sweep, "points": points,
-               "chart": services.chart_data(points), "membership": membership}
+               "chart": services.chart_data(points), "membership": membership,
+               "changes_nothing": services.changes_nothing(points)}
     return render_page_or_partial(request, "analysis/sweep.html",
                                   {"sweep-status": "sweep-status"}, context)
 

@@ -30,6 +30,7 @@ from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_
 from .errors import TranscriptError, type_name
 from .recorded import with_recorded_compactions
 from .source import Probe, Source
+from .titles import project_name
 
 NAME = "claude-code"
 
@@ -356,7 +357,9 @@ def parse(source: Source) -> list[Session]:
     if main_leaf is not None:
         selected = _with_side_branches(_chain(main_leaf, nodes), main_tree)
         messages, stats = _messages(selected, sidechain=False, nodes=nodes)
-        title = _title(selected, info) or title_from(messages, "Claude Code session")
+        title = _title(selected, info) or title_from(
+            messages, "Claude Code session",
+            project_name(cwd) if isinstance(cwd := info.get("cwd"), str) else "")
         included = sum(1 for node in selected if node.role is not None)
         available = sum(1 for node in main_tree if node.role is not None)
         warnings: tuple[str, ...] = ()

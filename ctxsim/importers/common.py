@@ -120,12 +120,14 @@ def optional_str(value: Any, field: str, line: int | None = None) -> str:
     return expect_str(value, field, line)
 
 
-def title_from(messages: tuple[Message, ...] | list[Message], fallback: str) -> str:
+def title_from(messages: tuple[Message, ...] | list[Message], fallback: str,
+               project: str = "") -> str:
     """The first real user request's first line, shortened: what a user recognizes a session
-    by (agent boilerplate such as command wrappers and IDE context is skipped; see `titles`)."""
+    by (agent boilerplate such as command wrappers and IDE context is skipped; see `titles`).
+    `project` goes into a slash command's title ("Initialise CLAUDE.md: shop")."""
     for message in messages:
         if message.role == "user" and not message.meta.get("injected") and message.content:
-            line = request_line(message.text)
+            line = request_line(message.text, project)
             if line:
                 return line
     return fallback

@@ -7,6 +7,12 @@ its `<local-command-stdout>` echoes and `<system-reminder>` blocks; Codex's IDE 
 `<environment_context>` and `<user_instructions>`; SWE-agent's fixed opening sentence before the
 issue text. `request_line` strips those and returns the first line a person would recognize, or
 None when nothing real is left (the message is skipped and the next one is tried).
+
+A slash command is a request when it has arguments (`/review src/` stays as typed) or is one of
+Claude Code's built-in commands that start a task (`COMMAND_TITLES`): `/init` alone titles the
+session "Initialise CLAUDE.md: <project>" (the last part of the session's working directory).
+Commands that only change the session (`/clear`, `/model`, …) and custom commands without
+arguments are not requests.
 """
 
 from __future__ import annotations
@@ -38,22 +44,44 @@ _BLOCK_START = re.compile(r"(#|\*\*|[-*>] |\d+[.)] |```)")
 _CTF_NAME = re.compile(r'The CTF challenge is an? (.*? problem named "[^"]+")')
 
 
+# Claude Code's built-in commands that start a task (its documented slash commands), as a title.
+COMMAND_TITLES = {
+    "/init": "Initialise CLAUDE.md",
+    "/review": "Review a pull request",
+    "/pr-comments": "Pull request comments",
+    "/security-review": "Security review of the pending changes",
+}
+
+
+def command_title(name: str, arguments: str, project: str = "") -> str | None:
+    """A slash command's title: the command's phrase with its arguments, else the project
+    ("Initialise CLAUDE.md: shop"); `/name arguments` for other commands with arguments; None
+    for one without arguments that is not a task."""
+    name = name if name.startswith("/") else "/" + name
+    phrase = COMMAND_TITLES.get(name)
+    if phrase is None:
+        return _first_line(f"{name} {arguments}") if arguments else None
+    detail = _first_line(arguments) if arguments else project
+    return shorten(f"{phrase}: {detail}" if detail else phrase)
+
+
+def project_name(cwd: str) -> str:
+    """The project a working directory names: its last part (`/home/me/shop` → `shop`)."""
+    return cwd.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
 def shorten(line: str) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-def request_line(text: str) -> str | None:
-    """The first meaningful line of a user message, or None when it is only boilerplate."""
+def request_line(text: str, project: str = "") -> str | None:
+    """The first meaningful line of a user message, or None when it is only boilerplate.
+    `project` names the session's project in a command's title (`command_title`)."""
     command = _COMMAND_NAME.search(text)
     if command:
-        # A slash command is a request only with arguments (`/review src/`); `/clear` alone is not.
         args = _COMMAND_ARGS.search(text)
-        name = command.group(1).strip()
-        arguments = args.group(1).strip() if args else ""
-        if not arguments:
-            return None
-        name = name if name.startswith("/") else "/" + name
-        return _first_line(f"{name} {arguments}")
+        return command_title(command.group(1).strip(), args.group(1).strip() if args else "",
+                             project)
     if text.lstrip().startswith(_IDE_CONTEXT):
         request = _IDE_REQUEST.search(text)
         if request is None:

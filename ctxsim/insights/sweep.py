@@ -10,7 +10,7 @@ from itertools import product
 from typing import Any
 
 from ctxsim.pipeline.messages import Message
-from ctxsim.pipeline.params import ParamError, env_field, env_var_of
+from ctxsim.pipeline.params import ENV_BY_NAME, PARAMS, ParamError, env_field, env_var_of
 from ctxsim.pipeline.profiles import Profile, param_specs, resolve
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
@@ -41,6 +41,42 @@ def sweepable(stages: Sequence[tuple[str, str]]) -> list[SweepParam]:
         elif spec.kind in ("int", "optional-int"):
             out.append(SweepParam(spec.name, spec.label, spec.default))
     return out
+
+
+def param_label(name: str) -> str:
+    """What the form calls a swept parameter: its label ("Per-result limit"), not its key."""
+    var = env_var_of(name)
+    if var is not None:
+        return ENV_BY_NAME[var].label if var in ENV_BY_NAME else var
+    return PARAMS[name].label if name in PARAMS else name
+
+
+def point_label(values: Mapping[str, Any]) -> str:
+    """A point as a person reads it: "Per-result limit 20,000, Tool context count 3"."""
+    return ", ".join(f"{param_label(k)} {v:,}" if isinstance(v, int) else f"{param_label(k)} {v}"
+                     for k, v in values.items())
+
+
+def one_outcome(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> bool:
+    """Whether every point that did not fail came out the same on `keys` (a parameter that
+    changes nothing in what was swept), with more than one such point."""
+    outcomes = {tuple(p[k] for k in keys) for p in points if not p.get("error")}
+    return len(outcomes) == 1 and sum(1 for p in points if not p.get("error")) > 1
+
+
+def merge_alike(points: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Chart points with one point per outcome: the first of points that came out alike,
+    its label saying how many more did ("… and 11 more values with the same result")."""
+    first: dict[tuple[Any, ...], dict[str, Any]] = {}
+    count: dict[tuple[Any, ...], int] = {}
+    for p in points:
+        key = tuple(p[k] for k in keys)
+        first.setdefault(key, p)
+        count[key] = count.get(key, 0) + 1
+    return [{**p, "label": p["label"] + (f" and {count[k] - 1} more value"
+                                         f"{'s' if count[k] > 2 else ''} with the same result"
+                                         if count[k] > 1 else "")}
+            for k, p in first.items()]
 
 
 @dataclass(frozen=True)

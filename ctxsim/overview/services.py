@@ -383,7 +383,7 @@ def corpus_points(sweep: CorpusSweep) -> list[dict[str, Any]]:
     cache = urlencode(CacheChoice(**sweep.cache).query())
     out = []
     for n, p in enumerate(sweep.points):
-        label = ", ".join(f"{_short(k)}={v}" for k, v in p["values"].items())
+        label = sweeps.point_label(p["values"])
         settings = point_settings(sweep, p["values"])
         query = "&".join(filter(None, [sweep.filters, settings.query(),
                                        urlencode([("profiles", base.profile_ref)]), cache]))
@@ -396,10 +396,20 @@ def _short(name: str) -> str:
     return (env_var_of(name) or name).removeprefix("CHATCLI_")
 
 
+# What makes two corpus sweep points come out alike.
+CORPUS_OUTCOME = ("sent_tokens", "cost", "lost")
+
+
 def corpus_chart(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    ok = [p for p in points if not p["errors"]]
+    """The chart's points: one per outcome (points that came out alike are drawn once)."""
+    ok = sweeps.merge_alike([dict(p) for p in points if not p["errors"]], CORPUS_OUTCOME)
     return {"points": [{"x": round(p["cost"], 6), "y": p["lost"], "label": p["label"],
                         "front": p["front"], "n": p["n"]} for p in ok]}
+
+
+def corpus_changes_nothing(points: Sequence[Mapping[str, Any]]) -> bool:
+    """Every value swept gave the same tokens, cost and loss over the sessions."""
+    return sweeps.one_outcome([{**p, "error": p["errors"]} for p in points], CORPUS_OUTCOME)
 
 
 def apply_point(sweep: CorpusSweep, user, n: int, name: str,

@@ -81,6 +81,7 @@ def corpus_sweep_detail(request: HttpRequest, corpus_sweep_id: int) -> HttpRespo
     sweep, membership = _sweep(request, corpus_sweep_id)
     points = services.corpus_points(sweep) if sweep.status == "done" else []
     context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
+                   "changes_nothing": services.corpus_changes_nothing(points),
                "progress": services.corpus_progress(sweep), "membership": membership}
     return render_page_or_partial(request, "overview/corpus_sweep.html",
                                   {"corpus-status": "corpus-status"}, context)
@@ -110,6 +111,7 @@ def corpus_sweep_apply(request: HttpRequest, corpus_sweep_id: int) -> HttpRespon
     except ProfileError as exc:
         points = services.corpus_points(sweep) if sweep.status == "done" else []
         context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
+                   "changes_nothing": services.corpus_changes_nothing(points),
                    "progress": services.corpus_progress(sweep), "membership": membership,
                    "apply_errors": exc.errors, "apply_point": point}
         return render(request, "overview/corpus_sweep.html", context, status=400)

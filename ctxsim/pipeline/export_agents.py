@@ -245,11 +245,18 @@ def _toml(doc: Mapping[str, Any]) -> str:
     return tomli_w.dumps(plain(doc))
 
 
+def toml_lines(config: Mapping[str, Any]) -> str:
+    """`codex_config` as the top-level lines of a config.toml, in the order model, window,
+    compaction limit, tool-output limit (what the export and the thresholds form show)."""
+    known = [k for k in CODEX_KEYS if k in config] + [k for k in config if k not in CODEX_KEYS]
+    return _toml({key: config[key] for key in known})
+
+
 def export_codex(values: Mapping[str, Any]) -> Export:
-    """`~/.codex/config.toml` lines for the keys present in `codex_config`, in the order
-    model, window, compaction limit, tool-output limit (top-level keys precede tables)."""
+    """`~/.codex/config.toml` lines for the keys present in `codex_config` (`toml_lines`;
+    top-level keys precede tables)."""
     config = values.get("codex_config") or {}
-    text = _toml({key: config[key] for key in CODEX_KEYS if key in config})
+    text = toml_lines(config)
     left = _left_out("codex", values)
     notes = []
     if values.get("codex_truncation_policy") is not None:

@@ -242,9 +242,15 @@ class ParamSpec:
     # | env | object ({"type", "value"};
     # `choices` are its types; a None default means "none" is one) | bool_or_list (true,
     # false or a list of names); for SPEC-agents also bool, number and limits
-    # (tool name → integer or null).
+    # (tool name → integer or null); json (a JSON object in a textarea), toml (top-level
+    # TOML keys in a textarea), text | optional-text (a string of several lines), lines
+    # (a list of strings, one a line, kept as typed).
     kind: str = "int"
     choices: tuple[str, ...] = ()
+    # An "object" value's two keys: the one `choices` name, the one holding its number.
+    pair: tuple[str, str] = ("type", "value")
+    # What the form shows in an empty field, written in the value's own syntax.
+    example: str = ""
     env_vars: tuple[EnvVar, ...] = ()
     # [X] (SPEC-agents §2.5.0.1): the default is ctxsim's own choice, which this vendor's
     # documentation, issues and transcripts do not settle; the UI says so (`default_note`).
@@ -313,7 +319,7 @@ PARAMS: dict[str, ParamSpec] = {
                   _choice("Throw", "Truncate", "TruncateHard"), kind="choice",
                   choices=("Throw", "Truncate", "TruncateHard")),
         ParamSpec("systemInstructions", "Gateway system instructions", "", "The gateway's own "
-                  "instructions, counted in the full prompt.", _string, kind="string"),
+                  "instructions, counted in the full prompt.", _string, kind="text"),
         ParamSpec("trigger", "Trigger", {"type": "input_tokens", "value": 100000},
                   "Clearing applies when the prompt is over this many input tokens, or the "
                   "history holds more than this many tool uses.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .agent_settings import CLAUDE_ENV_KEYS
 from .params import PARAMS, ParamSpec, Validator, _choice, _opt_string, _string, _string_list
 
 # --- SPEC-agents §2.5: Claude Code, Anthropic server edits, and the shared maps -------------
@@ -117,13 +118,17 @@ CC_TOOL_RESULTS_DIR = "~/.claude/projects/{project}/{session_id}/tool-results"
 PARAMS.update({
     p.name: p
     for p in (
-        ParamSpec("claude_env", "Claude Code env", {}, "Keys of the env block of Claude Code's "
-                  "settings.json, as typed; each is read the way a JavaScript program usually "
-                  "reads it (parse rules are ctxsim's; not documented by Anthropic).",
-                  _claude_env, kind="map"),
-        ParamSpec("codex_config", "Codex config", {}, "Top-level keys of ~/.codex/config.toml: "
-                  "model, tool_output_token_limit, model_context_window, "
-                  "model_auto_compact_token_limit.", _codex_config, kind="map"),
+        ParamSpec("claude_env", "Claude Code env", {}, "The env block of Claude Code's "
+                  "settings.json as a JSON object of strings; keys: "
+                  + ", ".join(CLAUDE_ENV_KEYS) + ". Each is read the way a JavaScript program "
+                  "usually reads it (parse rules are ctxsim's; not documented by Anthropic). "
+                  "Empty: none set.", _claude_env, kind="json",
+                  example='{"BASH_MAX_OUTPUT_LENGTH": "60000", "DISABLE_AUTO_COMPACT": "1"}'),
+        ParamSpec("codex_config", "Codex config", {}, "Top-level keys of ~/.codex/config.toml, "
+                  "in TOML, one a line: model (a quoted string), tool_output_token_limit, "
+                  "model_context_window, model_auto_compact_token_limit (integers). Empty: "
+                  "Codex's defaults.", _codex_config, kind="toml",
+                  example='model_auto_compact_token_limit = 60000\nmodel = "gpt-5-codex"'),
         ParamSpec("summary_placeholder_tokens", "Placeholder summary size", 2000, "Size of the "
                   "summary ctxsim inserts when a compaction has no recorded summary.",
                   _int_range(0, 200000),
@@ -145,7 +150,7 @@ PARAMS.update({
         ParamSpec("cc_mcp_truncation_notice", "MCP truncation notice",
                   "\n\n[ctxsim: MCP output truncated at {max} tokens]", "Text appended to a "
                   "truncated MCP result; {max} is the limit (ctxsim's text).", _string,
-                  kind="string", undocumented_by=ANTHROPIC),
+                  kind="text", undocumented_by=ANTHROPIC),
         ParamSpec("cc_mcp_precheck_factor", "MCP rough pre-check", 0, "0: count every MCP "
                   "result; f > 0: leave alone a result whose rough estimate is at most f × the "
                   "limit.", _number(0, 1), kind="number", undocumented_by=ANTHROPIC),
@@ -216,7 +221,9 @@ PARAMS.update({
                   "2025 transcripts.", _choice("v2", "v1"), kind="choice", choices=("v2", "v1")),
         # clear_thinking (§2.5.7)
         ParamSpec("thinking_keep", "Keep thinking", {"type": "thinking_turns", "value": 1},
-                  'Thinking of the N most recent thinking turns is kept, or "all".',
+                  'thinking_turns: the thinking of the N most recent turns that have thinking is '
+                  'kept (N from 1); all: every turn\'s thinking is kept (the number is not '
+                  'used).',
                   _thinking_keep, kind="object", choices=("thinking_turns", "all"),
                   unit="thinking turns"),
         # anthropic_compact (§2.5.8)
@@ -227,7 +234,7 @@ PARAMS.update({
                   unit="tokens"),
         ParamSpec("compact_instructions", "Summary instructions", None, "Replaces the default "
                   "summarization prompt (exported only: no model runs).", _opt_string,
-                  kind="optional-string"),
+                  kind="optional-text"),
         ParamSpec("compact_pause_after_compaction", "Pause after compaction", False, "Return "
                   "the compaction block to the client (exported only).", _boolean,
                   kind="bool", choices=("true", "false")),
@@ -333,9 +340,9 @@ CODEX_CONTEXTUAL_PREFIXES = ("<environment_context>", "<user_instructions>",
 
 PARAMS.update({p.name: p for p in (
     ParamSpec("codex_truncation_policy", "Truncation policy", None, "The model catalog's "
-              'truncation_policy ({"mode": "bytes"|"tokens", "limit": N}); empty: the '
-              "rollout's recorded policy, else the model table.", _truncation_policy,
-              kind="object", choices=("bytes", "tokens")),
+              "truncation_policy: a tool output is cut to this many bytes or tokens; none: "
+              "the rollout's recorded policy, else the model table.", _truncation_policy,
+              kind="object", choices=("bytes", "tokens"), pair=("mode", "limit")),
     ParamSpec("codex_output_truncation", "Where outputs are cut", "history", "history: every "
               "output is cut as it enters the history, the rollout keeps it whole (Codex 0.56 "
               "and later); rollout: the tool cut it before the rollout recorded it, so it is "
@@ -343,7 +350,7 @@ PARAMS.update({p.name: p for p in (
               choices=("history", "rollout")),
     ParamSpec("codex_use_recorded_policy", "Use recorded policy", True, "Use the policy the "
               "rollout's turn_context recorded (what Codex used) before the model table.",
-              _boolean, kind="choice", choices=("true", "false")),
+              _boolean, kind="bool", choices=("true", "false")),
     ParamSpec("codex_autocompact_mode", "Codex compaction", "predict", "predict: compact when "
               "the limit is reached (recorded summaries used where they exist); recorded: "
               "replay the rollout's compactions only.", _choice("predict", "recorded"),
@@ -364,11 +371,17 @@ PARAMS.update({p.name: p for p in (
               "(COMPACT_USER_MESSAGE_MAX_TOKENS).", _int_range(0, 10_000_000), unit="tokens"),
     ParamSpec("codex_contextual_prefixes", "Contextual prefixes", CODEX_CONTEXTUAL_PREFIXES,
               "User messages starting with one of these are injected context, not the "
-              "human's requests.", _nonempty_strings, kind="list"),
+              "human's requests; one a line, kept as typed (spaces too).", _nonempty_strings,
+              kind="lines"),
     ParamSpec("openhands_condenser_config", "OpenHands condenser", {"type": "noop"}, "The "
-              "[condenser] table of OpenHands config.toml: noop, recent, observation_masking, "
-              "amortized, conversation_window, llm, structured, llm_attention, pipeline.",
-              _condenser, kind="object", choices=tuple(CONDENSER_FIELDS)),
+              "[condenser] table of OpenHands config.toml as a JSON object: its type and that "
+              "type's fields ("
+              + "; ".join(f"{kind}: {', '.join(fields) or 'no fields'}"
+                          for kind, fields in CONDENSER_FIELDS.items() if kind != "pipeline")
+              + '; pipeline: "condensers", a list of such objects). Fields left out take '
+              "OpenHands' defaults; empty: noop.",
+              _condenser, kind="json", choices=tuple(CONDENSER_FIELDS),
+              example='{"type": "recent", "keep_first": 1, "max_events": 10}'),
     ParamSpec("openhands_max_message_chars", "Max message chars", 30000, "[llm] "
               "max_message_chars: observations longer than this are cut in the middle "
               "(negative: off).", _int_range(-1, 100_000_000), unit="characters"),

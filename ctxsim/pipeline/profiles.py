@@ -88,12 +88,15 @@ OPENHANDS_APP_CONDENSER = {"type": "pipeline", "condensers": [
     {"type": "browser_output_masking", "attention_window": 2},
     {"type": "llm", "llm_config": "condenser", "keep_first": 4, "max_size": 120},
 ]}
+# Codex runs OpenAI's models (gpt-5-codex, gpt-5, o3, o4-mini, gpt-4.1, codex-mini), whose
+# tokenizer is o200k_base: its profiles count with it (issue 26).
+CODEX_COUNTER = {"counter": "o200k_base"}
 CODEX_OPENHANDS_PROFILES = (
     Profile("codex", "Codex CLI: tool outputs truncated to the model's policy × 1.2, "
             "auto-compaction at 90 % of the window (SPEC-agents §2.5.4–2.5.5).", CODEX_STAGES,
-            {}),
+            CODEX_COUNTER),
     Profile("codex-recorded", "Codex CLI, replaying the rollout's own compactions.",
-            CODEX_STAGES, {"codex_autocompact_mode": "recorded"}),
+            CODEX_STAGES, {**CODEX_COUNTER, "codex_autocompact_mode": "recorded"}),
     Profile("openhands", "OpenHands agent default: conversation_window condenser on "
             "context-window errors (a 200K window stands in) (SPEC-agents §2.5.6).",
             OPENHANDS_STAGES, {"openhands_condenser_config": {"type": "conversation_window"},

@@ -77,10 +77,10 @@ def show_all_link(url: str, element_id: str, *, more: bool, oob: bool = False) -
         f'hx-target="#{body}" hx-swap="outerHTML"{swap}>{label}</a>')
 
 
-def _raw(text: str, tag: str = "pre", cut: int = 4000) -> str:
+def _raw(text: str, tag: str = "pre", cut: int = 4000, summary: str = "raw") -> str:
     """The raw text behind a pretty view, one click away."""
     shown = text if len(text) <= cut else text[: cut - 1] + "…"
-    return (f'<details class="raw"><summary>raw</summary><{tag} class="raw-text">'
+    return (f'<details class="raw"><summary>{summary}</summary><{tag} class="raw-text">'
             f"{escape(shown)}</{tag}></details>")
 
 
@@ -105,28 +105,23 @@ def _tool_call(call, budget: rendering.Budget) -> str:
 
 def _body(e: Mapping[str, Any], body_id: str, hidden: str, path: str,
           budget: rendering.Budget) -> str:
-    """A message body: a tool result's JSON indented (a Codex `output` as its text), code
-    and diffs highlighted, the rest as escaped text."""
+    """A message body: a JSON tool result carrying a text as that text (`page.tool_output`),
+    other JSON indented, code and diffs highlighted, the rest as escaped text."""
     text, row = e["text"], e["row"]
-    if row.message.role == "tool" and not e["hidden"]:
-        if (codex := rendering.codex_output(text)) is not None:
-            output, rest = codex
-            meta = ""
-            if rest and (html := rendering.highlight(rest, rendering.json_lexer(),
-                                                     budget)) is not None:
-                meta = f'<pre class="code json hl">{html}</pre>'
-            return (f'<pre class="body" id="{body_id}">{escape(output)}</pre>{meta}'
-                    f"{_raw(text)}")
-        if (pretty := rendering.pretty_json(text)) is not None and (
-                html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
-            return f'<pre class="body code json hl" id="{body_id}">{html}</pre>{_raw(text)}'
+    # A JSON tool output shown as its text has the JSON one click away, after the text.
+    after = _raw(e["json"], summary="JSON", cut=len(e["json"])) if e.get("json") else ""
+    is_tool = row.message.role == "tool"
+    if is_tool and not after and not e["hidden"] and (
+            pretty := rendering.pretty_json(text)) is not None and (
+            html := rendering.highlight(pretty, rendering.json_lexer(), budget)) is not None:
+        return f'<pre class="body code json hl" id="{body_id}">{html}</pre>{_raw(text)}'
     lexer = None
-    if row.message.role == "tool":
+    if is_tool:
         lexer = (rendering.diff_lexer() if rendering.looks_like_diff(text)
                  else rendering.lexer_for_path(path) if path else None)
     if lexer is not None and (html := rendering.highlight(text, lexer, budget)) is not None:
-        return f'<pre class="body code hl" id="{body_id}">{html}{hidden}</pre>'
-    return f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>'
+        return f'<pre class="body code hl" id="{body_id}">{html}{hidden}</pre>{after}'
+    return f'<pre class="body" id="{body_id}">{escape(text)}{hidden}</pre>{after}'
 
 
 def render_rows(
@@ -194,7 +189,8 @@ def render_rows(
             paths[call.id] = rendering.path_of(call.arguments)
             parts.append(_tool_call(call, budget))
         if m.tool_call_id:
-            parts.append(f'<small class="muted">answers {escape(m.tool_call_id)}</small>')
+            parts.append(f' <small class="muted answers">answers {escape(m.tool_call_id)}'
+                         f'</small>')
         out.append((index, m.origin, "".join(parts)))
     return out
 

@@ -6,6 +6,7 @@ replay mechanics and their presentation can change separately.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -17,7 +18,7 @@ from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.params import PARAMS, ascii_index, resolve_env
 from ctxsim.pipeline.registry import FAMILIES, PHASES, STAGES, params_of
 from ctxsim.pipeline.usage import context_window
-from ctxsim.replays import analysis, services
+from ctxsim.replays import analysis, rendering, services
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.state import form_value
 from ctxsim.transcripts.models import Session
@@ -47,6 +48,7 @@ class Field:
     error: str = ""
     optional: bool = False  # None is a value of its own (an "object" offers "none")
     note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
+    example: str = ""  # the placeholder of an empty field, in the value's own syntax
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -59,7 +61,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         value = rc.values.get(name)
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
                       error=errors.get(name, ""), optional=spec.default is None,
-                      note=_era_note(settings, name) or settings.profile.default_note(name))
+                      note=_era_note(settings, name) or settings.profile.default_note(name),
+                      example=spec.example)
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)
@@ -70,17 +73,8 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
                  "warning": env[var.name].warning}
                 for var in spec.env_vars
             ]
-        elif spec.kind in ("list",):
-            field.value = ", ".join(value or ())
-        elif spec.kind == "map":
-            field.value = ", ".join(f"{k}={v}" for k, v in (value or {}).items())
-        elif spec.kind in ("bool", "limits"):
+        else:
             field.value = form_value(spec, value)
-        elif name == "thinking_keep" and value == "all":
-            field.value = {"type": "all", "value": None}
-        elif spec.kind == "bool_or_list":
-            field.value = ("true" if value is True else "false" if value in (False, None)
-                           else ", ".join(value))
         fields.append(field)
     return fields
 
@@ -334,13 +328,14 @@ def call_rows(detail: services.CallDetail, positions: Iterable[int] | None = Non
     for position in chosen:
         row = every[position]
         quiet = row.status == "unchanged" or row.carried
+        shown, json_view = tool_output(row.message)
         limit = COLLAPSE_UNCHANGED_BYTES if quiet else COLLAPSE_BYTES
         if reach is not None:
-            limit = _reaching(row.message.content, reach, limit)
-        text, hidden = analysis.display(row.message.content, limit)
+            limit = _reaching(shown, reach, limit)
+        text, hidden = analysis.display(shown, limit)
         entry = {"row": row, "index": position, "text": text, "hidden": hidden,
                  "calls": row.message.tool_calls, "delta": row.tokens - row.raw_tokens,
-                 "carried": row.carried}
+                 "carried": row.carried, "json": json_view}
         if row.diff is not None:  # carried rows have none (see `analysis.call_view`)
             entry["diff"] = diff_entry(row.diff)
         rows.append(entry)
@@ -358,6 +353,23 @@ def _reaching(data: bytes, reach: Terms, limit: int) -> int:
         return limit
     end = len(text[:max(e for _s, e in spans)].encode())
     return min(max(limit, end + COLLAPSE_BYTES), LANDING_MAX_BYTES)
+
+
+# The JSON view behind a tool output shown as its text is cut here.
+JSON_VIEW_BYTES = 4000
+
+
+def tool_output(message) -> tuple[bytes, str]:
+    """What the call view shows of a message: a tool result that is JSON carrying a text
+    (`rendering.json_text`) as that text, with the JSON (its first JSON_VIEW_BYTES) for the
+    view one click away; anything else as it is, with no JSON view ("")."""
+    found = rendering.json_text(message.content) if message.role == "tool" else None
+    if found is None:
+        return message.content, ""
+    text, value = found
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    cut = pretty if len(pretty) <= JSON_VIEW_BYTES else pretty[:JSON_VIEW_BYTES] + "\n…"
+    return text.encode("utf-8", "surrogatepass"), cut
 
 
 def diff_entry(d: analysis.ContentDiff) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from pygments.lexer import Lexer
 from pygments.lexers import DiffLexer, JsonLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
+from ctxsim.pipeline import jsontext
+
 # A text longer than this is not highlighted (nor parsed as JSON for pretty-printing).
 MAX_HIGHLIGHT = 20_000
 # What one call view highlights at most, in characters; the rest is plain text.
@@ -87,20 +89,43 @@ def pretty_json(text: str) -> str | None:
     return pretty if len(pretty) <= MAX_PRETTY else pretty[:MAX_PRETTY] + "\n…"
 
 
-def codex_output(text: str) -> tuple[str, str] | None:
-    """A Codex `{"output": "...", "metadata": {...}}` result: (the output text, the other
-    keys as indented JSON, or "")."""
-    stripped = text.strip()
-    if not stripped.startswith('{"output"') or len(stripped) > MAX_HIGHLIGHT:
+# A JSON tool output up to this size is shown as the text it carries (past it, as it is).
+MAX_UNWRAP = 4_000_000
+# The keys whose string is a JSON tool output's text: Codex's `function_call_output`
+# (`{"output": …, "metadata": …}`), and the usual names of a tool's text elsewhere.
+TEXT_KEYS = ("output", "content", "text", "stdout")
+
+
+def json_text(data: bytes) -> tuple[str, Any] | None:
+    """The text a JSON tool output carries (a Codex `{"output": "…", "metadata": …}`, an
+    object with a `content` / `text` / `stdout` string, a list of `{"type": "text"}` parts),
+    with its line breaks as line breaks, and the parsed JSON; None when `data` is no such
+    JSON."""
+    stripped = data.strip()
+    if len(stripped) > MAX_UNWRAP or stripped[:1] not in (b"{", b"["):
         return None
     try:
-        value = json.loads(stripped)
+        value = jsontext.loads(stripped)
     except ValueError:
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("output"), str):
+    text = _text_of(value)
+    return None if text is None else (text, value)
+
+
+def _text_of(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for key in TEXT_KEYS:
+            inner = value.get(key)
+            if isinstance(inner, str):
+                return inner
+            if isinstance(inner, list) and (text := _text_of(inner)) is not None:
+                return text
         return None
-    rest = {k: v for k, v in value.items() if k != "output"}
-    return value["output"], json.dumps(rest, indent=2, ensure_ascii=False) if rest else ""
+    if isinstance(value, list) and value and all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in value):
+        return "\n".join(p["text"] for p in value)
+    return None
 
 
 def _arguments(arguments: str) -> Any:

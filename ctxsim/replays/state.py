@@ -10,13 +10,16 @@ parameter of a known kind needs nothing here.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
+from ctxsim.pipeline import jsontext
 from ctxsim.pipeline.eras import Era, session_era
+from ctxsim.pipeline.export_agents import toml_lines
 from ctxsim.pipeline.params import (
     PARAMS,
     ParamError,
@@ -155,7 +158,8 @@ def _typed_encode(name: str, value: Any) -> Pairs:
         return [(f"{name}.type", "none")]
     if value == "all":  # thinking_keep's other form (SPEC-agents §2.5.7)
         return [(f"{name}.type", "all")]
-    return [(f"{name}.type", value["type"]), (f"{name}.value", str(value["value"]))]
+    kind, number = PARAMS[name].pair
+    return [(f"{name}.type", value[kind]), (f"{name}.value", str(value[number]))]
 
 
 def _typed_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[bool, Any]:
@@ -166,7 +170,18 @@ def _typed_decode(name: str, query: Mapping[str, Any], errors: Errors) -> tuple[
         return True, None
     if kind == "all":
         return True, "all"
-    return True, {"type": kind, "value": _int(query.get(f"{name}.value", ""), name, errors)}
+    type_key, value_key = PARAMS[name].pair
+    return True, {type_key: kind, value_key: _int(query.get(f"{name}.value", ""), name, errors)}
+
+
+def _typed_form(spec: ParamSpec):
+    """What the two fields of a typed value show: {"type": …, "value": …}."""
+    def form(value: Any) -> dict[str, Any]:
+        if value is None or value == "all":
+            return {"type": "none" if value is None else "all", "value": None}
+        kind, number = spec.pair
+        return {"type": value[kind], "value": value[number]}
+    return form
 
 
 def _bool_or_list_text(value: Any, sep: str) -> str:
@@ -236,10 +251,70 @@ def _limits(text: str, name: str, errors: Errors) -> dict[str, Any]:
     return pairs
 
 
+def _lines(text: str) -> str:
+    """A textarea's text as typed: browsers send its line breaks as CRLF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _json_text(value: Any) -> str:
+    return "" if not value else json.dumps(value, ensure_ascii=False)
+
+
+def _json_form(value: Any) -> str:
+    """A JSON value as the form shows it: on one line while short, else indented."""
+    text = _json_text(value)
+    return text if len(text) <= 60 else json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _json(text: str, name: str, errors: Errors) -> Any:
+    """A JSON object typed into a textarea; empty is an empty object."""
+    if not text.strip():
+        return {}
+    try:
+        value = jsontext.loads(_lines(text))
+    except json.JSONDecodeError as exc:
+        errors[name] = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        return None
+    if not isinstance(value, dict):
+        errors[name] = "write a JSON object: {\"key\": value, …}"
+        return None
+    return value
+
+
+def _toml_text(value: Any) -> str:
+    return toml_lines(value or {})
+
+
+def _toml(text: str, name: str, errors: Errors) -> Any:
+    """Top-level TOML keys typed into a textarea (`key = value`, one a line)."""
+    try:
+        return tomllib.loads(_lines(text))
+    except tomllib.TOMLDecodeError as exc:
+        errors[name] = f"not valid TOML: {exc}"
+        return None
+
+
+def _multiline(optional: bool):
+    def parse(text: str, name: str, errors: Errors) -> Any:
+        text = _lines(text)
+        return None if optional and not text.strip() else text
+    return parse
+
+
 _PLAIN = Codec(_plain_encode, _text_field(lambda text, name, errors: text))
 CODECS: dict[str, Codec] = {
     "env": Codec(_env_encode, _env_decode),
-    "object": Codec(_typed_encode, _typed_decode),
+    "object": Codec(_typed_encode, _typed_decode),  # its form: `_typed_form`
+    "json": Codec(lambda name, value: [(name, _json_text(value))], _text_field(_json),
+                  _json_form),
+    "toml": Codec(lambda name, value: [(name, _toml_text(value))], _text_field(_toml),
+                  _toml_text),
+    "lines": Codec(lambda name, value: [(name, "\n".join(value))],
+                   _text_field(lambda text, name, errors: [
+                       line for line in _lines(text).split("\n") if line.strip()]),
+                   lambda value: "\n".join(value or ())),
+    "text": Codec(_plain_encode, _text_field(_multiline(optional=False))),
+    "optional-text": Codec(_plain_encode, _text_field(_multiline(optional=True))),
     "bool_or_list": Codec(
         lambda name, value: [(name, _bool_or_list_text(value, ","))],
         _text_field(_bool_or_list), lambda value: _bool_or_list_text(value, ", ")),
@@ -274,6 +349,8 @@ def codec_of(spec: ParamSpec) -> Codec:
 
 def form_value(spec: ParamSpec, value: Any) -> Any:
     """What the thresholds form shows for `value` of this parameter."""
+    if spec.kind == "object":
+        return _typed_form(spec)(value)
     return codec_of(spec).form(value)
 
 

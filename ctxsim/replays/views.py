@@ -282,7 +282,7 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
     # "show all" and "show less" swap the body and, out of band, the link for the other one.
     head = request.GET.get("part") == "head"
     quiet = row.status == "unchanged" or row.carried
-    text, hidden = analysis.display(row.message.content, (
+    text, hidden = analysis.display(page.tool_output(row.message)[0], (
         page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES) if head else None)
     others = request.GET.copy()
     others.pop("part", None)

@@ -38,7 +38,8 @@
           legend: { position: "bottom" },
           tooltip: { callbacks: { label: function (ctx) {
             var p = ctx.raw;
-            return p.label + ": " + p.x + " tokens, $" + p.y.toFixed(4) + ", " + p.lost + " lost";
+            var n = window.ctxsimNumbers;
+            return p.label + ": " + n.num(p.x) + " tokens, " + n.money(p.y) + ", " + n.num(p.lost) + " lost";
           } } }
         },
         onClick: function (evt, elements, chart) {

@@ -64,7 +64,8 @@
                   y: { title: { display: true, text: "information-loss events" } } },
         plugins: { legend: { position: "bottom" }, tooltip: { callbacks: { label: function (ctx) {
           var p = ctx.raw;
-          return p.label + ": $" + p.x.toFixed(4) + ", " + p.y + " lost";
+          var n = window.ctxsimNumbers;
+          return p.label + ": " + n.money(p.x) + ", " + n.num(p.y) + " lost";
         } } } },
         onClick: function (evt, elements, chart) {
           if (!elements.length) return;

@@ -112,12 +112,12 @@
       }
     }
     if (data.window) {
-      datasets.push({ label: data.model + " context window " + data.window,
+      datasets.push({ label: data.model + " context window " + window.ctxsimNumbers.num(data.window) + " tokens",
         data: data.labels.map(function () { return data.window; }), borderColor: COLORS.window,
         borderDash: [2, 3], pointRadius: 0, borderWidth: 1 });
     }
     if (data.limit !== null && data.limit !== undefined) {
-      datasets.push({ label: data.limitLabel + " " + data.limit, data: data.labels.map(function () { return data.limit; }),
+      datasets.push({ label: data.limitLabel + " " + window.ctxsimNumbers.num(data.limit) + " tokens", data: data.labels.map(function () { return data.limit; }),
         borderColor: COLORS.limit, borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 });
     }
     charts.session = new Chart(canvas, { type: "line", data: { labels: data.labels, datasets: datasets },

@@ -4,6 +4,7 @@ the chart with its Pareto front, and applying a point to the session page."""
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -78,8 +79,10 @@ def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
     target = page.evaluate("""() => { const c = Chart.getChart('sweep-chart');
         const el = c.getDatasetMeta(0).data[0]; const r = c.canvas.getBoundingClientRect();
         const p = c.data.datasets[0].data[0];
-        return {x: r.left + el.x, y: r.top + el.y, label: p.label}; }""")
-    wanted = dict(part.split("=") for part in target["label"].split(", "))
+        return {x: r.left + el.x, y: r.top + el.y, label: p.label, apply: p.apply}; }""")
+    # The label names the parameters as the form does; the point's link carries the values.
+    assert target["label"].startswith("Tool context count ")
+    wanted = dict(parse_qsl(urlsplit(target["apply"]).query))
     page.mouse.click(target["x"], target["y"])
     page.wait_for_url(f"**/sessions/{long_session.pk}/?*")
     assert "profile=aivax" in page.url

@@ -72,6 +72,7 @@ def test_toggling_a_stage_keeps_thresholds_and_call_and_the_links_follow_the_sta
         assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in page.locator(link).get_attribute("href")
     limited_peak = peak(page)
 
+    page.locator(".stages-details > summary").click()  # the stages card opens on demand
     with page.expect_navigation():
         page.locator("#stage-microcompact").uncheck()
     expect(page.locator(field)).to_have_value("2500")

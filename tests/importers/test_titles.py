@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 
 from ctxsim import importers
-from ctxsim.importers.titles import TITLE_CHARS, request_line
+from ctxsim.importers.titles import TITLE_CHARS, project_name, request_line
 from tests.shared import SHARED_DIR, requires_shared
 
 
@@ -20,7 +23,12 @@ from tests.shared import SHARED_DIR, requires_shared
          "/orchestrator update CLAUDE.md"),
         ("<command-message>init is analyzing your codebase…</command-message>\n"
          "<command-name>init</command-name>\n<command-args></command-args>\n"
-         "<command-contents>{\"text\": \"Please analyze\"}</command-contents>", None),
+         "<command-contents>{\"text\": \"Please analyze\"}</command-contents>",
+         "Initialise CLAUDE.md"),
+        ("<command-name>/model</command-name><command-args></command-args>", None),
+        ("<command-name>/orchestrator</command-name><command-args></command-args>", None),
+        ("<command-name>/review</command-name><command-args>42</command-args>",
+         "Review a pull request: 42"),
         ("<local-command-stdout></local-command-stdout>", None),
         ("<system-reminder>The TODO list is empty.</system-reminder>\nFix the login bug",
          "Fix the login bug"),
@@ -41,6 +49,33 @@ from tests.shared import SHARED_DIR, requires_shared
 )
 def test_it_titles_a_message_by_its_real_request(text, title):
     assert request_line(text) == title
+
+
+def test_a_task_command_alone_is_titled_by_its_project():
+    init = "<command-name>/init</command-name>\n<command-args></command-args>"
+    assert request_line(init, "shop") == "Initialise CLAUDE.md: shop"
+    assert project_name("/home/dev/shop/") == "shop"
+    assert project_name("C:\\work\\shop") == "shop"
+
+
+def test_a_claude_code_session_opened_with_init_is_titled_by_it():
+    def line(uuid, parent, kind, content):
+        return json.dumps({
+            "parentUuid": parent, "isSidechain": False, "cwd": "/home/dev/shop",
+            "sessionId": "s-1", "type": kind, "uuid": uuid,
+            "timestamp": "2026-02-01T09:00:00.000Z",
+            "message": {"role": kind, "content": content, **(
+                {"id": "m1", "model": "claude-opus-4-5", "usage": {"input_tokens": 3,
+                                                                   "output_tokens": 4}}
+                if kind == "assistant" else {})}})
+    data = "\n".join([
+        line("u1", None, "user", "<command-message>init is analyzing your codebase…"
+             "</command-message>\n<command-name>/init</command-name>\n"
+             "<command-args></command-args>"),
+        line("u2", "u1", "assistant", [{"type": "text", "text": "I'll look around."}]),
+    ]).encode()
+    (session,) = importers.load(io.BytesIO(data)).sessions
+    assert session.title == "Initialise CLAUDE.md: shop"
 
 
 def test_a_long_request_is_shortened_with_an_ellipsis():

@@ -78,3 +78,13 @@ def test_an_unknown_model_takes_the_table_default_row(tmp_path: Path) -> None:
     (entry,) = got["dispatch"]  # type: ignore[index]
     assert entry["policy_source"] == "default"
     assert entry["policy"] == {"mode": "bytes", "limit": 10000}
+
+
+def test_the_codex_profiles_count_with_the_tokenizer_of_openais_models() -> None:
+    """issue 26: gpt-5-codex and the other models Codex runs use o200k_base."""
+    from ctxsim.pipeline.profiles import default_profile_for, resolve
+
+    for fmt in ("codex", "codex-legacy"):
+        assert resolve(default_profile_for(fmt)).values["counter"] == "o200k_base"
+    assert resolve("codex-recorded").values["counter"] == "o200k_base"
+    assert resolve("claude-code").values["counter"] == "cl100k_base"

@@ -284,7 +284,7 @@ def _field_help(html: str, name: str) -> str:
     form = html[html.index('id="settings"'):]
     start = re.search(rf'name="{re.escape(name)}(\.type|\.value)?"', form).start()
     rest = form[start:]
-    help_start = rest.index('<p class="help">')
+    help_start = rest.index('<p class="help"')
     return html_lib.unescape(rest[help_start:rest.index("</p>", help_start)])
 
 

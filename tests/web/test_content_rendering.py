@@ -85,7 +85,7 @@ def test_an_apply_patch_input_is_shown_as_a_highlighted_diff_of_escaped_text(htm
 
 def test_a_codex_output_result_shows_its_output_as_text_and_the_rest_as_json(html):
     result = message(html, 4)
-    assert "Edited src/app.py\nok" in result
+    assert "Edited src/app.py\nok" in re.sub(r"<span[^>]*>|</span>", "", result)
     assert '<details class="raw">' in result
     assert '"exit_code": 0' in html_module.unescape(re.sub(r"<span[^>]*>|</span>", "", result))
 

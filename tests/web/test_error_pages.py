@@ -65,3 +65,44 @@ def test_no_template_comment_spans_lines_and_leaks_into_the_page(personas):
     ]
     assert not open_comments
     assert "Main navigation" not in personas.client("owner").get(reverse("home")).content.decode()
+
+
+# --- answers that come without a page of their own (issue 26) ---------------------------------
+
+
+def test_typing_a_post_only_address_gives_the_405_page_in_the_layout(personas):
+    response = personas.client("owner").get(reverse("logout"))
+    assert response.status_code == 405
+    assert "POST" in response["Allow"]
+    html = response.content.decode()
+    assert LAYOUT in html and "Error 405" in html and "“Log out” button" in html
+    assert response["Content-Type"].startswith("text/html")
+
+
+def test_a_405_to_htmx_or_the_api_keeps_its_own_body(personas):
+    client = personas.client("owner")
+    htmx = client.get(reverse("logout"), headers={"HX-Request": "true"})
+    assert htmx.status_code == 405 and LAYOUT not in htmx.content.decode()
+    api = client.delete("/api/v1/sessions")
+    assert api.status_code == 405
+    assert LAYOUT not in api.content.decode()
+
+
+def test_a_text_400_of_a_view_is_a_page_with_its_message(personas, stored):
+    response = personas.client("owner").get(
+        reverse("session-trace", args=[stored.pk]) + "?profile=chatcli&loop_mode=sideways")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert LAYOUT in html and "Error 400" in html and "loop_mode" in html
+
+
+def test_a_busy_replay_429_is_a_page_with_what_to_do(personas, stored):
+    from ctxsim.replays.limits import replay_slot
+
+    client = personas.client("viewer")
+    with replay_slot(personas.users["viewer"]):  # another replay of theirs is running
+        response = client.get(reverse("session-detail", args=[stored.pk])
+                              + "?profile=none&toolContextCount=7", follow=True)
+    assert response.status_code == 429 and response["Retry-After"]
+    html = response.content.decode()
+    assert LAYOUT in html and "Error 429" in html and "Retry in a few seconds" in html

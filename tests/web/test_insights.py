@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -45,7 +46,7 @@ def test_the_page_shows_hit_rate_and_cost_for_none_chatcli_and_aivax_by_default(
     for profile in ("none", "chatcli", "aivax"):
         block = column(html, profile)
         assert re.search(r'data-hit-rate="\d+\.\d\d"', block)
-        assert re.search(r'class="cost">\$\d+\.\d{4}<', block)
+        assert re.search(r'class="cost">\$[\d,]+\.(\d{2}|\d{4})<', block)
     assert "Cache breaks" in html and "Information lost" in html
     # Append-only history: after the first call every break-free call reads from the cache.
     assert 'class="breaks">0<' in column(html, "none")
@@ -220,3 +221,29 @@ def test_the_session_page_links_to_the_insights_page_with_its_settings(personas,
         reverse("session-detail", args=[long_session.pk]) + "?profile=aivax&call=0"
     ).content.decode()
     assert f'href="{insights_url(long_session)}?profile=aivax' in html
+
+
+def test_a_sweep_whose_values_change_nothing_says_so_with_labels_and_one_chart_point(
+        personas, long_session):
+    """issue 26: 12 identical "front" points under internal names, and no word of why."""
+    response = personas.client("reviewer").post(
+        reverse("sweep-create", args=[long_session.pk]),
+        sweep_form(param1="contextMaximumSize", start1="5000000", stop1="5011000",
+                   step1="1000", param2="", start2="", stop2="", step2=""))
+    assert response.status_code == 302
+    html = personas.client("viewer").get(response["Location"]).content.decode()
+    assert "These values change nothing here" in html
+    assert "every one of the 12 points" in html
+    assert "<td>Context maximum size 5,000,000" in html and "<td>contextMaximumSize" not in html
+    data = json.loads(re.search(r'id="sweep-chart-data" type="application/json">(.*?)</script>',
+                                html, re.S).group(1))
+    (point,) = data["points"]
+    assert point["label"] == ("Context maximum size 5,000,000 and 11 more values with the same "
+                              "result")
+
+
+def test_a_sweep_whose_values_matter_has_no_such_note(personas, long_session):
+    response = personas.client("reviewer").post(reverse("sweep-create", args=[long_session.pk]),
+                                                sweep_form())
+    html = personas.client("viewer").get(response["Location"]).content.decode()
+    assert "These values change nothing here" not in html

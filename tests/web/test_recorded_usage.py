@@ -162,7 +162,7 @@ def test_the_cache_page_shows_recorded_reads_and_writes_beside_the_simulation(pe
     reads = sum(c["recorded"]["cache_read"] for c in calls)
     writes = sum(c["recorded"]["cache_write"] for c in calls)
     row = re.search(r'<tr class="recorded-row">(.*?)</tr>', html, re.S).group(1)
-    assert f">{reads}<" in row and f">{writes}<" in row
+    assert f">{reads:,}<" in row and f">{writes:,}<" in row
     assert "input tokens more than the simulation counts" in html
     assert html.count('<tr data-call="') >= len(calls)
 
@@ -192,7 +192,7 @@ def test_a_trajectory_with_only_session_totals_says_so_and_stays_uncalibrated(pe
     (row,) = save_sessions([session], team=personas.team, user=personas.users["owner"])
     html = page(personas.client("viewer"), row)
     assert "Uncalibrated:" in html
-    assert "Recorded by the provider (whole session only): 122612 input tokens over 12 calls" \
+    assert "Recorded by the provider (whole session only): 122,612 input tokens over 12 calls" \
         in html
 
 

@@ -1,8 +1,12 @@
-"""Numbers as people read them: `num` groups thousands (45,783), `magnitude` drops the sign so
-a template can say "55 tokens added" instead of "−55 tokens saved", `numbers_in` groups the
-numbers of a sentence (stage reports, notes).
+"""Numbers as people read them, the one format of every page (issue 26): `num` groups
+thousands (45,783), `money` signs and groups dollars (−$90.89; $0.0123 below a dollar, where
+cents would round a small session's cost to nothing), `magnitude` drops the sign so a template
+can say "55 tokens added" instead of "−55 tokens saved", `numbers_in` groups the numbers of a
+sentence (stage reports, notes).
 
-`grouped` is the same formatting for HTML built in Python (the call view's rows).
+`grouped` and `dollars` are the same formatting for text built in Python (the call view's rows,
+notes); `static/js/numbers.js` is the same for the charts. Negative numbers take the minus sign
+(U+2212), as typeset text does.
 """
 
 from __future__ import annotations
@@ -15,17 +19,34 @@ from django import template
 register = template.Library()
 
 
+MINUS = "\u2212"
+
+
 def grouped(value: Any) -> str:
-    """An integer with comma thousands separators; anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """A number with comma thousands separators (a fraction to at most two places); anything
+    else as it is."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return "" if value is None else str(value)
-    return f"{value:,}"
+    text = f"{value:,}" if isinstance(value, int) else f"{value:,.2f}".rstrip("0").rstrip(".")
+    return text.replace("-", MINUS, 1)
+
+
+def dollars(value: Any) -> str:
+    """An amount of dollars, signed before the symbol: "$1,234.57", "−$90.89", "$0.0123"."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return "" if value is None else str(value)
+    places = 2 if abs(value) >= 1 or value == 0 else 4
+    text = f"${abs(value):,.{places}f}"
+    return MINUS + text if value < 0 and text.strip("$0.,") else text
 
 
 # A whole number of four digits or more standing on its own: not part of a name, a path, a
-# version or a setting (`X=20000`), which keep their digits as written.
+# version or a setting (`X=20000`), which keep their digits as written. A sentence's full stop
+# after it is no part of it ("below the threshold 167000.").
 MAX_GROUPED_DIGITS = 18
-_NUMBER = re.compile(r"(?<![\w.=/:@+-])(-?)(\d{4,})(?![\w.=/:@+]|-\d)(?!\.\d)")
+_NUMBER = re.compile(r"(?<![\w.=/:@+-])(-?)(\d{4,})(?![\w=/:@+]|-\d|\.\w)")
 
 
 def group_numbers(text: str) -> str:
@@ -44,6 +65,11 @@ def _group_match(match: re.Match[str]) -> str:
 @register.filter
 def num(value: Any) -> str:
     return grouped(value)
+
+
+@register.filter
+def money(value: Any) -> str:
+    return dollars(value)
 
 
 @register.filter
