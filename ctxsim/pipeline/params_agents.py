@@ -21,15 +21,23 @@ ANTHROPIC = "Anthropic"
 ANY_TOOL = "any tool"  # no tool documents it (the placeholder summary's size, §2.5.0.6)
 
 
-def _int_range(lo: int, hi: int) -> Validator:
-    def check(v: Any) -> int:
+class _IntRange:
+    """An integer validator between `lo` and `hi`; `bounds` lets a form render min and max."""
+
+    def __init__(self, lo: int, hi: int):
+        self.bounds = (lo, hi)
+
+    def __call__(self, v: Any) -> int:
+        lo, hi = self.bounds
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError("expected an integer")
         if not lo <= v <= hi:
             raise ValueError(f"must be between {lo} and {hi}")
         return v
 
-    return check
+
+def _int_range(lo: int, hi: int) -> Validator:
+    return _IntRange(lo, hi)
 
 
 def _opt_int_range(lo: int, hi: int) -> Validator:

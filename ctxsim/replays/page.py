@@ -49,6 +49,7 @@ class Field:
     optional: bool = False  # None is a value of its own (an "object" offers "none")
     note: str = ""  # "ctxsim's default; not documented by …" ([X], SPEC-agents §2.5.0.1)
     example: str = ""  # the placeholder of an empty field, in the value's own syntax
+    bounds: tuple[int, int] | None = None  # a number's min and max, where its check has them
 
 
 def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> list[Field]:
@@ -62,7 +63,7 @@ def form_fields(settings: services.ReplaySettings, errors: dict[str, str]) -> li
         field = Field(name, spec.label, spec.kind, value, spec.help, spec.unit, spec.choices,
                       error=errors.get(name, ""), optional=spec.default is None,
                       note=_era_note(settings, name) or settings.profile.default_note(name),
-                      example=spec.example)
+                      example=spec.example, bounds=getattr(spec.validate, "bounds", None))
         if spec.kind == "env":
             typed = rc.values.get("env") or {}
             env = resolve_env(typed)

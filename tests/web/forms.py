@@ -23,6 +23,7 @@ class Control:
     value: str = ""
     options: list[str] = field(default_factory=list)
     checked: bool = True
+    max: str = ""  # a number input's rendered maximum
 
 
 class _FormParser(HTMLParser):
@@ -56,7 +57,7 @@ class _FormParser(HTMLParser):
                 return
             if kind != "hidden":
                 value = value.replace("\r", "").replace("\n", "")
-            self.controls.append(Control(name, "input", kind, value))
+            self.controls.append(Control(name, "input", kind, value, max=a.get("max") or ""))
         elif tag == "select" and name:
             self._select = Control(name, "select", "select")
             self._selected = None
