@@ -69,7 +69,7 @@ def shell_text(raw: str) -> str | None:
     lines = [f"Exit code: {code}", f"Wall time: {_number(duration)} seconds"]
     if output.startswith(TOTAL_LINES):
         total, sep, rest = output[len(TOTAL_LINES):].partition("\n")
-        if sep and total.isdigit():
+        if sep and total.isascii() and total.isdigit():
             lines.append(f"{TOTAL_LINES}{int(total)}")
             output = rest[1:] if rest.startswith("\n") else rest
     return "\n".join([*lines, "Output:", output])
@@ -93,13 +93,10 @@ def as_sent(meta: dict[str, Any], messages: Sequence[Message]) -> tuple[Message,
     names = {c.id: c.name for m in messages for c in m.tool_calls}
     out = []
     for m in messages:
-        text = None
-        if m.role == "tool" and names.get(m.tool_call_id) in SHELL_NAMES:
-            text = shell_text(m.content.decode("utf-8", "surrogatepass"))
-        if text is None:
-            out.append(m)
-            continue
-        out.append(replace(m, content=text.encode("utf-8", "surrogatepass"),
-                           meta={**m.meta, "recorded_output": m.content.decode(
-                               "utf-8", "surrogatepass")}))
+        raw = m.content.decode("utf-8", "surrogatepass")
+        text = (shell_text(raw) if m.role == "tool" and names.get(m.tool_call_id) in SHELL_NAMES
+                else None)
+        out.append(m if text is None else replace(
+            m, content=text.encode("utf-8", "surrogatepass"),
+            meta={**m.meta, "recorded_output": raw}))
     return tuple(out)
