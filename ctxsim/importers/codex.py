@@ -19,6 +19,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session
 from ctxsim.pipeline.usage import codex_recorded
 
+from .codex_shell_text import as_sent
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .recorded import codex_markers, message_dict, with_recorded_compactions
@@ -155,6 +156,7 @@ def parse(source: Source) -> list[Session]:
     meta.update(started=first_timestamp, ended=last_timestamp)
     if window is not None:
         meta["model_context_window"] = window
+    messages = as_sent(meta, messages)
     meta = with_recorded_compactions(meta, messages)
     title = request_line(human_prompt) or ""
     return [Session(

@@ -296,10 +296,11 @@ def test_each_session_under_its_own_profile_sends_what_was_billed(files):
 # Issue 25's targets (level median, level p90, step median, step p90) and, where the shared
 # set does not reach them, the bound this test holds instead (measured 2026-12, README "The
 # token model"): Claude Code's step misses come from context the transcript does not show (a
-# 14,181-token step that added 1,100 counted tokens: a nested CLAUDE.md), Codex's from 0.58
-# shell results sent as text while the rollout records JSON.
-TARGETS = {"claude-code": (0.003, 0.01, 0.04, 0.10), "codex": (0.003, 0.01, 0.015, 0.03)}
-HELD = {"claude-code": (0.003, 0.01, 0.07, 0.50), "codex": (0.003, 0.01, 0.015, 0.06)}
+# 14,181-token step that added 1,100 counted tokens: a nested CLAUDE.md). Codex meets them
+# since its importer counts 0.45+ shell results as the text the model read (was step p90 4.6 %).
+TARGETS_CODEX = (0.003, 0.01, 0.015, 0.03)
+TARGETS = {"claude-code": (0.003, 0.01, 0.04, 0.10), "codex": TARGETS_CODEX}
+HELD = {"claude-code": (0.003, 0.01, 0.07, 0.50), "codex": TARGETS_CODEX}
 # Each agent's model family's encoding: OpenAI's gpt-5 / codex / o-series / gpt-4o models use
 # o200k_base; Claude's tokenizer is not public (cl100k_base, ctxsim's default).
 ENCODING = {"claude-code": "cl100k_base", "codex": "o200k_base"}
