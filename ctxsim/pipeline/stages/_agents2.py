@@ -12,8 +12,10 @@ the recorded usage it reads, version eras, recorded summaries, and the common re
 - Eras (SPEC-agents §2.5.0.11): each stage module declares `ERAS`, a tuple of `Era` (first
   version, parameter values, source). `era_values` picks the row for the session's recorded
   version (or the `<agent>_version` parameter) and applies its values to the parameters left
-  at their table default; an explicit value always wins. A shared era module can read the
-  same tuples (`ERA_TABLES` in `registry.py` lists them).
+  at their table default; an explicit value always wins. `eras.py` reads the same tuples
+  (`ERA_TABLES` in `registry.py` lists them) as rows of its era table, so a replay of a
+  session under the agent's profile resolves the era in `RunConfig.for_session` (defaults ←
+  era ← profile ← explicit); `era_values` then reads the values as resolved.
 - Recorded summaries: an importer marks the agent's own recorded summary message with
   `meta.compaction = {"source": <agent>, "kind": "summary", ...}` (SPEC-agents §2.5.0.5); the
   sources read here are `gemini-cli`, `roo-code`, `cline`, `opencode` and `openhands-v1`.
@@ -21,12 +23,12 @@ the recorded usage it reads, version eras, recorded summaries, and the common re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import marker_positions
+from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
 from ..token_model import compared, unit_of
@@ -169,14 +171,6 @@ class Era:
     source: str
 
 
-def parse_version(text: Any) -> tuple[int, ...] | None:
-    """`0.18.0-nightly.2` → (0, 18, 0); None when no leading number."""
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
-
-
 SESSION_VERSION_KEYS = ("agent_version", "version", "cli_version")
 
 
@@ -212,6 +206,10 @@ def era_values(ctx: Any, eras: Sequence[Era], version_param: str) -> tuple[dict[
     left the parameter at its table default, else the replay's own."""
     era = era_of(eras, session_version(ctx, version_param))
     names = {n for e in eras for n in e.values}
+    if VERSION_PARAMS.get(ctx.params.get("_era_agent", "")) == version_param:
+        # `RunConfig.for_session` resolved this agent's era already (eras.py), with its
+        # precedence: the values are read as they stand.
+        return {n: ctx.params.get(n, PARAMS[n].default) for n in names}, era
     out: dict[str, Any] = {}
     for name in names:
         value = ctx.params.get(name, PARAMS[name].default)

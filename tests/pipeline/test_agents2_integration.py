@@ -1,5 +1,6 @@
-"""The part-2 agents' limits on the anchored token source (SPEC-agents §2.5.0.10), end to end
-from each new format's importer fixture (SPEC-agents §2.5.0.7 for the recorded compactions).
+"""The part-2 agents' limits on the anchored token source (SPEC-agents §2.5.0.10), their eras
+through the one era mechanism (SPEC-agents §2.5.0.11, `eras.py`), end to end from each new
+format's importer fixture (SPEC-agents §2.5.0.7 for the recorded compactions).
 
 Hand-made billed sessions (the provider of `test_token_model`) pin that a limit fires where
 the bill reaches it, not at every later call, and that without usage `anchored` is the counter
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from ctxsim.importers import load
+from ctxsim.pipeline.eras import agent_rows, session_era
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.params import PARAMS
 from ctxsim.pipeline.profiles import default_profile_for
@@ -151,3 +153,50 @@ def test_a_recorded_compaction_shows_in_the_trace_as_the_spec_says(name, tmp_pat
     trace = build_trace(replay(session, profile, {mode: "recorded"}), summary=True)
     assert [(c["stage"], c["call_index"], c["kind"], c["summary_source"])
             for c in trace["compactions"]] == [(stage, at, "recorded", "recorded")]
+
+
+# --- eras through RunConfig.for_session ------------------------------------------------------
+
+
+def test_every_part2_era_row_cites_a_source_and_sets_valid_values():
+    rows = agent_rows()
+    assert {r.agent for r in rows} == {"gemini-cli", "roo-code"}
+    for row in rows:
+        assert row.sources and all(s[:2] == "D " for s in row.sources) and row.behaviour
+        for name, value in row.params.items():
+            assert PARAMS[name].default != value and PARAMS[name].clean(value) == value
+
+
+def test_a_session_replayed_under_its_agents_profile_takes_the_named_release(tmp_path):
+    session = loaded("gemini.jsonl", tmp_path).sessions[0]  # the file records no version
+    current = build_trace(replay(session, "gemini-cli"), summary=True)
+    assert current["effective_config"]["era"] == (
+        "Gemini CLI, version not recorded: current behaviour (no release switch applies).")
+    assert current["effective_config"]["gemini_compression_threshold"] == 0.5
+    old = build_trace(replay(session, "gemini-cli", {"gemini_version": "0.14.2"}), summary=True)
+    assert old["effective_config"]["era"].startswith(
+        "Gemini CLI 0.14.2: that release's behaviour — Gemini CLI 0.13–0.16: compress at 20 %")
+    assert old["effective_config"]["gemini_compression_threshold"] == 0.2
+    assert old["calls"][0]["gemini_compress"]["limit"] == int(0.2 * 1_048_576)
+    # defaults ← era ← profile ← explicit: a value given wins over the release's.
+    mine = build_trace(replay(session, "gemini-cli", {"gemini_version": "0.14.2",
+                                                      "gemini_compression_threshold": 0.9}),
+                       summary=True)
+    assert mine["effective_config"]["gemini_compression_threshold"] == 0.9
+    # ... even a value given that equals the current default: the stage compares what the
+    # page shows, not the release's 20 %.
+    same = replay(session, "gemini-cli", {"gemini_version": "0.14.2",
+                                          "gemini_compression_threshold": 0.5})
+    report = next(s.report for s in next(iter(same.calls())).stages
+                  if s.stage == "gemini_compress")
+    assert report["limit"] == int(0.5 * 1_048_576)
+    # Another agent's profile on the file is a what-if on current behaviour: no era.
+    assert session_era("cline", "gemini-cli-jsonl", {}, {"gemini_version": "0.14.2"}) is None
+
+
+def test_an_old_roo_release_condenses_in_its_own_form(tmp_path):
+    session = loaded("roo-task.zip", tmp_path).sessions[0]
+    trace = build_trace(replay(session, "roo-code", {"roo_version": "3.28.7"}), summary=True)
+    assert trace["effective_config"]["roo_condense_style"] == "keep_last_3"
+    assert "Roo Code ≤ 3.29: first message + summary + last 3 messages" in \
+        trace["effective_config"]["era"]
