@@ -267,7 +267,7 @@ def resolve(
     values: dict[str, Any] = {name: spec.default for name, spec in PARAMS.items()}
     if era is not None:
         values.update(validate_params(dict(era.params)))
-        values["_era_agent"] = era.agent  # the stages read the era from these values
+        values["_era"] = (era.agent, era.version)  # the release these values hold
     values.update(validate_params(dict(prof.params)))
     values.update(cleaned)
     env = resolve_env(values["env"])

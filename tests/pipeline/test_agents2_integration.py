@@ -9,6 +9,7 @@ profile, and their trace checked."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,13 @@ from ctxsim.importers import load
 from ctxsim.pipeline.eras import agent_rows, session_era
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.params import PARAMS
-from ctxsim.pipeline.profiles import default_profile_for
+from ctxsim.pipeline.profiles import default_profile_for, resolve
 from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.stages import gemini_compress
 from ctxsim.pipeline.trace import build_trace
 from ctxsim.pipeline.usage import call_recorded
 from tests.importers import agent_fixtures as af
+from tests.pipeline.helpers import ctx as make_ctx
 from tests.pipeline.test_token_model import _billed, _session
 
 # stage, profile, its token-source parameter, limits the hand-made sessions reach
@@ -200,3 +203,14 @@ def test_an_old_roo_release_condenses_in_its_own_form(tmp_path):
     assert trace["effective_config"]["roo_condense_style"] == "keep_last_3"
     assert "Roo Code ≤ 3.29: first message + summary + last 3 messages" in \
         trace["effective_config"]["era"]
+
+
+def test_a_version_given_beside_an_era_resolved_without_it_still_applies(tmp_path):
+    """The session page resolves the era from the file alone (`replays.state.era_of`): a
+    `gemini_version` from the thresholds form then still picks the release's values."""
+    session = loaded("gemini.jsonl", tmp_path).sessions[0]
+    config = resolve("gemini-cli", {"gemini_version": "0.14.2"},
+                     era=session_era("gemini-cli", session.format, session.meta))
+    c = replace(make_ctx("gemini-cli"), params=config.values)
+    assert gemini_compress.run(list(session.messages), c).report["limit"] == \
+        int(0.2 * 1_048_576)

@@ -204,10 +204,12 @@ def era_of(eras: Sequence[Era], version: str | None) -> Era:
 def era_values(ctx: Any, eras: Sequence[Era], version_param: str) -> tuple[dict[str, Any], Era]:
     """Every parameter of the era tables with its value in force: the era's where the replay
     left the parameter at its table default, else the replay's own."""
-    era = era_of(eras, session_version(ctx, version_param))
+    version = session_version(ctx, version_param)
+    era = era_of(eras, version)
     names = {n for e in eras for n in e.values}
-    if VERSION_PARAMS.get(ctx.params.get("_era_agent", "")) == version_param:
-        # `RunConfig.for_session` resolved this agent's era already (eras.py), with its
+    agent, resolved = ctx.params.get("_era") or (None, None)
+    if VERSION_PARAMS.get(agent or "") == version_param and resolved == version:
+        # `RunConfig.for_session` resolved this release's era already (eras.py), with its
         # precedence: the values are read as they stand.
         return {n: ctx.params.get(n, PARAMS[n].default) for n in names}, era
     out: dict[str, Any] = {}
