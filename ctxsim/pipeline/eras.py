@@ -19,6 +19,17 @@ keeps the first one seen as the session's `meta["version"]`; a Codex rollout's
 before 0.40, `shared/transcript-formats.md` 5b) records none but is older than 0.40. A session
 resumed under a newer release keeps the version of its first line [X: one era per session].
 OpenHands' event files record no version, so no OpenHands row exists yet.
+
+The part-2 agents with version switches (Gemini CLI, Roo Code; SPEC-agents-2) keep their eras
+as data beside their stages (`ERAS` of `stages/_gemini.py` and `stages/roo_condense.py`,
+listed in `registry.ERA_TABLES`, each era the full set of values from its first version on);
+`agent_rows()` turns each era into the rows of this table (its values that differ from the
+defaults, up to the next era), so they take the same path: `session_era` → `resolve` with the
+same precedence, the same note on the page. Neither agent's files record a version [X: Gemini
+CLI session files and Roo Code task folders carry none], so the era is the one their
+`gemini_version` / `roo_version` parameter names (`VERSION_PARAMS`), else the current
+behaviour, said so. The stages still read the same tuples when run on their own
+(`_agents2.era_values`).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
@@ -55,7 +67,10 @@ class EraRow:
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
-AGENT_LABELS = {CLAUDE_CODE: "Claude Code", CODEX: "Codex CLI", "openhands": "OpenHands"}
+GEMINI = "gemini-cli"
+ROO = "roo-code"
+AGENT_LABELS = {CLAUDE_CODE: "Claude Code", CODEX: "Codex CLI", "openhands": "OpenHands",
+                GEMINI: "Gemini CLI", ROO: "Roo Code"}
 CC_CHANGELOG = "D Claude Code CHANGELOG.md (github.com/anthropics/claude-code)"
 
 ERA_TABLE: tuple[EraRow, ...] = (
@@ -122,17 +137,23 @@ ERA_TABLE: tuple[EraRow, ...] = (
 
 # Transcript format → agent (the importers' format names).
 FORMAT_AGENTS = {"claude-code": CLAUDE_CODE, "codex": CODEX, "codex-legacy": CODEX,
-                 "openhands": "openhands", "openhands-eval": "openhands"}
+                 "openhands": "openhands", "openhands-eval": "openhands",
+                 "gemini-cli": GEMINI, "gemini-cli-jsonl": GEMINI, "roo-code": ROO}
 # The built-in profiles an era applies to, by agent (SPEC-agents §2.5.9).
 AGENT_PROFILES = {
     CLAUDE_CODE: ("claude-code", "claude-code-recorded", "claude-code-thinking",
                   "claude-code-context-editing"),
     CODEX: ("codex", "codex-recorded"),
     "openhands": ("openhands", "openhands-app"),
+    GEMINI: ("gemini-cli",),
+    ROO: ("roo-code",),
 }
 PROFILE_AGENTS = {name: agent for agent, names in AGENT_PROFILES.items() for name in names}
 # Where each agent's transcript records its version (session `meta` key).
-VERSION_KEYS = {CLAUDE_CODE: "version", CODEX: "cli_version"}
+VERSION_KEYS = {CLAUDE_CODE: "version", CODEX: "cli_version", GEMINI: "agent_version",
+                ROO: "agent_version"}
+# The parameter that names the release when the transcript does not (it wins over the file's).
+VERSION_PARAMS = {GEMINI: "gemini_version", ROO: "roo_version"}
 # A format that implies a version range when none is recorded.
 IMPLIED_VERSIONS = {"codex-legacy": ("0.39.0", "a pre-0.40 (legacy) rollout")}
 
@@ -185,12 +206,30 @@ class Era:
         return "" if row is None else f"{self.label} ({row.span}): {row.behaviour}"
 
 
+@cache
+def agent_rows() -> tuple[EraRow, ...]:
+    """The part-2 agents' eras (`registry.ERA_TABLES`) as rows: each era's values that differ
+    from the parameters' defaults, from its first version to the next era's."""
+    from .params import PARAMS
+    from .registry import ERA_TABLES
+
+    rows: list[EraRow] = []
+    for agent, eras in ERA_TABLES.items():
+        for k, era in enumerate(eras):
+            params = {n: v for n, v in era.values.items() if v != PARAMS[n].default}
+            if params:
+                rows.append(EraRow(agent, params, era.label, (f"D {era.source}",),
+                                   since=era.since if k else None,
+                                   before=eras[k + 1].since if k + 1 < len(eras) else None))
+    return tuple(rows)
+
+
 def era_for(agent: str, version: str | None, described_as: str = "",
             implied: str | None = None) -> Era:
     """The era of `version` (or of `implied` when none is recorded) for `agent`."""
     parsed = parse_version(version) or parse_version(implied)
-    rows = tuple(r for r in ERA_TABLE if r.agent == agent and parsed is not None
-                 and r.covers(parsed))
+    rows = tuple(r for r in (*ERA_TABLE, *agent_rows()) if r.agent == agent
+                 and parsed is not None and r.covers(parsed))
     params: dict[str, Any] = {}
     for row in rows:
         params.update(row.params)
@@ -198,15 +237,18 @@ def era_for(agent: str, version: str | None, described_as: str = "",
                MappingProxyType(params))
 
 
-def session_era(profile: str, transcript_format: str,
-                meta: Mapping[str, Any] | None) -> Era | None:
+def session_era(profile: str, transcript_format: str, meta: Mapping[str, Any] | None,
+                config: Mapping[str, Any] | None = None) -> Era | None:
     """The era for replaying a session of `transcript_format` under built-in `profile`: None
     when the profile is not that agent's (a Claude Code profile on a Codex rollout runs on
-    current behaviour, as a what-if)."""
+    current behaviour, as a what-if). An explicit `VERSION_PARAMS` value in `config` names
+    the release instead of the file."""
     agent = FORMAT_AGENTS.get(transcript_format)
     if agent is None or PROFILE_AGENTS.get(profile) != agent:
         return None
-    version = (meta or {}).get(VERSION_KEYS.get(agent, ""))
+    given = (config or {}).get(VERSION_PARAMS.get(agent, ""))
+    version = given if isinstance(given, str) and parse_version(given) else \
+        (meta or {}).get(VERSION_KEYS.get(agent, ""))
     version = version if isinstance(version, str) and parse_version(version) else None
     implied, described = IMPLIED_VERSIONS.get(transcript_format, (None, ""))
     return era_for(agent, version, "" if version else described, None if version else implied)

@@ -13,15 +13,18 @@ from __future__ import annotations
 from .params import PARAMS, ParamSpec, _choice, _opt_string, _string, _string_list
 from .params_agents import _boolean, _int_range, _number, _opt_int_range
 
-SOURCE_HELP = ("counter: ctxsim's counter on the prompt about to be sent; usage: the agent's "
+SOURCE_HELP = ("anchored: the provider's tokens (the recorded bill of this call or the latest "
+               "earlier one, plus what the profile changed since; the counter without usage); "
+               "counter: ctxsim's counter on the prompt about to be sent; usage: the agent's "
                "own figure, the latest recorded usage (counter where none is recorded).")
 MODE_HELP = ("predict: compact where the agent would (recorded summaries used where they "
              "exist); recorded: replay the transcript's own compactions only.")
 
 
 def _source(name: str, label: str) -> ParamSpec:
-    return ParamSpec(name, label, "counter", SOURCE_HELP, _choice("counter", "usage"),
-                     kind="choice", choices=("counter", "usage"))
+    return ParamSpec(name, label, "anchored", SOURCE_HELP,
+                     _choice("anchored", "counter", "usage"), kind="choice",
+                     choices=("anchored", "counter", "usage"))
 
 
 def _mode(name: str, label: str) -> ParamSpec:

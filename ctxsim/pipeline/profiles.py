@@ -214,7 +214,8 @@ class RunConfig:
         """These settings for one session: a built-in agent profile replaying its own agent's
         transcript takes the era of the release that wrote it (SPEC-agents §2.5.0.11), under
         the explicit values; anything else is returned as it is."""
-        era = session_era(self.profile, transcript_format, meta) if self.builtin else None
+        era = session_era(self.profile, transcript_format, meta, self.config) \
+            if self.builtin else None
         if era == self.era:
             return self
         profile = PROFILES[self.profile]
@@ -269,6 +270,7 @@ def resolve(
     values: dict[str, Any] = {name: spec.default for name, spec in PARAMS.items()}
     if era is not None:
         values.update(validate_params(dict(era.params)))
+        values["_era"] = (era.agent, era.version)  # the release these values hold
     values.update(validate_params(dict(prof.params)))
     values.update(cleaned)
     env = resolve_env(values["env"])

@@ -13,6 +13,7 @@ import pytest
 
 from ctxsim.cli import main
 from ctxsim.pipeline.profiles import AGENT_DEFAULT_PROFILES
+from tests.importers import agent_fixtures as af
 
 PROFILES = ("gemini-cli", "openhands-v1", "cline", "roo-code", "aider", "opencode",
             "mini-swe-agent", "codex")
@@ -117,3 +118,27 @@ def config(tmp_path: Path, values: dict[str, Any]) -> Path:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(values))
     return path
+
+
+def simulate_file(path: Path, *args: str) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(path), *args], out, err) == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("name", sorted(af.FIXTURES))
+def test_simulate_profile_agent_runs_on_each_agents_file(tmp_path, name) -> None:
+    builder, fmt, *_ = af.FIXTURES[name]
+    path = tmp_path / name
+    path.write_bytes(builder())
+    profile = AGENT_DEFAULT_PROFILES[fmt]
+    trace = simulate_file(path, "--profile", profile, "--summary")
+    assert trace["effective_config"]["profile"] == profile
+    assert trace["calls"]
+    recorded = trace.get("recorded_compactions") or []
+    if fmt in ("gemini-cli-jsonl", "roo-code"):  # SPEC-agents §2.5.0.7: marked and compared
+        stage = {"gemini-cli-jsonl": "gemini_compress", "roo-code": "roo_condense"}[fmt]
+        assert [(c["stage"], c["call_index"], c["kind"]) for c in trace["compactions"]] == [
+            (stage, recorded[0]["call_index"], "recorded_not_predicted")]
+        first = trace["calls"][0][stage]  # both files record usage from the first call
+        assert (first["token_source"], first["token_unit"]) == ("anchored", "provider")

@@ -75,3 +75,19 @@ def test_a_profile_saved_from_the_page_keeps_the_eras_values(personas, tmp_path)
     assert saved.params["cc_persist_threshold_chars"] is None
     # The user's override (truncate, the current default) wins over the era's error.
     assert "cc_mcp_mode" not in saved.params
+
+
+def test_a_gemini_cli_session_names_its_era_the_same_way(personas, tmp_path):
+    """Issue 29: the part-2 agents' eras go through the same path; a Gemini CLI file records
+    no version, so the page says the current behaviour applies."""
+    from tests.importers.agent_fixtures import gemini_jsonl
+
+    path = tmp_path / "gemini.jsonl"
+    path.write_bytes(gemini_jsonl())
+    outcome = import_transcript(path, team=personas.team, user=personas.users["owner"])
+    finish_import(outcome.sessions)
+    row = outcome.sessions[0]
+    html = personas.client("viewer").get(reverse("session-detail", args=[row.pk])).content.decode()
+    note = re.search(r'<p class="help" id="era-note">([^<]+)</p>', html)
+    assert note and note.group(1) == ("Gemini CLI, version not recorded: current behaviour "
+                                      "(no release switch applies).")

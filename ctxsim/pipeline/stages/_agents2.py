@@ -1,16 +1,21 @@
 """What the part-2 agent stages share (SPEC-agents-2): the figure an agent's limit compares,
 the recorded usage it reads, version eras, recorded summaries, and the common report shape.
 
-- `compared_tokens(...)` is the one place a limit's figure is computed, so the `anchored`
-  token source (SPEC-agents §2.5.0.10) plugs in here: `counter` = ctxsim's counter on the
-  prompt about to be sent; `usage` = the agent's own figure from the latest recorded response
-  after the stage's last compaction (its `rule` says which fields the agent adds), falling
-  back to the counter when there is none.
+- `compared_tokens(...)` is the one place a limit's figure is computed (SPEC-agents
+  §2.5.0.10): `anchored` (the default) = `token_model.compared`, the provider's tokens of the
+  view at the step's call (the bill of that call or the latest earlier one, plus what the
+  profile changed since), exactly the counter when the session records no usage; `counter`
+  = ctxsim's counter on the prompt about to be sent; `usage` = the agent's own figure from the
+  latest recorded response after the stage's last compaction (its `rule` says which fields
+  the agent adds), falling back to the counter when there is none. Reports carry the source
+  and its unit (`token_unit`, `token_model.unit_of`) as the part-1 agents' stages do.
 - Eras (SPEC-agents §2.5.0.11): each stage module declares `ERAS`, a tuple of `Era` (first
   version, parameter values, source). `era_values` picks the row for the session's recorded
   version (or the `<agent>_version` parameter) and applies its values to the parameters left
-  at their table default; an explicit value always wins. A shared era module can read the
-  same tuples (`ERA_TABLES` in `registry.py` lists them).
+  at their table default; an explicit value always wins. `eras.py` reads the same tuples
+  (`ERA_TABLES` in `registry.py` lists them) as rows of its era table, so a replay of a
+  session under the agent's profile resolves the era in `RunConfig.for_session` (defaults ←
+  era ← profile ← explicit); `era_values` then reads the values as resolved.
 - Recorded summaries: an importer marks the agent's own recorded summary message with
   `meta.compaction = {"source": <agent>, "kind": "summary", ...}` (SPEC-agents §2.5.0.5); the
   sources read here are `gemini-cli`, `roo-code`, `cline`, `opencode` and `openhands-v1`.
@@ -18,17 +23,18 @@ the recorded usage it reads, version eras, recorded summaries, and the common re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import marker_positions
+from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
+from ..token_model import compared, unit_of
 from ..tokens import extras_tokens, tokens_by_identity
 
-TOKEN_SOURCES = ("counter", "usage")
+TOKEN_SOURCES = ("anchored", "counter", "usage")
 
 
 def recorded_usage(m: Message) -> Mapping[str, Any] | None:
@@ -84,18 +90,29 @@ class Costs:
 
 
 def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: int,
-                    rule: str = "input", counted: int | None = None) -> tuple[int, str]:
+                    rule: str = "input", counted: int | None = None,
+                    call: int | None = None) -> tuple[int, str]:
     """(tokens, the source used) an agent's limit compares for `view`.
 
     `start`: the view index from which recorded usage still describes what is sent (after
     the stage's last compaction); `counted`: the counter's figure for `view` when the caller
-    has it from prefix sums. The one switch of token sources (SPEC-agents §2.5.0.10)."""
+    has it from prefix sums; `call`: the call the view is sent at (`token_model.step_call`
+    of the fold's step; default the call being made), which the anchored source reads the
+    bill of. The one switch of token sources (SPEC-agents §2.5.0.10)."""
     if source == "usage":
         for k in range(len(view) - 1, max(start, 0) - 1, -1):
             rec = recorded_usage(view[k])
             if rec is not None:
                 return usage_figure(rec, rule), "usage"
-    return (costs.prompt(view) if counted is None else counted), "counter"
+    tokens = costs.prompt(view) if counted is None else counted
+    if source == "anchored":
+        return compared(costs.ctx, tokens, len(view), call), "anchored"
+    return tokens, "counter"
+
+
+def token_fields(ctx: Any, used: str) -> dict[str, str]:
+    """A report's `token_source` and `token_unit` for the source a stage compared."""
+    return {"token_source": used, "token_unit": unit_of(ctx, used)}
 
 
 class Sums:
@@ -154,14 +171,6 @@ class Era:
     source: str
 
 
-def parse_version(text: Any) -> tuple[int, ...] | None:
-    """`0.18.0-nightly.2` → (0, 18, 0); None when no leading number."""
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
-
-
 SESSION_VERSION_KEYS = ("agent_version", "version", "cli_version")
 
 
@@ -195,8 +204,14 @@ def era_of(eras: Sequence[Era], version: str | None) -> Era:
 def era_values(ctx: Any, eras: Sequence[Era], version_param: str) -> tuple[dict[str, Any], Era]:
     """Every parameter of the era tables with its value in force: the era's where the replay
     left the parameter at its table default, else the replay's own."""
-    era = era_of(eras, session_version(ctx, version_param))
+    version = session_version(ctx, version_param)
+    era = era_of(eras, version)
     names = {n for e in eras for n in e.values}
+    agent, resolved = ctx.params.get("_era") or (None, None)
+    if VERSION_PARAMS.get(agent or "") == version_param and resolved == version:
+        # `RunConfig.for_session` resolved this release's era already (eras.py), with its
+        # precedence: the values are read as they stand.
+        return {n: ctx.params.get(n, PARAMS[n].default) for n in names}, era
     out: dict[str, Any] = {}
     for name in names:
         value = ctx.params.get(name, PARAMS[name].default)

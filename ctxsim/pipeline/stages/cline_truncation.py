@@ -32,8 +32,17 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import step_call
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind, lead_len
+from ._agents2 import (
+    Costs,
+    Sums,
+    compared_tokens,
+    describe_compaction,
+    event_kind,
+    lead_len,
+    token_fields,
+)
 from ._codex import call_of
 
 NAME = "cline_truncation"
@@ -100,7 +109,7 @@ class _Run:
         session = ctx.session if isinstance(ctx.session, Mapping) else {}
         self.window = context_window(p, session)
         self.limit = max_allowed(self.window)
-        self.source = p.get("cline_token_source", "counter")
+        self.source = p.get("cline_token_source", "anchored")
         self.recorded_mode = p.get("cline_mode", "predict") == "recorded"
         self.lead = lead_len(h)
         self.costs = Costs(ctx)
@@ -175,7 +184,7 @@ class _Run:
         # `usage` reads the transcript's totals as they stand: right for what Cline itself
         # truncated, too high after a what-if truncation (the anchored source corrects it).
         tokens, used = compared_tokens(self.costs, self.source, view, 0, "input_output",
-                                       counted=counted)
+                                       counted=counted, call=step_call(self.ctx, h, n, j))
         count = self.group_count(n)
         groups = self.api_index(count - 1) + 1 if count else 0  # N: the API history's length
         info: dict[str, Any] = {"tokens_before": tokens, "token_source": used, "keep": None,
@@ -259,7 +268,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "compacted": info["compacted"], "trigger": info["trigger"], "keep": info["keep"],
         "deleted_range": info["range"], "api_messages": info["api_messages"],
         "limit": work.limit, "window": work.window, "tokens_before": info["tokens_before"],
-        "tokens_after": after, "token_source": info["token_source"],
+        "tokens_after": after, **token_fields(ctx, info["token_source"]),
         "summary_source": None, "recorded": info["recorded"],
         "truncations_so_far": result.state.count,
     }
@@ -305,4 +314,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
 
 
 def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("cline_token_source", "counter") == "usage"
+    return values.get("cline_token_source", "anchored") == "usage"

@@ -29,6 +29,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
@@ -45,6 +46,7 @@ from ._agents2 import (
     recorded_usage,
     step_markers,
     text,
+    token_fields,
 )
 from ._gemini import (
     ACK,
@@ -125,7 +127,7 @@ class _Run:
         self.session = ctx.session if isinstance(ctx.session, Mapping) else {}
         self.limit = token_limit(p, self.session)
         self.threshold = int(self.values["gemini_compression_threshold"] * self.limit)
-        self.source = p.get("gemini_token_source", "counter")
+        self.source = p.get("gemini_token_source", "anchored")
         self.recorded_mode = p.get("gemini_mode", "predict") == "recorded"
         self.placeholder = p.get("summary_placeholder_tokens", 2000)
         self.lead = lead_len(h)
@@ -204,7 +206,8 @@ class _Run:
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:
         view, valid, counted = self.view(n, s)
-        tokens, used = compared_tokens(self.costs, self.source, view, valid, counted=counted)
+        tokens, used = compared_tokens(self.costs, self.source, view, valid, counted=counted,
+                                       call=step_call(self.ctx, h, n, j))
         fires = tokens >= self.threshold
         start = self.lead if s.next is None else s.next
         # A recorded summary belongs to the call it precedes (r(i), SPEC-agents §2.5.0.4).
@@ -290,7 +293,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "compacted": compacted, "trigger": info["trigger"], "status": info["status"],
         "limit": work.threshold, "token_limit": work.limit,
         "tokens_before": info["tokens_before"], "tokens_after": after,
-        "token_source": info["token_source"], "summary_source": info["summary_source"],
+        **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
         "split": info["split"], "truncated_responses": info["truncated_responses"],
         "recorded": info["recorded"], "predicted": info["predicted"], "era": work.era.label,
         "compressions_so_far": result.state.count,
@@ -324,4 +327,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
 
 
 def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("gemini_token_source", "counter") == "usage"
+    return values.get("gemini_token_source", "anchored") == "usage"

@@ -26,6 +26,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
@@ -39,6 +40,7 @@ from ._agents2 import (
     quiet_compaction,
     recorded_summaries,
     step_markers,
+    token_fields,
 )
 from ._opencode import COMPACTION_PROMPT, SOURCE, is_compaction_prompt, usable
 
@@ -60,7 +62,7 @@ class _Run:
         session = ctx.session if isinstance(ctx.session, Mapping) else {}
         self.limit = usable(p, session)
         self.keep = p.get("opencode_keep_tokens", 15000)
-        self.source = p.get("opencode_token_source", "counter")
+        self.source = p.get("opencode_token_source", "anchored")
         self.recorded_mode = p.get("opencode_mode", "predict") == "recorded"
         self.placeholder = p.get("summary_placeholder_tokens", 2000)
         self.lead = lead_len(h)
@@ -88,7 +90,7 @@ class _Run:
              ) -> tuple[State, list[Message], dict[str, Any]]:
         view, valid, counted = self.view(n, s)
         tokens, used = compared_tokens(self.costs, self.source, view, valid, "input_output",
-                                       counted=counted)
+                                       counted=counted, call=step_call(self.ctx, h, n, j))
         fires = self.limit is not None and tokens >= self.limit
         start = self.lead if s.next is None else s.next
         mine = [i for i in step_markers(self.summaries, self.positions, j, n)
@@ -151,7 +153,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "limit": work.limit,
         "tokens_before": info["tokens_before"], "tokens_after": after,
-        "token_source": info["token_source"], "summary_source": info["summary_source"],
+        **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
         "recorded": info["recorded"], "replayed_user_message": info["replayed_user"],
         "compactions_so_far": result.state.count,
     }
@@ -179,4 +181,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
 
 
 def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("opencode_token_source", "counter") == "usage"
+    return values.get("opencode_token_source", "anchored") == "usage"

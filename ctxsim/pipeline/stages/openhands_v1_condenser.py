@@ -32,8 +32,9 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import step_call
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind
+from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind, token_fields
 
 NAME = "openhands_v1_condenser"
 # The agent LLM's effective_max_input_tokens (LiteLLM model metadata), which caps the view when
@@ -119,7 +120,7 @@ class _Run:
         self.cap = token_cap(p, ctx.session if isinstance(ctx.session, Mapping) else {})
         self.progress = p.get("openhands_v1_minimum_progress", 0.1)
         self.recorded_mode = p.get("openhands_v1_mode", "predict") == "recorded"
-        self.source = p.get("openhands_v1_token_source", "counter")
+        self.source = p.get("openhands_v1_token_source", "anchored")
         self.placeholder = p.get("summary_placeholder_tokens", 2000)
         self.costs = Costs(ctx)
         self.markers = [i for i in marker_positions(h, ctx, "openhands_condensation")
@@ -191,9 +192,10 @@ class _Run:
              ) -> tuple[State, list[Message], dict[str, Any]]:
         events, counted = self.figures(n, s)
         tokens, used = counted, "counter"
-        if self.source == "usage":
+        if self.source != "counter":
             tokens, used = compared_tokens(self.costs, self.source,
-                                           self.messages(self.units(n, s)), 0, counted=counted)
+                                           self.messages(self.units(n, s)), 0, counted=counted,
+                                           call=step_call(self.ctx, h, n, j))
         info: dict[str, Any] = {"events_before": events, "tokens_before": tokens,
                                 "token_source": used, "reason": None, "forgotten": 0,
                                 "summary_source": None, "trigger": None, "recorded": False,
@@ -299,7 +301,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "events_before": info["events_before"], "forgotten_events": info["forgotten"],
         "hard_reset": info["hard_reset"], "limit": work.max_size, "token_cap": work.cap,
         "tokens_before": info["tokens_before"], "tokens_after": after,
-        "token_source": info["token_source"], "summary_source": info["summary_source"],
+        **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
         "recorded": info["recorded"], "condensations_so_far": result.state.count,
     }
     events = late_events(result)

@@ -29,6 +29,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
+from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
@@ -44,6 +45,7 @@ from ._agents2 import (
     quiet_compaction,
     recorded_summaries,
     step_markers,
+    token_fields,
 )
 
 NAME = "roo_condense"
@@ -97,7 +99,7 @@ class _Run:
         self.percent = p.get("roo_condense_percent", 100)
         self.auto = p.get("roo_auto_condense", True)
         self.style = self.values["roo_condense_style"]
-        self.source = p.get("roo_token_source", "counter")
+        self.source = p.get("roo_token_source", "anchored")
         self.recorded_mode = p.get("roo_mode", "predict") == "recorded"
         self.placeholder = p.get("summary_placeholder_tokens", 2000)
         self.lead = lead_len(h)
@@ -142,10 +144,16 @@ class _Run:
              ) -> tuple[State, list[Message], dict[str, Any]]:
         view, valid, counted = self.view(n, s)
         conv = view[self.lead:]
-        last = self.costs.cost(view[-1]) if conv else 0
-        context, used = compared_tokens(self.costs, self.source, view[:-1] if conv else view,
-                                        valid, "input_output", counted=counted - last)
-        prev = context + last
+        call = step_call(self.ctx, h, n, j)
+        if self.source == "anchored":  # the provider's tokens of the whole view
+            prev, used = compared_tokens(self.costs, self.source, view, valid,
+                                         counted=counted, call=call)
+        else:  # Roo's own: the previous request's prompt + output, and the new message
+            last = self.costs.cost(view[-1]) if conv else 0
+            context, used = compared_tokens(self.costs, self.source,
+                                            view[:-1] if conv else view, valid,
+                                            "input_output", counted=counted - last)
+            prev = context + last
         percent = 100 * prev / self.window
         over = prev > self.allowed
         fires = self.auto and (percent >= self.percent or over)
@@ -237,7 +245,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "compacted": info["compacted"], "trigger": info["trigger"], "action": info["action"],
         "limit": work.allowed, "window": work.window, "percent": info["percent"],
         "threshold_percent": work.percent, "tokens_before": info["tokens_before"],
-        "tokens_after": after, "token_source": info["token_source"],
+        "tokens_after": after, **token_fields(ctx, info["token_source"]),
         "summary_source": info["summary_source"], "recorded": info["recorded"],
         "era": work.era.label, "condensations_so_far": result.state.count,
     }
@@ -271,4 +279,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
 
 
 def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("roo_token_source", "counter") == "usage"
+    return values.get("roo_token_source", "anchored") == "usage"
