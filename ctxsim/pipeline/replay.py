@@ -228,6 +228,11 @@ class Replay:
         replays accounts for)."""
         return self._costs._costs
 
+    def cost(self, m: Message) -> int:
+        """A message's tokens as this replay measures them (by identity: a message it already
+        measured is looked up, never counted again)."""
+        return self._costs.cost(m)
+
     @property
     def spilled_files(self) -> list[SpillRecord]:
         return self.spills.records

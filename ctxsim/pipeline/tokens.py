@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -107,12 +108,17 @@ class TiktokenCounter:
     """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur.
 
     The cache is shared by every replay of the process (a web worker replays many sessions),
-    so it is bounded: past `MAX_CACHED_BYTES` of cached contents it starts over. Counts known
+    so it is bounded: past `MAX_CACHED_BYTES` (contents, plus `ENTRY_BYTES` per digest and
+    piece kept) it forgets the least recently used contents, digests and pieces until a
+    quarter of it is free — never everything at once (issue 31: a 16,000-call session's 449 MB
+    of contents wiped the whole cache, and the next call view tokenized 82,019 contents again).
+    A count looked up is used again, so `count` and `cached` move it to the recent end. Counts known
     from elsewhere (the database keeps them per stored content) can be handed in with `prime`,
     and what one replay had to tokenize is collected with `recording`.
     """
 
     MAX_CACHED_BYTES = 512 * 1024 * 1024
+    ENTRY_BYTES = 64  # what a digest or piece entry is taken to cost (a 32-byte key, a slot)
     # The tokenizer holds ~55× the text it is given: a 50 MB tool result took 3.3 GB. Long
     # contents are counted in pieces of about this size (`exact_chunks`: the sum is exact).
     CHUNK_BYTES = 1024 * 1024
@@ -144,19 +150,21 @@ class TiktokenCounter:
     def count(self, content: bytes) -> int:
         if not content:
             return 0
-        cached = self._cache.get(content)
-        if cached is None:
-            if not self._needs_digest(len(content)):
-                cached = self._tokenize(content)
-                self._remember(content, cached)
-                self._undigested[len(content)] = content
-                return cached
-            digest = self._digest(content)
-            cached = self._by_digest.get(digest)
-            if cached is None:
-                cached = self._tokenize(content)
-                self._learn_digest(digest, cached, len(content))
+        cached = self._cache.pop(content, None)
+        if cached is not None:
+            self._cache[content] = cached  # the recent end: evicted last
+            return cached
+        if not self._needs_digest(len(content)):
+            cached = self._tokenize(content)
             self._remember(content, cached)
+            self._undigested[len(content)] = content
+            return cached
+        digest = self._digest(content)
+        cached = self._by_digest.get(digest)
+        if cached is None:
+            cached = self._tokenize(content)
+            self._learn_digest(digest, cached, len(content))
+        self._remember(content, cached)
         return cached
 
     def _needs_digest(self, length: int) -> bool:
@@ -185,10 +193,7 @@ class TiktokenCounter:
             fresh[digest] = tokens
 
     def _tokenize(self, content: bytes) -> int:
-        before = len(self._pieces)
-        total = tokenize(self._encoding, content, self._pieces, self.CHUNK_BYTES)
-        self._cached_bytes += 64 * (len(self._pieces) - before)
-        return total
+        return tokenize(self._encoding, content, self._pieces, self.CHUNK_BYTES)
 
     def count_many(self, contents: Iterable[bytes]) -> None:
         """Count every content not known yet, now: a cold session's distinct contents are
@@ -222,7 +227,6 @@ class TiktokenCounter:
             for piece_digest, piece_tokens in pieces:
                 if piece_digest not in self._pieces:
                     self._pieces[piece_digest] = piece_tokens
-                    self._cached_bytes += 64
             if digested is not None:
                 self._learn_digest(key, tokens, len(content))
             self._remember(content, tokens)
@@ -253,8 +257,9 @@ class TiktokenCounter:
         """The count if it is already known, without tokenizing."""
         if not content:
             return 0
-        known = self._cache.get(content)
+        known = self._cache.pop(content, None)
         if known is not None:
+            self._cache[content] = known
             return known
         self._needs_digest(len(content))  # one waiting with this length has its digest now
         return self._by_digest.get(self._digest(content))
@@ -274,16 +279,40 @@ class TiktokenCounter:
                 self._remember(content, tokens)
 
     def _remember(self, content: bytes, tokens: int) -> None:
-        if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
-            self._cache.clear()
-            self._by_digest.clear()
-            self._pieces.clear()
-            self._undigested.clear()
-            self._digested_lengths.clear()
-            self._primed_digests = False
-            self._cached_bytes = 0
+        if self.cached_bytes + len(content) > self.MAX_CACHED_BYTES:
+            self._evict(len(content))
         self._cache[content] = tokens
         self._cached_bytes += len(content)
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the cache holds, as the bound counts it."""
+        return (self._cached_bytes
+                + self.ENTRY_BYTES * (len(self._pieces) + len(self._by_digest)))
+
+    def _evict(self, incoming: int) -> None:
+        """Forget the least recently used entries until a quarter of the budget is free (and
+        `incoming` fits): contents from the old end of `_cache`, and the older half of the
+        digests or pieces while they hold more than an eighth of it each. Each dict is rebuilt
+        from its kept (newer) end in one pass, so evicting costs O(1) per entry ever added."""
+        budget = self.MAX_CACHED_BYTES
+        for name in ("_by_digest", "_pieces"):
+            table: dict[bytes, int] = getattr(self, name)
+            if self.ENTRY_BYTES * len(table) > budget // 8:
+                setattr(self, name, dict(islice(table.items(), len(table) // 2, None)))
+        target = max(0, budget * 3 // 4 - incoming
+                     - self.ENTRY_BYTES * (len(self._pieces) + len(self._by_digest)))
+        if self._cached_bytes > target:
+            excess, cut = self._cached_bytes - target, 0
+            for content in self._cache:
+                if excess <= 0:
+                    break
+                excess -= len(content)
+                cut += 1
+            self._cache = dict(islice(self._cache.items(), cut, None))
+            self._cached_bytes = sum(map(len, self._cache))
+            # A content waiting for a digest is held here too: let evicted ones go.
+            self._undigested = {n: c for n, c in self._undigested.items() if c in self._cache}
 
 
 class Bytes4Counter:
