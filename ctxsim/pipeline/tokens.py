@@ -112,7 +112,9 @@ class TiktokenCounter:
     piece kept) it forgets the least recently used contents, digests and pieces until a
     quarter of it is free — never everything at once (issue 31: a 16,000-call session's 449 MB
     of contents wiped the whole cache, and the next call view tokenized 82,019 contents again).
-    A count looked up is used again, so `count` and `cached` move it to the recent end. Counts known
+    Recency is a second chance (CLOCK): a count looked up is marked used (stored negated, in
+    place, so the cache keeps the key object it first got and never a caller's equal copy), and
+    eviction moves marked entries to the recent end unmarked instead of dropping them. Counts known
     from elsewhere (the database keeps them per stored content) can be handed in with `prime`,
     and what one replay had to tokenize is collected with `recording`.
     """
@@ -150,10 +152,12 @@ class TiktokenCounter:
     def count(self, content: bytes) -> int:
         if not content:
             return 0
-        cached = self._cache.pop(content, None)
+        cached = self._cache.get(content)
         if cached is not None:
-            self._cache[content] = cached  # the recent end: evicted last
-            return cached
+            if cached > 0:
+                self._cache[content] = -cached  # used: a second chance at eviction
+                return cached
+            return -cached
         if not self._needs_digest(len(content)):
             cached = self._tokenize(content)
             self._remember(content, cached)
@@ -175,7 +179,7 @@ class TiktokenCounter:
         if waiting is not None:
             known = self._cache.get(waiting)
             if known is not None:  # not recorded: it was tokenized before any recording block
-                self._by_digest[self._digest(waiting)] = known
+                self._by_digest[self._digest(waiting)] = abs(known)
                 self._digested_lengths.add(length)
         return (self._primed_digests or length in self._digested_lengths
                 or getattr(self._recording, "counts", None) is not None)
@@ -257,10 +261,11 @@ class TiktokenCounter:
         """The count if it is already known, without tokenizing."""
         if not content:
             return 0
-        known = self._cache.pop(content, None)
+        known = self._cache.get(content)
         if known is not None:
-            self._cache[content] = known
-            return known
+            if known > 0:
+                self._cache[content] = -known
+            return abs(known)
         self._needs_digest(len(content))  # one waiting with this length has its digest now
         return self._by_digest.get(self._digest(content))
 
@@ -292,9 +297,10 @@ class TiktokenCounter:
 
     def _evict(self, incoming: int) -> None:
         """Forget the least recently used entries until a quarter of the budget is free (and
-        `incoming` fits): contents from the old end of `_cache`, and the older half of the
-        digests or pieces while they hold more than an eighth of it each. Each dict is rebuilt
-        from its kept (newer) end in one pass, so evicting costs O(1) per entry ever added."""
+        `incoming` fits): contents from the old end of `_cache` (one used since the last
+        eviction goes to the recent end instead, unmarked), and the older half of the digests
+        or pieces while they hold more than an eighth of it each. Each dict is rebuilt in one
+        pass, so evicting costs O(1) per entry ever added."""
         budget = self.MAX_CACHED_BYTES
         for name in ("_by_digest", "_pieces"):
             table: dict[bytes, int] = getattr(self, name)
@@ -302,17 +308,32 @@ class TiktokenCounter:
                 setattr(self, name, dict(islice(table.items(), len(table) // 2, None)))
         target = max(0, budget * 3 // 4 - incoming
                      - self.ENTRY_BYTES * (len(self._pieces) + len(self._by_digest)))
-        if self._cached_bytes > target:
-            excess, cut = self._cached_bytes - target, 0
-            for content in self._cache:
-                if excess <= 0:
-                    break
+        excess = self._cached_bytes - target
+        if excess <= 0:
+            return
+        items = iter(self._cache.items())
+        head: list[tuple[bytes, int]] = []
+        again: list[tuple[bytes, int]] = []  # used since the last eviction: kept, unmarked
+        for content, tokens in items:
+            if excess <= 0:
+                head.append((content, tokens))
+                break
+            if tokens < 0:
+                again.append((content, -tokens))
+            else:
                 excess -= len(content)
+        if excess > 0:  # everything was used since: the oldest of those go after all
+            cut = 0
+            while excess > 0 and cut < len(again):
+                excess -= len(again[cut][0])
                 cut += 1
-            self._cache = dict(islice(self._cache.items(), cut, None))
-            self._cached_bytes = sum(map(len, self._cache))
-            # A content waiting for a digest is held here too: let evicted ones go.
-            self._undigested = {n: c for n, c in self._undigested.items() if c in self._cache}
+            again = again[cut:]
+        self._cache = dict(head)
+        self._cache.update(items)
+        self._cache.update(again)
+        self._cached_bytes = sum(map(len, self._cache))
+        # A content waiting for a digest is held here too: let evicted ones go.
+        self._undigested = {n: c for n, c in self._undigested.items() if c in self._cache}
 
 
 class Bytes4Counter:
