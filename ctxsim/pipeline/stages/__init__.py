@@ -76,6 +76,12 @@ class StageContext:
 
 
 
+def handed_on(history: Sequence[Message]) -> Sequence[Message]:
+    """A stage's input as its unchanged output: the very object (the replay then measures
+    nothing again), or a tuple of a plain list a caller handed in."""
+    return tuple(history) if isinstance(history, list) else history
+
+
 def view_result(history: Sequence[Message], out: Sequence[Message],
                 report: dict[str, Any]) -> StageResult:
     """A stage's result when it builds a new view: `history` itself, with no changed
@@ -163,4 +169,4 @@ class ReplayFacts:
 
 
 __all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
-           "changed_positions", "changed_since", "from_units", "lit", "to_units"]
+           "changed_positions", "changed_since", "from_units", "handed_on", "lit", "to_units"]
