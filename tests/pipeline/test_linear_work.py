@@ -165,3 +165,18 @@ def test_aivax_measures_each_message_and_makes_each_placeholder_once(sessions, m
         assert big / s <= LINEAR, (small, large)
     results = sum(1 for m in sessions[SIZES[1]] if m.role == "tool")
     assert large[1] <= results
+
+
+@pytest.mark.parametrize("config", [
+    {}, {"toolContextCount": 1, "contextMaximumSize": 5000},
+    {"contextOverflowAction": "TruncateHard", "contextMaximumSize": 3000},
+    {"contextOverflowAction": "Throw", "contextMaximumSize": 8000}])
+@pytest.mark.parametrize("profile", ["aivax", "chatcli-aivax"])
+def test_the_gateway_memos_never_change_a_result(profile, config):
+    from ctxsim.pipeline.trace import build_trace
+
+    session = generate_session(120, seed=9, oversize_every=5)
+    fast = replay(session.messages, profile, {"counter": "bytes4", **config})
+    slow = replay(session.messages, profile, {"counter": "bytes4", **config})
+    slow.memos = None
+    assert build_trace(fast) == build_trace(slow)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..messages import Message
 from ..tokens import extras_tokens, tokens_by_identity
-from . import ReplayFacts, StageContext, StageResult, changed_since, handed_on
+from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
 from ._ownership import result_owners
 
 OVERFLOW = "context_overflow"
@@ -118,7 +118,7 @@ class _Seen:
             return tokens_by_identity(measured, m, ctx.counter)
 
         seen: _Seen | None = memo.get("seen") if memo is not None else None
-        if seen is None or not seen._update(history, ctx, cost):
+        if seen is None or not seen._update(history, cost):
             seen = cls()
             seen._extend(history, 0, cost)
         seen._input = history
@@ -144,17 +144,11 @@ class _Seen:
             elif m.role == "user":
                 self.last_user = i
 
-    def _update(self, history: Sequence[Message], ctx: StageContext,
-                cost: Callable[[Message], int]) -> bool:
+    def _update(self, history: Sequence[Message], cost: Callable[[Message], int]) -> bool:
         seen = self._input
         if len(history) < len(seen):
             return False
-        # By identity (equal messages may cost differently: `meta` is not compared): the
-        # replay's Delta when it has one, else every position.
-        if ctx.delta is not None:
-            changed = changed_since(seen, history, ctx)
-        else:
-            changed = [i for i in range(len(seen)) if seen[i] is not history[i]]
+        changed = other_objects(seen, history)  # by identity: equal messages may cost apart
         for i in changed:
             old, new = seen[i], history[i]
             if (old.role != new.role or old.tool_calls != new.tool_calls

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult, changed_positions, handed_on
+from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
@@ -15,51 +15,57 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     Invariant: no message is added, removed or moved; `kept + replaced` = all tool messages.
 
     A gateway stage's work is redone at every call (nothing it makes persists), so its memo
-    keeps what it made: the tool positions of the input it saw last (updated where the input
-    changed, found by `changed_positions`' block compares) and one placeholder object per
-    replaced message, handed out again at every call, so the replay measures each once by
-    identity (issue 31: a new placeholder per older result per call was most of `aivax`'s
-    quadratic replay).
+    keeps what it made: its previous output, updated where the input holds other objects
+    (`other_objects`, in C), for the appended messages and for the results that became older;
+    the tool positions; and one placeholder object per replaced message, handed out again at
+    every call, so the replay measures each once by identity (issue 31: a new placeholder per
+    older result per call was most of `aivax`'s quadratic replay).
     """
     count = ctx.params.get("toolContextCount") or 0
     placeholder = ctx.params.get("toolContextPlaceholder", "").encode("utf-8", "surrogatepass")
-    tools = _tool_positions(history, ctx.memo)
-    older = tools[: max(len(tools) - count, 0)] if count > 0 else []
-    report = {"kept": len(tools) - len(older), "replaced": len(older)}
-    if not older:
-        return StageResult(handed_on(history), report, ())
-    made: dict[int, tuple[Message, Message]] = (
-        ctx.memo.setdefault("placeholders", {}) if ctx.memo is not None else {})
-    out = list(history)  # indexed below: a list reads fastest whatever sequence `history` is
-    for i in older:
-        src = out[i]
+    memo = ctx.memo if ctx.memo is not None else {}
+    made: dict[int, tuple[Message, Message]] = memo.setdefault("placeholders", {})
+
+    def replaced(src: Message) -> Message:
         hit = made.get(id(src))
         if hit is None or hit[0] is not src or hit[1].content != placeholder:
             hit = made[id(src)] = (src, src.with_content(placeholder))
-        out[i] = hit[1]
-    return StageResult(tuple(out), report, tuple(older))
+        return hit[1]
 
-
-def _tool_positions(history: Sequence[Message], memo: dict[str, Any] | None) -> list[int]:
-    """Positions of the tool messages of `history`, from the previous input's where the memo
-    has it (a role can only change where the input holds another message)."""
-    if memo is None:
-        return [i for i, m in enumerate(history) if m.role == "tool"]
-    seen: Sequence[Message] | None = memo.get("input")
+    seen: Sequence[Message] = memo.get("input", ())
+    last: tuple[Message, ...] | None = memo.get("output")
     tools: list[int] | None = memo.get("tools")
-    if seen is not None and tools is not None and len(history) >= len(seen):
-        changed = changed_positions(seen, history)
-        if all(history[i].role == seen[i].role for i in changed):
-            tools = tools + [i for i in range(len(seen), len(history))
-                             if history[i].role == "tool"]
-        else:
-            tools = None
-    else:
-        tools = None
-    if tools is None:
+    changed = other_objects(seen, history) if len(history) >= len(seen) else None
+    was = 0
+    if (changed is not None and tools is not None and last is not None
+            and all(history[i].role == seen[i].role for i in changed)):
+        # From the previous output: what changed in the input, and what was appended.
+        start = len(seen)
+        tools = tools + [i for i in range(start, len(history)) if history[i].role == "tool"]
+        was = memo.get("older", 0)
+        out = [*last, *history[start:]]
+        for i in changed:
+            out[i] = history[i]
+    else:  # the first call, or an input the memo cannot follow: from scratch
         tools = [i for i, m in enumerate(history) if m.role == "tool"]
-    memo["input"], memo["tools"] = history, tools
-    return tools
+        out, changed = list(history), []
+    older = max(len(tools) - count, 0) if count > 0 else 0
+    if older < was:  # fewer older results than before: from scratch
+        out, changed, was = list(history), [], 0
+    for k in range(was, older):  # newly older results get their placeholder
+        out[tools[k]] = replaced(history[tools[k]])
+    if changed:  # and older ones whose message changed
+        older_positions = set(tools[:older])
+        for i in changed:
+            if i in older_positions:
+                out[i] = replaced(history[i])
+    memo.update(input=history, tools=tools, older=older)
+    report = {"kept": len(tools) - older, "replaced": older}
+    if not older:
+        memo["output"] = tuple(history)
+        return StageResult(handed_on(history), report, ())
+    result = memo["output"] = tuple(out)
+    return StageResult(result, report, tuple(tools[:older]))
 
 
 # --- what a report means ----------------------------------------------------------------------
