@@ -200,6 +200,7 @@ def section_bytes(row, user) -> int:
 def worker_memory(folder: str, env: dict, row) -> dict:
     from ctxsim.overview import background
     from ctxsim.overview.models import BackgroundReplay, Status
+    from ctxsim.replays.cache import REPLAYS
     from ctxsim.replays.models import ReplayRun
     from ctxsim.replays.services import default_settings
 
@@ -217,6 +218,7 @@ def worker_memory(folder: str, env: dict, row) -> dict:
             raise RuntimeError(f"the worker exited with {worker.returncode} (see {log.name})")
         idle = status_kib(worker.pid, "VmRSS") * 1024
         ReplayRun.objects.filter(session=row).delete()
+        REPLAYS.clear()  # this process's copy of the summary too
         queued = background.pending_for(row, default_settings(row))
         if queued is None:
             raise SystemExit("the replay was not handed to the worker")
