@@ -107,10 +107,14 @@ def prepared(folder: str, sizes: list[int], seed: int, extra: dict) -> tuple[dic
 
 
 def fresh_process():
-    """Within the block, this process keeps nothing from before (see the module docstring)."""
+    """Within the block, this process keeps nothing from before (see the module docstring),
+    and Django's cache, which processes share (rendered call views), starts empty."""
+    from django.core.cache import cache
+
     from ctxsim.replays.cache import REPLAYS
 
     REPLAYS.clear()
+    cache.clear()
     return REPLAYS.another_process()
 
 
