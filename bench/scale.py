@@ -7,8 +7,8 @@ import does: the summary and the token counts are stored). Building it takes lon
 call session holds ~450 MB), so it is built once and cached in `bench-output/` (named after the
 sizes, the seed and the sources of the generator, the store and the migrations); each run
 copies it into its own folder. "A fresh process" below is this process after `REPLAYS.clear()`
-with fresh token counters (`isolated_counters`): another web or worker process, which finds only
-the database.
+with fresh token counters (`isolated_counters`) and Django's cache cleared: another web or
+worker process, which finds only the database.
 
 - `pages`: per size and repetition, in a fresh process, Django's test client opens the session
   page (where a visitor lands: the call that sent the most; the stored summary is read, the
