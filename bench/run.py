@@ -24,6 +24,15 @@ say exactly what is timed):
 - `import-worker-memory`: a real `db_worker` importing the ~100 MB Claude Code file, its peak
   RSS above its idle RSS against the file size: <= 2.
 
+Issue 31's (`bench/scale.py` says what each times):
+- `page-open-scale`: the 16,000-call session page opened from its stored replay by a fresh
+  process, against the 2,000-call one: <= 9; `step-scale`: one call step (`j`) of each: <= 2.
+- `replay-scale`: the background replay of the 16,000-call session against 4 x the
+  4,000-call one: <= 1.15.
+- `poll-bytes`: the bytes of a pending insights poll, in KB: <= 2.
+- `worker-memory-16k`: a real `db_worker` replaying the 16,000-call session, its peak RSS above
+  its idle RSS against the session's stored size: <= 4.
+
     python -m bench.run [--quick]      # --quick: smaller inputs, for trying the harness
     python -m bench.run --only replay-physical --only memo
 """
@@ -41,7 +50,8 @@ from bench.common import ROOT, child, median, output_dir
 IMPORT_CALLS = 3050  # a ~100 MB Claude Code JSONL file
 TARGETS = ["replay", "replay-physical", "memo", "linearity", "linearity-warm", "retune",
            "retune-first", "import", "import-worker-memory", "pages", "overview", "insights",
-           "insights-linearity", "token-model"]
+           "insights-linearity", "token-model", "page-open-scale", "step-scale", "replay-scale",
+           "poll-bytes", "worker-memory-16k"]
 PAGE_LIMIT_BYTES = 1_000_000  # the session page of the 2,000-call session (SPEC §9)
 IMPORT_SEED = 0
 
@@ -134,6 +144,53 @@ def insights(only: set[str], scale: int, reps: int) -> list[bool]:
              f"(warm replays {small['replay']:.2f}s), measured side by side; the replays alone "
              f"{large['replay'] / small['replay']:.2f}x, the analysis beyond them "
              f"{beyond:.2f}x (for information)")
+    return results
+
+
+LONG = 16_000  # issue 31's long session
+
+
+def scale_targets(only: set[str], scale: int, reps: int) -> list[bool]:
+    """Issue 31: what a request or the worker does for a 16,000-call session against the same
+    for a shorter one, measured in the same run (`bench/scale.py`)."""
+    results = []
+    if only & {"page-open-scale", "step-scale"}:
+        small, large = child("bench.scale", "pages", f"{2000 // scale},{LONG // scale}",
+                             "--reps", str(reps))["sizes"]
+        if "page-open-scale" in only:
+            results.append(line("page-open-scale", large["open"] / small["open"], 9))
+            info(f"session page opened from the stored replay by a fresh process: "
+                 f"{large['calls']} calls ({large['bytes'] / 1e6:.0f} MB) {large['open']:.2f}s "
+                 f"(runs {runs(large, 'open_times')}); baseline {small['calls']} calls "
+                 f"{small['open']:.2f}s (runs {runs(small, 'open_times')})")
+        if "step-scale" in only:
+            results.append(line("step-scale", large["step"] / small["step"], 2))
+            info(f"one call step (j) from the middle call: {large['calls']} calls "
+                 f"{large['step']:.3f}s (runs {runs(large, 'step_times')}); baseline "
+                 f"{small['calls']} calls {small['step']:.3f}s (runs {runs(small, 'step_times')})")
+    if "replay-scale" in only:
+        small, large = child("bench.scale", "replay", f"{4000 // scale},{LONG // scale}",
+                             "--reps", str(reps))["sizes"]
+        ratio = large["replay"] / (large["calls"] / small["calls"] * small["replay"])
+        results.append(line("replay-scale", ratio, 1.15))
+        info(f"background replay (default profile, stored counts, a fresh process): "
+             f"{large['calls']} calls {large['replay']:.2f}s (runs {runs(large)}); baseline "
+             f"{large['calls'] // small['calls']} x the {small['calls']}-call one "
+             f"{small['replay']:.2f}s (runs {runs(small)})")
+    if "poll-bytes" in only:
+        polled = child("bench.scale", "poll", str(2000 // scale))
+        results.append(line("poll-bytes", polled["poll_bytes"] / 1024, 2))
+        info(f"a pending insights poll of the {polled['calls']}-call session "
+             f"({polled['jobs']} columns queued): {polled['poll_bytes']:,} bytes; the section "
+             f"once every column is stored: {polled['section_bytes']:,} bytes")
+    if "worker-memory-16k" in only:
+        worker = child("bench.scale", "worker-memory", str(LONG // scale))
+        above = worker["peak"] - worker["idle"]
+        results.append(line("worker-memory-16k", above / worker["bytes"], 4))
+        info(f"db_worker replaying the {worker['calls']}-call session "
+             f"({worker['bytes'] / 1e6:.0f} MB stored, {worker['seconds']:.1f}s): peak RSS "
+             f"{worker['peak'] / 1e6:.0f} MB, idle {worker['idle'] / 1e6:.0f} MB, after the "
+             f"task {worker['after'] / 1e6:.0f} MB")
     return results
 
 
@@ -281,6 +338,8 @@ def main() -> int:
 
     if only & {"insights", "insights-linearity"}:
         results += insights(only, scale, reps)
+
+    results += scale_targets(only, scale, reps)
 
     info(f"bench finished in {time.perf_counter() - started:.0f}s")
     return 0 if all(results) else 1

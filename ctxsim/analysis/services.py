@@ -24,7 +24,7 @@ from django.utils import timezone
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
-from ctxsim.analysis.models import InsightsJob, Sweep
+from ctxsim.analysis.models import InsightsJob, InsightsResult, Sweep
 from ctxsim.analysis.results import insights_for, rule_key, stored_insights
 from ctxsim.analysis.tasks import compute_insights, run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
@@ -103,6 +103,13 @@ class InsightsView:
         """Whether the page should poll: a job is queued or running."""
         return any(job.status != InsightsJob.Status.FAILED for _, job in self.pending)
 
+    @property
+    def progress(self) -> InsightsProgress:
+        """What the page's progress line (and each poll after it) says."""
+        active = [(label, job) for label, job in self.pending
+                  if job.status != InsightsJob.Status.FAILED]
+        return InsightsProgress(len(self.columns), len(self.columns) + len(self.pending), active)
+
 
 def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
                   user: Any = None) -> InsightsView:
@@ -113,16 +120,20 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
     compute) is at most CTXSIM_INSIGHTS_INLINE_CALLS, taking one of the user's replay slots
     (`replays.limits`); past that each goes to the task worker (queue "replays", one job per
     session, settings and rule however often the page is opened) and the page polls. Past
-    CTXSIM_INSIGHTS_MAX_CALLS nothing is computed or queued, and the errors say why."""
+    CTXSIM_INSIGHTS_MAX_CALLS nothing is computed or queued, and the errors say why.
+
+    A column the worker already has queued or running is not missing (issue 31): it is shown
+    as pending, never computed here as well, and does not count against the bounds."""
     wanted, errors = _wanted(session, query)
     stored = stored_insights(session, [s.key for _, s in wanted], rule)
     missing = list({s.key: s for _, s in wanted if s.key not in stored}.values())
+    jobs = _active_jobs(session, [s.key for s in missing], rule)
+    missing = [s for s in missing if s.key not in jobs]
     calls = max(session.model_call_count, 1)
     limit = getattr(django_settings, "CTXSIM_INSIGHTS_MAX_CALLS", DEFAULT_INSIGHTS_MAX_CALLS)
     inline = getattr(django_settings, "CTXSIM_INSIGHTS_INLINE_CALLS",
                      DEFAULT_INSIGHTS_INLINE_CALLS)
     work = len(missing) * calls
-    jobs: dict[str, InsightsJob] = {}
     if work > limit:
         errors["profiles"] = (
             f"this session is too long to compare {len(missing)} more profile(s): "
@@ -130,7 +141,7 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
             f"the {limit} one page may run, even in the background; choose fewer profiles, or "
             "run a sweep (it runs in the background)")
     elif work > inline:
-        jobs = {s.key: _queue_insights(session, s, rule, user) for s in missing}
+        jobs.update({s.key: _queue_insights(session, s, rule, user) for s in missing})
     elif missing:
         with replay_slot(user):
             for settings in missing:
@@ -139,6 +150,49 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
                if s.key in stored]
     pending = [(label, jobs[s.key]) for label, s in wanted if s.key in jobs]
     return InsightsView(columns, errors, pending)
+
+
+def _job_timeout() -> timedelta:
+    return timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
+                                     DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+
+
+def _active_jobs(session, keys: list[str], rule: CacheRule) -> dict[str, InsightsJob]:
+    """The worker's jobs for these settings keys that are queued or running (and not lost:
+    within the job timeout), by key."""
+    if not keys:
+        return {}
+    since = timezone.now() - _job_timeout()
+    active = (InsightsJob.Status.QUEUED, InsightsJob.Status.RUNNING)
+    return {job.key: job for job in InsightsJob.objects.filter(
+        session=session, key__in=keys, rule=rule_key(rule), status__in=active)
+        if (job.started_at or job.created_at) >= since}
+
+
+@dataclass
+class InsightsProgress:
+    """What a poll of the insights page answers while the worker computes: how many columns
+    are ready and the jobs still queued or running, read without loading any result."""
+
+    ready: int
+    total: int
+    pending: list[tuple[str, InsightsJob]]
+
+    @property
+    def computing(self) -> bool:
+        return bool(self.pending)
+
+
+def insights_progress(session, query: QueryDict, rule: CacheRule) -> InsightsProgress:
+    """A poll's answer (issue 31): two small queries, never a computation, a queueing or a
+    stored result's data (every poll re-rendered the 5 MB section before)."""
+    wanted, _ = _wanted(session, query)
+    keys = list(dict.fromkeys(s.key for _, s in wanted))
+    done = set(InsightsResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule))
+               .values_list("key", flat=True))
+    jobs = _active_jobs(session, [k for k in keys if k not in done], rule)
+    pending = [(label, jobs[s.key]) for label, s in wanted if s.key in jobs]
+    return InsightsProgress(sum(1 for k in keys if k in done), len(keys), pending)
 
 
 def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]],
@@ -168,8 +222,7 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
-    timeout = timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
-                                        DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+    timeout = _job_timeout()
     found = InsightsJob.objects.filter(session=session, key=settings.key, rule=key).first()
     if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
         policy.admit("insights", user, session.team)  # a new job, not one to join

@@ -30,6 +30,7 @@ from ctxsim.analysis.results import insights_for
 from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.insights import sweep as sweeps
 from ctxsim.replays import services as replays
+from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ def run_sweep(sweep_id: int) -> dict:
 
 
 @task(queue_name="replays")
+@releases_memory
 def compute_insights(job_id: int) -> dict:
     """One cache & information-loss column too long for a request (issue 20 item 5)."""
     return compute_insights_job(job_id)

@@ -33,6 +33,7 @@ from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.jobs import policy
 from ctxsim.overview.models import BackgroundReplay, Status
 from ctxsim.replays import services as replays
+from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.tasks import import_timeout
@@ -159,6 +160,7 @@ def progress_of(row: BackgroundReplay) -> dict[str, Any]:
 
 
 @task(queue_name="replays")
+@releases_memory
 def store_replay(session_id: int, key: str) -> dict:
     """Replay a stored session under the settings of its `BackgroundReplay` row and store the
     summary, as the session page would have."""

@@ -99,9 +99,22 @@ class _CallTally:
         self.peak_raw = 0
         # The engine shares unchanged messages between calls: count each object once.
         self._tokens: dict[int, tuple[Message, int]] = {}
+        # Per tool, the tokens its results take in the latest call's prompt (`_sent`), kept
+        # up to date from what changed at each call (`CallResult.sent_kept`): summing the
+        # whole prompt at every call made the overview quadratic (issue 31).
+        self._sent: Sequence[Message] = ()
+        self._in_sent: dict[str, int] = {}
 
     def _count(self, m: Message) -> int:
         return tokens_by_identity(self._tokens, m, self.counter, self.image_rule)
+
+    def _add(self, history: Sequence[Message], start: int, sign: int) -> None:
+        in_sent = self._in_sent
+        for i in range(start, len(history)):
+            m = history[i]
+            if m.role == "tool":
+                name = self.names.get(m.tool_call_id) or m.name or UNKNOWN_TOOL
+                in_sent[name] = in_sent.get(name, 0) + sign * self._count(m)
 
     def __call__(self, call: CallResult, token_model: Any = None) -> None:
         recorded = call_recorded(self.messages, call.response_input_index)
@@ -111,14 +124,20 @@ class _CallTally:
             # The provider's tokens of what was sent (SPEC §11), as the session page shows.
             self.real_sent[call.call_index] = call_figures(token_model, call)["real_sent"]
         self.peak_raw = max(self.peak_raw, call.raw_tokens)
+        kept = call.sent_kept
+        if kept is None or kept > len(self._sent):
+            self._in_sent, kept = {}, 0
+        else:
+            self._add(self._sent, kept, -1)
+        self._add(call.sent, kept, 1)
+        self._sent = call.sent
         if call.error:
             return
         self.raw_tokens += call.raw_tokens
         self.peak_sent = max(self.peak_sent, call.sent_tokens)
-        for m in call.sent:
-            if m.role == "tool":
-                name = self.names.get(m.tool_call_id) or m.name or UNKNOWN_TOOL
-                self.by_tool[name] = self.by_tool.get(name, 0) + self._count(m)
+        for name, tokens in self._in_sent.items():
+            if tokens or name in self.by_tool:
+                self.by_tool[name] = self.by_tool.get(name, 0) + tokens
 
 
 def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> dict[str, Any]:

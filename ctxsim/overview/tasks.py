@@ -28,6 +28,7 @@ from ctxsim.insights import sweep as sweeps
 from ctxsim.overview.figures import session_figures
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
 from ctxsim.replays import services as replays
+from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> list[str]:
 
 
 @task(queue_name="replays")
+@releases_memory
 def compute_figures(session_id: int, key: str) -> dict:
     """One session's overview figures under one profile and cache rule."""
     return compute_figures_job(session_id, key)

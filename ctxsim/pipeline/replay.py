@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 from .calibration import call_estimates
@@ -95,8 +96,16 @@ class _CostCache:
         return tokens_by_identity(self._costs, m, self.counter, self.image_rule)
 
     def total(self, history: Sequence[Message]) -> int:
+        return self._sum(list(history))
+
+    def _sum(self, messages: list[Message]) -> int:
+        """Their tokens; when every one is measured already, looked up in C (a message held in
+        the dict keeps its id, so an entry found by id is that very message)."""
+        found = list(map(self._costs.get, map(id, messages)))
+        if None not in found:
+            return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
         cost = self.cost
-        return sum(cost(m) for m in history)
+        return sum(cost(m) for m in messages)
 
     def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
               changed: Sequence[int] | None) -> int:
@@ -104,10 +113,14 @@ class _CostCache:
         messages (None: its length changed), so only the replaced messages are measured."""
         if changed is None:
             return self.total(after)
-        cost = self.cost
-        for i in changed:
-            tokens += cost(after[i]) - cost(before[i])
-        return tokens
+        if len(changed) < 16:
+            cost = self.cost
+            for i in changed:
+                tokens += cost(after[i]) - cost(before[i])
+            return tokens
+        # A gateway stage rewrites every older result at every call (`aivax`): in C.
+        return (tokens + self._sum(list(map(after.__getitem__, changed)))
+                - self._sum(list(map(before.__getitem__, changed))))
 
 
 def _rewritten(before: Sequence[Message], after: Sequence[Message],
@@ -237,6 +250,11 @@ class Replay:
         measured: its cost cache, which keeps each of them alive (what a cache of paused
         replays accounts for)."""
         return self._costs._costs
+
+    def cost(self, m: Message) -> int:
+        """A message's tokens as this replay measures them (by identity: a message it already
+        measured is looked up, never counted again)."""
+        return self._costs.cost(m)
 
     @property
     def spilled_files(self) -> list[SpillRecord]:

@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import islice
 from typing import Any, Protocol
 
 from .encodings import BPE_SHA256 as BPE_SHA256  # tests and callers import them here
@@ -36,12 +37,19 @@ class TiktokenCounter:
     """cl100k_base / o200k_base. Counts are cached by content, as the same contents recur.
 
     The cache is shared by every replay of the process (a web worker replays many sessions),
-    so it is bounded: past `MAX_CACHED_BYTES` of cached contents it starts over. Counts known
+    so it is bounded: past `MAX_CACHED_BYTES` (contents, plus `ENTRY_BYTES` per digest and
+    piece kept) it forgets the least recently used contents, digests and pieces until a
+    quarter of it is free — never everything at once (issue 31: a 16,000-call session's 449 MB
+    of contents wiped the whole cache, and the next call view tokenized 82,019 contents again).
+    Recency is a second chance (CLOCK): a count looked up is marked used (stored negated, in
+    place, so the cache keeps the key object it first got and never a caller's equal copy), and
+    eviction moves marked entries to the recent end unmarked instead of dropping them. Counts known
     from elsewhere (the database keeps them per stored content) can be handed in with `prime`,
     and what one replay had to tokenize is collected with `recording`.
     """
 
     MAX_CACHED_BYTES = 512 * 1024 * 1024
+    ENTRY_BYTES = 64  # what a digest or piece entry is taken to cost (a 32-byte key, a slot)
     # The tokenizer holds ~55× the text it is given: a 50 MB tool result took 3.3 GB. Long
     # contents are counted in pieces of about this size (`exact_chunks`: the sum is exact).
     CHUNK_BYTES = 1024 * 1024
@@ -74,18 +82,22 @@ class TiktokenCounter:
         if not content:
             return 0
         cached = self._cache.get(content)
-        if cached is None:
-            if not self._needs_digest(len(content)):
-                cached = self._tokenize(content)
-                self._remember(content, cached)
-                self._undigested[len(content)] = content
+        if cached is not None:
+            if cached > 0:
+                self._cache[content] = -cached  # used: a second chance at eviction
                 return cached
-            digest = self._digest(content)
-            cached = self._by_digest.get(digest)
-            if cached is None:
-                cached = self._tokenize(content)
-                self._learn_digest(digest, cached, len(content))
+            return -cached
+        if not self._needs_digest(len(content)):
+            cached = self._tokenize(content)
             self._remember(content, cached)
+            self._undigested[len(content)] = content
+            return cached
+        digest = self._digest(content)
+        cached = self._by_digest.get(digest)
+        if cached is None:
+            cached = self._tokenize(content)
+            self._learn_digest(digest, cached, len(content))
+        self._remember(content, cached)
         return cached
 
     def _needs_digest(self, length: int) -> bool:
@@ -96,7 +108,7 @@ class TiktokenCounter:
         if waiting is not None:
             known = self._cache.get(waiting)
             if known is not None:  # not recorded: it was tokenized before any recording block
-                self._by_digest[self._digest(waiting)] = known
+                self._by_digest[self._digest(waiting)] = abs(known)
                 self._digested_lengths.add(length)
         return (self._primed_digests or length in self._digested_lengths
                 or getattr(self._recording, "counts", None) is not None)
@@ -114,10 +126,7 @@ class TiktokenCounter:
             fresh[digest] = tokens
 
     def _tokenize(self, content: bytes) -> int:
-        before = len(self._pieces)
-        total = tokenize(self._encoding, content, self._pieces, self.CHUNK_BYTES)
-        self._cached_bytes += 64 * (len(self._pieces) - before)
-        return total
+        return tokenize(self._encoding, content, self._pieces, self.CHUNK_BYTES)
 
     def count_many(self, contents: Iterable[bytes]) -> None:
         """Count every content not known yet, now: a cold session's distinct contents are
@@ -151,7 +160,6 @@ class TiktokenCounter:
             for piece_digest, piece_tokens in pieces:
                 if piece_digest not in self._pieces:
                     self._pieces[piece_digest] = piece_tokens
-                    self._cached_bytes += 64
             if digested is not None:
                 self._learn_digest(key, tokens, len(content))
             self._remember(content, tokens)
@@ -184,7 +192,9 @@ class TiktokenCounter:
             return 0
         known = self._cache.get(content)
         if known is not None:
-            return known
+            if known > 0:
+                self._cache[content] = -known
+            return abs(known)
         self._needs_digest(len(content))  # one waiting with this length has its digest now
         return self._by_digest.get(self._digest(content))
 
@@ -203,16 +213,56 @@ class TiktokenCounter:
                 self._remember(content, tokens)
 
     def _remember(self, content: bytes, tokens: int) -> None:
-        if self._cached_bytes + len(content) > self.MAX_CACHED_BYTES:
-            self._cache.clear()
-            self._by_digest.clear()
-            self._pieces.clear()
-            self._undigested.clear()
-            self._digested_lengths.clear()
-            self._primed_digests = False
-            self._cached_bytes = 0
+        if self.cached_bytes + len(content) > self.MAX_CACHED_BYTES:
+            self._evict(len(content))
         self._cache[content] = tokens
         self._cached_bytes += len(content)
+
+    @property
+    def cached_bytes(self) -> int:
+        """What the cache holds, as the bound counts it."""
+        return (self._cached_bytes
+                + self.ENTRY_BYTES * (len(self._pieces) + len(self._by_digest)))
+
+    def _evict(self, incoming: int) -> None:
+        """Forget the least recently used entries until a quarter of the budget is free (and
+        `incoming` fits): contents from the old end of `_cache` (one used since the last
+        eviction goes to the recent end instead, unmarked), and the older half of the digests
+        or pieces while they hold more than an eighth of it each. Each dict is rebuilt in one
+        pass, so evicting costs O(1) per entry ever added."""
+        budget = self.MAX_CACHED_BYTES
+        for name in ("_by_digest", "_pieces"):
+            table: dict[bytes, int] = getattr(self, name)
+            if self.ENTRY_BYTES * len(table) > budget // 8:
+                setattr(self, name, dict(islice(table.items(), len(table) // 2, None)))
+        target = max(0, budget * 3 // 4 - incoming
+                     - self.ENTRY_BYTES * (len(self._pieces) + len(self._by_digest)))
+        excess = self._cached_bytes - target
+        if excess <= 0:
+            return
+        items = iter(self._cache.items())
+        head: list[tuple[bytes, int]] = []
+        again: list[tuple[bytes, int]] = []  # used since the last eviction: kept, unmarked
+        for content, tokens in items:
+            if excess <= 0:
+                head.append((content, tokens))
+                break
+            if tokens < 0:
+                again.append((content, -tokens))
+            else:
+                excess -= len(content)
+        if excess > 0:  # everything was used since: the oldest of those go after all
+            cut = 0
+            while excess > 0 and cut < len(again):
+                excess -= len(again[cut][0])
+                cut += 1
+            again = again[cut:]
+        self._cache = dict(head)
+        self._cache.update(items)
+        self._cache.update(again)
+        self._cached_bytes = sum(map(len, self._cache))
+        # A content waiting for a digest is held here too: let evicted ones go.
+        self._undigested = {n: c for n, c in self._undigested.items() if c in self._cache}
 
 
 class Bytes4Counter:

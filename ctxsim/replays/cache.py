@@ -12,11 +12,13 @@ never the attributes). Call views rendered by any process are shared through Dja
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
@@ -394,3 +396,29 @@ class ReplayCache:
 
 CANONICAL_CACHE_BYTES = django_settings.CTXSIM_SESSION_CACHE_MB * 1024 * 1024
 REPLAYS = ReplayCache(CANONICAL_CACHE_BYTES)
+
+
+def releases_memory[**P, R](task_body: Callable[P, R]) -> Callable[P, R]:
+    """A task worker's task (background replay, insights column, overview figures): once it
+    ends, what it replayed is let go — the paused and kept replays and summaries, which only a
+    web process's next request could use — then the garbage is collected and the C allocator
+    hands its free pages back (glibc `malloc_trim`), so an idle worker does not keep the peak
+    of the longest session it replayed (issue 31). Loaded sessions and token counts stay,
+    within their own bounds: the next task is often the same session's."""
+    import functools
+
+    @functools.wraps(task_body)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return task_body(*args, **kwargs)
+        finally:
+            REPLAYS.forget_replays()
+            gc.collect()
+            _trim_heap()
+
+    return run
+
+
+def _trim_heap() -> None:
+    with suppress(OSError, AttributeError):  # not glibc: nothing to hand back explicitly
+        ctypes.CDLL(None).malloc_trim(0)

@@ -299,7 +299,7 @@ def call_detail(
     """Replay up to call `index` and align what was sent with the raw history."""
     chosen, rep = _replay_to(session, settings, index, user)
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
-    view = analysis.call_view(chosen, get_counter(settings.counter), capped)
+    view = analysis.call_view(chosen, rep.cost, capped)
     written = spills.spills_in_call(run, index)
     for row in view.rows:
         if row.spill is not None:

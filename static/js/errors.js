@@ -1,6 +1,8 @@
 // A failed htmx request keeps what the page shows and says what happened in a banner, instead of
-// swapping an error page (or Django's debug page) into the middle of the view. 404 and 5xx are in
-// htmx-config's noSwap (base.html); other 4xx answers are the app's own messages and still swap.
+// swapping an error page (or Django's debug page) into the middle of the view. 404, 429 and 5xx
+// are in htmx-config's noSwap (base.html); other 4xx answers are the app's own messages and still
+// swap. A 429 (the user's replay slots are busy, replays/limits.py) never replaces content: a
+// poll that got one keeps the section it had and polls again.
 (function () {
   "use strict";
 
@@ -19,13 +21,16 @@
         ? "This session no longer exists (it was deleted, or you are no longer in its team)."
         : "This page no longer exists.";
     }
+    if (status === 429) {
+      return "You already have replays running: this one waits until one of them finishes.";
+    }
     return "Something went wrong on the server — retry in a moment.";
   }
 
   document.addEventListener("htmx:response:error", function (evt) {
     var ctx = evt.detail && evt.detail.ctx;
     var status = ctx && ctx.response ? ctx.response.status : 0;
-    if (status !== 404 && status < 500) return;
+    if (status !== 404 && status !== 429 && status < 500) return;
     var path = "";
     try { path = new URL(ctx.request.action || ctx.response.url || "", location.href).pathname; }
     catch (e) { path = location.pathname; }

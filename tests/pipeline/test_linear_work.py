@@ -132,3 +132,51 @@ def test_a_stage_that_compacts_at_every_call_still_gets_a_delta_for_its_input(se
     assert compacted >= 3 and len(calls[-1].sent) < len(calls[-1].persistent)
     assert len(answered) >= 2 * (len(calls) - 1)
     assert sum(not a for a in answered) <= 4  # the first call of each memo has none
+
+
+def aivax_work(messages, monkeypatch) -> tuple[int, int]:
+    """Messages the `aivax` replay measures and placeholders it makes, over the session."""
+    from ctxsim.pipeline import tokens
+
+    counted = [0, 0]
+    measure, make = tokens.message_tokens, Message.with_content
+
+    def measured(*args, **kwargs):
+        counted[0] += 1
+        return measure(*args, **kwargs)
+
+    def made(self, *args, **kwargs):
+        counted[1] += 1
+        return make(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tokens, "message_tokens", measured)
+        patch.setattr(Message, "with_content", made)
+        for _ in replay(messages, "aivax", {"counter": "bytes4"}).calls():
+            pass
+    return counted[0], counted[1]
+
+
+def test_aivax_measures_each_message_and_makes_each_placeholder_once(sessions, monkeypatch):
+    # Issue 31: `tool_context` made a new placeholder for every older result at every call and
+    # `context_limit` measured every message again at every call (49.6 s for 2,000 calls).
+    small, large = (aivax_work(sessions[n], monkeypatch) for n in SIZES)
+    for s, big in zip(small, large, strict=True):
+        assert big / s <= LINEAR, (small, large)
+    results = sum(1 for m in sessions[SIZES[1]] if m.role == "tool")
+    assert large[1] <= results
+
+
+@pytest.mark.parametrize("config", [
+    {}, {"toolContextCount": 1, "contextMaximumSize": 5000},
+    {"contextOverflowAction": "TruncateHard", "contextMaximumSize": 3000},
+    {"contextOverflowAction": "Throw", "contextMaximumSize": 8000}])
+@pytest.mark.parametrize("profile", ["aivax", "chatcli-aivax"])
+def test_the_gateway_memos_never_change_a_result(profile, config):
+    from ctxsim.pipeline.trace import build_trace
+
+    session = generate_session(120, seed=9, oversize_every=5)
+    fast = replay(session.messages, profile, {"counter": "bytes4", **config})
+    slow = replay(session.messages, profile, {"counter": "bytes4", **config})
+    slow.memos = None
+    assert build_trace(fast) == build_trace(slow)

@@ -210,7 +210,6 @@ def test_memos_agree_with_a_full_recompute_on_a_generated_session(profile) -> No
 
 
 def test_the_call_view_marks_each_message_for_the_before_after_view() -> None:
-    from ctxsim.pipeline.tokens import get_counter
     from ctxsim.replays.analysis import call_view
 
     msgs = [Message.of("user", "go", origin=0),
@@ -218,8 +217,9 @@ def test_the_call_view_marks_each_message_for_the_before_after_view() -> None:
                                                     ToolCall("b", "x", "{}")], origin=1),
             Message.of("tool", "z" * 25000, tool_call_id="a", origin=2),
             Message.of("tool", "orphan", tool_call_id="q", origin=3)]
-    call = list(replay(msgs, "chatcli", {"counter": "bytes4"}).calls())[-1]
-    rows = call_view(call, get_counter("bytes4")).rows
+    rep = replay(msgs, "chatcli", {"counter": "bytes4"})
+    call = list(rep.calls())[-1]
+    rows = call_view(call, rep.cost).rows
     assert [row.status for row in rows] == [
         "unchanged", "unchanged", "spilled", "injected", "removed"
     ]

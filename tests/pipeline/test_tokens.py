@@ -143,3 +143,47 @@ def test_a_recording_collects_only_what_its_own_thread_tokenized() -> None:
     with counter.recording() as later:
         counter.count(b"counted in another thread")
     assert later == {}
+
+
+def _spied(counter: TiktokenCounter) -> list[bytes]:
+    """Every content the counter tokenizes from now on."""
+    tokenized: list[bytes] = []
+    real = counter._tokenize
+
+    def spy(content: bytes) -> int:
+        tokenized.append(content)
+        return real(content)
+
+    counter._tokenize = spy  # type: ignore[method-assign]
+    return tokenized
+
+
+def test_a_full_count_cache_forgets_the_least_recently_used_never_everything() -> None:
+    # Issue 31: past its bound the cache was wiped, so the next view tokenized every content
+    # of a long session again. Now it forgets the oldest-used quarter and keeps the rest.
+    counter = TiktokenCounter("cl100k_base")
+    counter.MAX_CACHED_BYTES = 100 * 1000 + 40 * counter.ENTRY_BYTES
+    # Letters only (contents of one digit shape would share one count) of 1,000 bytes each.
+    contents = [f"word {chr(97 + i // 26)}{chr(97 + i % 26)} ".encode() * 125
+                for i in range(150)]
+    hot = contents[:5]
+    tokenized = _spied(counter)
+    for i, content in enumerate(contents):
+        counter.count(content)
+        if i % 10 == 0:
+            for h in hot:  # read often: the recent end
+                counter.count(h)
+    assert counter.cached_bytes <= counter.MAX_CACHED_BYTES
+    assert len(tokenized) == len(contents)  # the hot ones were never tokenized twice
+    tokenized.clear()
+    for h in hot:
+        counter.count(h)
+    assert tokenized == []
+    # The newest contents are still known; only the least recently used went.
+    kept = [c for c in contents if counter.cached(c) is not None and c in counter._cache]
+    assert contents[-1] in kept and len(kept) >= 40
+    assert contents[10] not in counter._cache
+    tokenized.clear()
+    for content in contents[-30:]:
+        counter.count(content)
+    assert tokenized == []

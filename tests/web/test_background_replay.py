@@ -319,3 +319,30 @@ def test_fragments_of_a_pending_replay_say_so_and_replay_nothing(personas, short
         assert "running in the background" in response.content.decode()
     assert not replays_run
     assert BackgroundReplay.objects.count() == 1 and DBTaskResult.objects.count() == 1
+
+
+def test_the_worker_lets_go_of_what_it_replayed_once_the_task_ends(personas, short_bound,
+                                                                  monkeypatch):
+    """Issue 31: the worker kept the finished replay (memos, cost cache, made messages) for a
+    page request that never comes to a worker process."""
+    import gc
+    import weakref
+
+    made = []
+    real = services.replay
+
+    def tracked(*args, **kwargs):
+        rep = real(*args, **kwargs)
+        made.append(weakref.ref(rep))
+        return rep
+
+    monkeypatch.setattr(services, "replay", tracked)
+    client = personas.client("viewer")
+    assert client.get(url(short_bound)).status_code == 202  # queued for the worker
+    task = DBTaskResult.objects.get(queue_name="replays")
+    assert background.store_replay.call(*task.args_kwargs["args"])["status"] == "done"
+    assert made and REPLAYS.kept.total == 0 and REPLAYS.live.total == 0
+    gc.collect()
+    assert [ref() for ref in made] == [None]
+    # The page still opens from the stored summary.
+    assert client.get(url(short_bound)).status_code == 200

@@ -135,3 +135,18 @@ def test_show_all_toggles_back_to_the_collapsed_text(personas, long_session):
                            headers={"HX-Request": "true"}).content.decode()
     assert 'class="body full"' not in collapsed and "more bytes" in collapsed
     assert f'id="{link.group(1)}"' in collapsed and ">show all</a>" in collapsed
+
+
+def test_a_call_step_never_builds_the_chart_the_full_page_builds_once(personas, long_session,
+                                                                    monkeypatch):
+    """Issue 31: every step built the chart's points (all calls) that its partial never shows."""
+    from ctxsim.replays import page
+
+    built = []
+    real = page.chart_data
+    monkeypatch.setattr(page, "chart_data", lambda *a, **k: built.append(1) or real(*a, **k))
+    call_page(personas, long_session, "profile=chatcli&call=3", **{"HX-Request": "true",
+                                                    "HX-Target": "div#call-view"})
+    assert built == []
+    html = call_page(personas, long_session, "profile=chatcli&call=4")
+    assert built == [1] and 'id="chart-data"' in html

@@ -114,3 +114,56 @@ def test_a_failed_job_says_why_stops_polling_and_is_queued_again_after_the_timeo
     assert "every 2s" in body and DBTaskResult.objects.count() == 2
     job.refresh_from_db()
     assert job.status == InsightsJob.Status.QUEUED and job.message == ""
+
+
+POLL = {"HX-Request": "true", "HX-Target": "p#insights-progress"}
+
+
+def test_a_poll_is_a_status_line_that_never_computes_until_every_column_is_stored(
+        personas, long_session, settings, monkeypatch, django_capture_on_commit_callbacks):
+    """Issue 31: every poll re-rendered (and a last one computed) the whole 5 MB section."""
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    client = personas.client("viewer")
+    query = "profiles=chatcli&profiles=none"
+    none, _ = settings_from_query({"profile": "none"}, personas.team)
+    results.insights_for(long_session, none, cache_rule())  # one column is stored already
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.get(url(long_session, query)).content.decode()
+    assert 'id="insights-progress"' in first and 'hx-trigger="every 2s"' in first
+    assert DBTaskResult.objects.count() == 1
+    monkeypatch.setattr(results, "replay", _refuse)
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            polled = client.get(url(long_session, query), headers=POLL)
+        body = polled.content.decode()
+        assert polled.status_code == 200 and len(polled.content) < 2048, len(polled.content)
+        assert "1 of 2 column(s) ready" in body and "chatcli (queued)" in body
+        assert 'hx-trigger="every 2s"' in body and "data-profile" not in body
+    assert DBTaskResult.objects.count() == 1  # polls queue nothing either
+    chatcli, _ = settings_from_query({"profile": "chatcli"}, personas.team)
+    monkeypatch.undo()
+    results.insights_for(long_session, chatcli, cache_rule())  # as the worker stores it
+    InsightsJob.objects.all().delete()
+    done = client.get(url(long_session, query), headers=POLL).content.decode()
+    # Done: the line loads the section once (which renders without a poll).
+    assert 'hx-trigger="load"' in done and 'hx-target="#insights"' in done
+    assert "every 2s" not in done and len(done) < 2048
+    assert personas.client("outsider").get(url(long_session, query),
+                                           headers=POLL).status_code == 404
+
+
+def test_a_column_already_queued_is_not_computed_in_the_request_as_well(
+        personas, long_session, settings, monkeypatch, django_capture_on_commit_callbacks):
+    """Issue 31: a queued column counted as missing, so once the others were stored its work
+    fitted the inline bound and a poll computed it, duplicating the worker."""
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    client = personas.client("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(url(long_session))
+    InsightsJob.objects.update(status=InsightsJob.Status.RUNNING, started_at=timezone.now())
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = long_session.model_call_count * 10
+    monkeypatch.setattr(results, "replay", _refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = client.get(url(long_session)).content.decode()
+    assert 'data-profile-pending="chatcli"' in body and 'data-status="running"' in body
+    assert DBTaskResult.objects.count() == 1 and not InsightsResult.objects.exists()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from ..messages import Message
@@ -79,6 +80,12 @@ class StageContext:
 
 
 
+def handed_on(history: Sequence[Message]) -> Sequence[Message]:
+    """A stage's input as its unchanged output: the very object (the replay then measures
+    nothing again), or a tuple of a plain list a caller handed in."""
+    return tuple(history) if isinstance(history, list) else history
+
+
 def view_result(history: Sequence[Message], out: Sequence[Message],
                 report: dict[str, Any]) -> StageResult:
     """A stage's result when it builds a new view: `history` itself, with no changed
@@ -129,6 +136,20 @@ def changed_positions(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
 _BLOCK = 64
 
 
+def other_objects(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
+    """Positions (within the shorter length) where `after` holds another object than
+    `before`, by identity only (equal messages can differ in `meta`, which equality skips),
+    block by block in C like `changed_positions`."""
+    n = min(len(before), len(after))
+    out: list[int] = []
+    for start in range(0, n, _BLOCK):
+        end = min(start + _BLOCK, n)
+        if all(map(is_, before[start:end], after[start:end])):
+            continue
+        out.extend(i for i in range(start, end) if before[i] is not after[i])
+    return out
+
+
 def changed_since(before: Sequence[Any], after: Sequence[Any], ctx: StageContext,
                   below: int | None = None) -> list[int]:
     """`changed_positions(before[:below], after)`, in ascending order, answered from the
@@ -166,4 +187,5 @@ class ReplayFacts:
 
 
 __all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
-           "changed_positions", "changed_since", "from_units", "lit", "to_units"]
+           "changed_positions", "changed_since", "from_units", "handed_on", "lit",
+           "other_objects", "to_units"]

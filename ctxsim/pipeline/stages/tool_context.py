@@ -6,23 +6,66 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult
+from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     """Replace the content of every tool message but the N most recent (N = 0: off).
 
     Invariant: no message is added, removed or moved; `kept + replaced` = all tool messages.
+
+    A gateway stage's work is redone at every call (nothing it makes persists), so its memo
+    keeps what it made: its previous output, updated where the input holds other objects
+    (`other_objects`, in C), for the appended messages and for the results that became older;
+    the tool positions; and one placeholder object per replaced message, handed out again at
+    every call, so the replay measures each once by identity (issue 31: a new placeholder per
+    older result per call was most of `aivax`'s quadratic replay).
     """
     count = ctx.params.get("toolContextCount") or 0
     placeholder = ctx.params.get("toolContextPlaceholder", "").encode("utf-8", "surrogatepass")
-    tools = [i for i, m in enumerate(history) if m.role == "tool"]
-    older = tools[: max(len(tools) - count, 0)] if count > 0 else []
-    out = list(history)  # indexed below: a list reads fastest whatever sequence `history` is
-    for i in older:
-        out[i] = out[i].with_content(placeholder)
-    report = {"kept": len(tools) - len(older), "replaced": len(older)}
-    return StageResult(tuple(out), report)
+    memo = ctx.memo if ctx.memo is not None else {}
+    made: dict[int, tuple[Message, Message]] = memo.setdefault("placeholders", {})
+
+    def replaced(src: Message) -> Message:
+        hit = made.get(id(src))
+        if hit is None or hit[0] is not src or hit[1].content != placeholder:
+            hit = made[id(src)] = (src, src.with_content(placeholder))
+        return hit[1]
+
+    seen: Sequence[Message] = memo.get("input", ())
+    last: tuple[Message, ...] | None = memo.get("output")
+    tools: list[int] | None = memo.get("tools")
+    changed = other_objects(seen, history) if len(history) >= len(seen) else None
+    was = 0
+    if (changed is not None and tools is not None and last is not None
+            and all(history[i].role == seen[i].role for i in changed)):
+        # From the previous output: what changed in the input, and what was appended.
+        start = len(seen)
+        tools = tools + [i for i in range(start, len(history)) if history[i].role == "tool"]
+        was = memo.get("older", 0)
+        out = [*last, *history[start:]]
+        for i in changed:
+            out[i] = history[i]
+    else:  # the first call, or an input the memo cannot follow: from scratch
+        tools = [i for i, m in enumerate(history) if m.role == "tool"]
+        out, changed = list(history), []
+    older = max(len(tools) - count, 0) if count > 0 else 0
+    if older < was:  # fewer older results than before: from scratch
+        out, changed, was = list(history), [], 0
+    for k in range(was, older):  # newly older results get their placeholder
+        out[tools[k]] = replaced(history[tools[k]])
+    if changed:  # and older ones whose message changed
+        older_positions = set(tools[:older])
+        for i in changed:
+            if i in older_positions:
+                out[i] = replaced(history[i])
+    memo.update(input=history, tools=tools, older=older)
+    report = {"kept": len(tools) - older, "replaced": older}
+    if not older:
+        memo["output"] = tuple(history)
+        return StageResult(handed_on(history), report, ())
+    result = memo["output"] = tuple(out)
+    return StageResult(result, report, tuple(tools[:older]))
 
 
 # --- what a report means ----------------------------------------------------------------------
