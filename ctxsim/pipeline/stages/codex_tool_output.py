@@ -126,9 +126,9 @@ def quiet_note(facts: Any) -> str | None:
                 f"{facts.largest_result:,} bytes.")
     policy = facts.value("codex_truncation_policy")
     config = facts.value("codex_config") or {}
-    where = (f"{policy['mode']} {policy['limit']} × 1.2" if policy else
-             "the recorded turn_context policy or the model table's (10 000 × 1.2)")
+    where = (f"{policy['mode']} {policy['limit']:,} × 1.2" if policy else
+             "the recorded turn_context policy or the model table's (10,000 × 1.2)")
     if config.get("tool_output_token_limit") is not None:
-        where += f", limit {config['tool_output_token_limit']} from tool_output_token_limit"
+        where += f", limit {config['tool_output_token_limit']:,} from tool_output_token_limit"
     return (f"No tool output needs truncating at {where} unless it is longer: the largest "
             f"result of this transcript is {facts.largest_result:,} bytes.")
