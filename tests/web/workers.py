@@ -23,6 +23,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_ARGS = ["--queue-name", "*", "--interval", "0.1", "--no-reload", "--no-startup-delay"]
+# The PostgreSQL application name of every worker these tests start (libpq reads PGAPPNAME),
+# so a killed worker's server-side sessions can be found and ended (`_end_sessions`).
+APP_NAME = "ctxsim-test-worker"
 
 
 def worker_env(settings, **extra: str) -> dict[str, str]:
@@ -37,7 +40,8 @@ def worker_env(settings, **extra: str) -> dict[str, str]:
         url = (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
                f"{db['PORT'] or 5432}/{db['NAME']}")
     env = {**os.environ, "DATABASE_URL": url, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-           "CTXSIM_WARM_SESSIONS": "0", "PYTHONPATH": str(ROOT), **extra}
+           "CTXSIM_WARM_SESSIONS": "0", "PYTHONPATH": str(ROOT), "PGAPPNAME": APP_NAME,
+           **extra}
     env.pop("CACHE_URL", None)
     return env
 
@@ -65,12 +69,37 @@ def running(env: dict[str, str], stop_at: str | None = None, *, queues: str = "*
         process.wait(timeout=30)
         if process.stderr is not None:
             process.stderr.close()
+        _end_sessions()
 
 
 def kill(process: subprocess.Popen) -> None:
     """SIGKILL: no handler runs, nothing is written on the way out."""
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
+
+
+def _end_sessions(seconds: float = 30) -> None:
+    """On PostgreSQL, end the server sessions of killed workers and wait until they are gone.
+
+    A SIGKILLed client's backend finishes the query it was running before it notices; one
+    still polling for tasks (`SELECT … FOR UPDATE`) deadlocks with the TRUNCATE that flushes
+    the test database afterwards, and the next test then starts on the old rows."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    mine = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = %s AND pid <> pg_backend_pid()")
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(mine, [APP_NAME])
+            pids = [row[0] for row in cursor.fetchall()]
+            if not pids:
+                return
+            for pid in pids:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            time.sleep(0.05)
 
 
 def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
