@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agents_common import marker_positions
+from ..agents_common import COMPACTION_EVENTS, compaction_event, marker_positions
 from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
@@ -256,6 +256,21 @@ def event_kind(recorded: bool, applied_recorded: bool, predicted: bool) -> str |
     if recorded:
         return "recorded_not_predicted" if not predicted else "predicted_and_recorded"
     return "predicted" if predicted else None
+
+
+def add_fold_event(report: dict[str, Any], stage: str, info: Mapping[str, Any],
+                   after: int | None) -> None:
+    """Put the fold's event of this call (`info["kind"]`, none when None) in `report`'s
+    `COMPACTION_EVENTS`, filed under the call `info["late"]` when the fold gave one."""
+    if info["kind"] is not None:
+        report[COMPACTION_EVENTS] = [compaction_event(
+            stage, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
+            after, info.get("late"))]
+
+
+def compaction_activity(report: Mapping[str, Any]) -> int:
+    """A compaction stage's `activity`: 1 at a call where it compacted, else 0."""
+    return 1 if report.get("compacted") else 0
 
 
 def lead_len(h: Sequence[Message]) -> int:

@@ -29,7 +29,12 @@ from ..agents_common import (
 from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, lead_len
+from ._agents2 import (
+    Costs,
+    Sums,
+    compaction_activity,
+    lead_len,
+)
 
 NAME = "aider_summarize"
 PREFIX = "I spoke to you previously about a number of things.\n"
@@ -166,8 +171,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -37,6 +37,7 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Sums,
+    compaction_activity,
     compared_tokens,
     describe_compaction,
     event_kind,
@@ -285,8 +286,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -34,7 +34,15 @@ from ..history import frozen
 from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind, token_fields
+from ._agents2 import (
+    Costs,
+    Sums,
+    compaction_activity,
+    compared_tokens,
+    describe_compaction,
+    event_kind,
+    token_fields,
+)
 
 NAME = "openhands_v1_condenser"
 # The agent LLM's effective_max_input_tokens (LiteLLM model metadata), which caps the view when
@@ -323,8 +331,7 @@ def late_events(result: Any) -> list[dict[str, Any]]:
                              prev["tokens_before"], None, result.call - 1)]
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:
