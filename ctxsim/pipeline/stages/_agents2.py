@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents_common import COMPACTION_EVENTS, compaction_event, marker_positions
 from ..eras import VERSION_PARAMS, parse_version
@@ -33,6 +33,9 @@ from ..messages import Message
 from ..params import PARAMS
 from ..token_model import compared, unit_of
 from ..tokens import extras_tokens, tokens_by_identity
+
+if TYPE_CHECKING:
+    from . import StageResult
 
 TOKEN_SOURCES = ("anchored", "counter", "usage")
 
@@ -282,6 +285,20 @@ def lead_len(h: Sequence[Message]) -> int:
 
 def text(m: Message) -> str:
     return m.content.decode("utf-8", "replace")
+
+
+def replace_last(history: Sequence[Message], after: str, report: dict[str, Any]) -> StageResult:
+    """A tool-output stage's result when the entering (last) message's text becomes `after`:
+    the history with that message replaced, its position the one changed."""
+    from . import StageResult  # here: the stages package imports this module
+
+    new = history[-1].with_content(after.encode("utf-8", "surrogatepass"))
+    return StageResult((*history[:-1], new), report, (len(history) - 1,))
+
+
+def truncation_activity(report: Mapping[str, Any]) -> int:
+    """A tool-output stage's `activity`: 1 at a call whose output it cut, else 0."""
+    return 1 if report.get("truncated") else 0
 
 
 def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -> str:
