@@ -316,14 +316,23 @@ def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -
             f"{limit}{recorded}.")
 
 
-def quiet_compaction(facts: Any, agent: str, limit_name: str) -> str | None:
+def quiet_peak(facts: Any) -> tuple[int, Any] | None:
+    """For a compaction stage's quiet note: (the peak `tokens_before`, the last call's
+    `limit`) when it never compacted; None when it did or no call reported a limit."""
     if any(r.get("compacted") for r in facts.reports):
         return None
     limits = [r.get("limit") for r in facts.reports if r]
     if not limits:
         return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
-    if limits[-1] is None:
+    return max((r.get("tokens_before") or 0 for r in facts.reports), default=0), limits[-1]
+
+
+def quiet_compaction(facts: Any, agent: str, limit_name: str) -> str | None:
+    quiet = quiet_peak(facts)
+    if quiet is None:
+        return None
+    peak, limit = quiet
+    if limit is None:
         return f"{agent} never compacted: its {limit_name} is off."
     return (f"{agent} never compacted: the prompt peaked at {peak:,} tokens, below the "
-            f"{limit_name} of {limits[-1]:,}.")
+            f"{limit_name} of {limit:,}.")

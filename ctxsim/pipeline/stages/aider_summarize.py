@@ -34,6 +34,7 @@ from ._agents2 import (
     Sums,
     compaction_activity,
     lead_len,
+    quiet_peak,
 )
 
 NAME = "aider_summarize"
@@ -183,12 +184,10 @@ def describe(report: Mapping[str, Any]) -> str:
 
 
 def quiet_note(facts: Any) -> str | None:
-    if any(activity(r) for r in facts.reports):
+    quiet = quiet_peak(facts)
+    if quiet is None:
         return None
-    limits = [r.get("limit") for r in facts.reports if r]
-    if not limits:
-        return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    peak, limit = quiet
     return (f"Aider never summarised: the chat history peaked at {peak:,} tokens, within "
-            f"max_chat_history_tokens {limits[-1]:,}.")
+            f"max_chat_history_tokens {limit:,}.")
 

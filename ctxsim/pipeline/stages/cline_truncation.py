@@ -42,6 +42,7 @@ from ._agents2 import (
     describe_compaction,
     event_kind,
     lead_len,
+    quiet_peak,
     token_fields,
 )
 from ._codex import call_of
@@ -299,14 +300,12 @@ def describe(report: Mapping[str, Any]) -> str:
 
 
 def quiet_note(facts: Any) -> str | None:
-    if any(activity(r) for r in facts.reports):
+    quiet = quiet_peak(facts)
+    if quiet is None:
         return None
-    limits = [r.get("limit") for r in facts.reports if r]
-    if not limits:
-        return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    peak, limit = quiet
     return (f"Cline never truncated: the previous request's total peaked at {peak:,} tokens, "
-            f"below maxAllowedSize {limits[-1]:,}.")
+            f"below maxAllowedSize {limit:,}.")
 
 
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
