@@ -271,6 +271,24 @@ def add_fold_event(report: dict[str, Any], stage: str, info: Mapping[str, Any],
             after, info.get("late"))]
 
 
+def add_late_events(report: dict[str, Any], stage: str, result: Any, after: int | None,
+                    late_summary: str | None, summary: str | None) -> None:
+    """`COMPACTION_EVENTS` of a fold whose past steps read their response: the previous
+    call's recorded compaction, learnt only now from that response (`previous_info["late"]`,
+    filed under that call, summary source `late_summary`), then this call's (`summary`)."""
+    events = []
+    prev = result.previous_info
+    if prev and prev.get("late"):
+        events.append(compaction_event(stage, prev["late"], "recorded", late_summary,
+                                       prev["tokens_before"], None, result.call - 1))
+    info = result.info
+    if info["kind"] is not None:
+        events.append(compaction_event(
+            stage, info["kind"], info["trigger"], summary, info["tokens_before"], after))
+    if events:
+        report[COMPACTION_EVENTS] = events
+
+
 def compaction_activity(report: Mapping[str, Any]) -> int:
     """A compaction stage's `activity`: 1 at a call where it compacted, else 0."""
     return 1 if report.get("compacted") else 0

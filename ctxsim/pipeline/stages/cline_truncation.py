@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     marker_positions,
 )
@@ -37,6 +35,7 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Sums,
+    add_late_events,
     compaction_activity,
     compared_tokens,
     describe_compaction,
@@ -274,16 +273,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": None, "recorded": info["recorded"],
         "truncations_so_far": result.state.count,
     }
-    events = []
-    prev = result.previous_info
-    if prev and prev.get("late"):
-        events.append(compaction_event(NAME, prev["late"], "recorded", None,
-                                       prev["tokens_before"], None, result.call - 1))
-    if info["kind"] is not None:
-        events.append(compaction_event(
-            NAME, info["kind"], info["trigger"], None, info["tokens_before"], after))
-    if events:
-        report[COMPACTION_EVENTS] = events
+    add_late_events(report, NAME, result, after, None, None)
     return view_result(h, out, report)
 
 
