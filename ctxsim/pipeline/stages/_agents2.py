@@ -25,14 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agents_common import marker_positions
+from ..agents_common import COMPACTION_EVENTS, compaction_event, marker_positions
 from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
 from ..token_model import compared, unit_of
 from ..tokens import extras_tokens, tokens_by_identity
+
+if TYPE_CHECKING:
+    from . import StageResult
 
 TOKEN_SOURCES = ("anchored", "counter", "usage")
 
@@ -258,6 +261,39 @@ def event_kind(recorded: bool, applied_recorded: bool, predicted: bool) -> str |
     return "predicted" if predicted else None
 
 
+def add_fold_event(report: dict[str, Any], stage: str, info: Mapping[str, Any],
+                   after: int | None) -> None:
+    """Put the fold's event of this call (`info["kind"]`, none when None) in `report`'s
+    `COMPACTION_EVENTS`, filed under the call `info["late"]` when the fold gave one."""
+    if info["kind"] is not None:
+        report[COMPACTION_EVENTS] = [compaction_event(
+            stage, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
+            after, info.get("late"))]
+
+
+def add_late_events(report: dict[str, Any], stage: str, result: Any, after: int | None,
+                    late_summary: str | None, summary: str | None) -> None:
+    """`COMPACTION_EVENTS` of a fold whose past steps read their response: the previous
+    call's recorded compaction, learnt only now from that response (`previous_info["late"]`,
+    filed under that call, summary source `late_summary`), then this call's (`summary`)."""
+    events = []
+    prev = result.previous_info
+    if prev and prev.get("late"):
+        events.append(compaction_event(stage, prev["late"], "recorded", late_summary,
+                                       prev["tokens_before"], None, result.call - 1))
+    info = result.info
+    if info["kind"] is not None:
+        events.append(compaction_event(
+            stage, info["kind"], info["trigger"], summary, info["tokens_before"], after))
+    if events:
+        report[COMPACTION_EVENTS] = events
+
+
+def compaction_activity(report: Mapping[str, Any]) -> int:
+    """A compaction stage's `activity`: 1 at a call where it compacted, else 0."""
+    return 1 if report.get("compacted") else 0
+
+
 def lead_len(h: Sequence[Message]) -> int:
     n = 0
     while n < len(h) and h[n].role == "system":
@@ -267,6 +303,20 @@ def lead_len(h: Sequence[Message]) -> int:
 
 def text(m: Message) -> str:
     return m.content.decode("utf-8", "replace")
+
+
+def replace_last(history: Sequence[Message], after: str, report: dict[str, Any]) -> StageResult:
+    """A tool-output stage's result when the entering (last) message's text becomes `after`:
+    the history with that message replaced, its position the one changed."""
+    from . import StageResult  # here: the stages package imports this module
+
+    new = history[-1].with_content(after.encode("utf-8", "surrogatepass"))
+    return StageResult((*history[:-1], new), report, (len(history) - 1,))
+
+
+def truncation_activity(report: Mapping[str, Any]) -> int:
+    """A tool-output stage's `activity`: 1 at a call whose output it cut, else 0."""
+    return 1 if report.get("truncated") else 0
 
 
 def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -> str:
@@ -284,14 +334,23 @@ def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -
             f"{limit}{recorded}.")
 
 
-def quiet_compaction(facts: Any, agent: str, limit_name: str) -> str | None:
+def quiet_peak(facts: Any) -> tuple[int, Any] | None:
+    """For a compaction stage's quiet note: (the peak `tokens_before`, the last call's
+    `limit`) when it never compacted; None when it did or no call reported a limit."""
     if any(r.get("compacted") for r in facts.reports):
         return None
     limits = [r.get("limit") for r in facts.reports if r]
     if not limits:
         return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
-    if limits[-1] is None:
+    return max((r.get("tokens_before") or 0 for r in facts.reports), default=0), limits[-1]
+
+
+def quiet_compaction(facts: Any, agent: str, limit_name: str) -> str | None:
+    quiet = quiet_peak(facts)
+    if quiet is None:
+        return None
+    peak, limit = quiet
+    if limit is None:
         return f"{agent} never compacted: its {limit_name} is off."
     return (f"{agent} never compacted: the prompt peaked at {peak:,} tokens, below the "
-            f"{limit_name} of {limits[-1]:,}.")
+            f"{limit_name} of {limit:,}.")

@@ -29,7 +29,13 @@ from ..agents_common import (
 from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, lead_len
+from ._agents2 import (
+    Costs,
+    Sums,
+    compaction_activity,
+    lead_len,
+    quiet_peak,
+)
 
 NAME = "aider_summarize"
 PREFIX = "I spoke to you previously about a number of things.\n"
@@ -166,8 +172,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:
@@ -179,12 +184,10 @@ def describe(report: Mapping[str, Any]) -> str:
 
 
 def quiet_note(facts: Any) -> str | None:
-    if any(activity(r) for r in facts.reports):
+    quiet = quiet_peak(facts)
+    if quiet is None:
         return None
-    limits = [r.get("limit") for r in facts.reports if r]
-    if not limits:
-        return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    peak, limit = quiet
     return (f"Aider never summarised: the chat history peaked at {peak:,} tokens, within "
-            f"max_chat_history_tokens {limits[-1]:,}.")
+            f"max_chat_history_tokens {limit:,}.")
 

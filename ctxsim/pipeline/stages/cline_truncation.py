@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     marker_positions,
 )
@@ -37,10 +35,13 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Sums,
+    add_late_events,
+    compaction_activity,
     compared_tokens,
     describe_compaction,
     event_kind,
     lead_len,
+    quiet_peak,
     token_fields,
 )
 from ._codex import call_of
@@ -272,21 +273,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": None, "recorded": info["recorded"],
         "truncations_so_far": result.state.count,
     }
-    events = []
-    prev = result.previous_info
-    if prev and prev.get("late"):
-        events.append(compaction_event(NAME, prev["late"], "recorded", None,
-                                       prev["tokens_before"], None, result.call - 1))
-    if info["kind"] is not None:
-        events.append(compaction_event(
-            NAME, info["kind"], info["trigger"], None, info["tokens_before"], after))
-    if events:
-        report[COMPACTION_EVENTS] = events
+    add_late_events(report, NAME, result, after, None, None)
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:
@@ -299,14 +290,12 @@ def describe(report: Mapping[str, Any]) -> str:
 
 
 def quiet_note(facts: Any) -> str | None:
-    if any(activity(r) for r in facts.reports):
+    quiet = quiet_peak(facts)
+    if quiet is None:
         return None
-    limits = [r.get("limit") for r in facts.reports if r]
-    if not limits:
-        return None
-    peak = max((r.get("tokens_before") or 0 for r in facts.reports), default=0)
+    peak, limit = quiet
     return (f"Cline never truncated: the previous request's total peaked at {peak:,} tokens, "
-            f"below maxAllowedSize {limits[-1]:,}.")
+            f"below maxAllowedSize {limit:,}.")
 
 
 def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:

@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     placeholder_text,
     u16len,
@@ -34,6 +32,8 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Sums,
+    add_fold_event,
+    compaction_activity,
     compared_tokens,
     cut_out,
     describe_compaction,
@@ -300,16 +300,12 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     }
     if info.get("reason"):
         report["reason"] = info["reason"]
-    if info["kind"] is not None:
-        report[COMPACTION_EVENTS] = [compaction_event(
-            NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after if info["kind"] != "recorded_not_predicted" else None,
-            info.get("late"))]
+    add_fold_event(report, NAME, info,
+                   after if info["kind"] != "recorded_not_predicted" else None)
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..messages import Message
 from . import StageContext, StageResult
-from ._agents2 import era_values, recorded_usage, text
+from ._agents2 import era_values, recorded_usage, replace_last, text, truncation_activity
 from ._gemini import (
     ERAS,
     SHELL_TOOL,
@@ -59,12 +59,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         if after == content:
             return StageResult(history, report, ())
     report.update(truncated=True, chars_after=len(after))
-    new = m.with_content(after.encode("utf-8", "surrogatepass"))
-    return StageResult((*history[:-1], new), report, (len(history) - 1,))
+    return replace_last(history, after, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("truncated") else 0
+activity = truncation_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..messages import Message
 from . import StageContext, StageResult
-from ._agents2 import text
+from ._agents2 import replace_last, text, truncation_activity
 
 WARNING = (
     "<warning>\n"
@@ -60,12 +60,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     after = long_form(output, limit, p.get("mini_swe_head_chars", 5000),
                       p.get("mini_swe_tail_chars", 5000))
     report.update(truncated=True, chars_after=len(after))
-    new = m.with_content(after.encode("utf-8", "surrogatepass"))
-    return StageResult((*history[:-1], new), report, (len(history) - 1,))
+    return replace_last(history, after, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("truncated") else 0
+activity = truncation_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     placeholder_text,
 )
@@ -31,6 +29,8 @@ from . import StageContext, StageResult, view_result
 from ._agents2 import (
     Costs,
     Sums,
+    add_fold_event,
+    compaction_activity,
     compared_tokens,
     cut_out,
     describe_compaction,
@@ -157,15 +157,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "recorded": info["recorded"], "replayed_user_message": info["replayed_user"],
         "compactions_so_far": result.state.count,
     }
-    if info["kind"] is not None:
-        report[COMPACTION_EVENTS] = [compaction_event(
-            NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after, info.get("late"))]
+    add_fold_event(report, NAME, info, after)
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     marker_positions,
     placeholder_text,
@@ -34,7 +32,16 @@ from ..history import frozen
 from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
-from ._agents2 import Costs, Sums, compared_tokens, describe_compaction, event_kind, token_fields
+from ._agents2 import (
+    Costs,
+    Sums,
+    add_late_events,
+    compaction_activity,
+    compared_tokens,
+    describe_compaction,
+    event_kind,
+    token_fields,
+)
 
 NAME = "openhands_v1_condenser"
 # The agent LLM's effective_max_input_tokens (LiteLLM model metadata), which caps the view when
@@ -304,27 +311,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
         "recorded": info["recorded"], "condensations_so_far": result.state.count,
     }
-    events = late_events(result)
-    if info["kind"] is not None:
-        events.append(compaction_event(
-            NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after))
-    if events:
-        report[COMPACTION_EVENTS] = events
+    add_late_events(report, NAME, result, after, "recorded", info["summary_source"])
     return view_result(h, out, report)
 
 
-def late_events(result: Any) -> list[dict[str, Any]]:
-    """The previous call's recorded condensation, learnt only now from its response."""
-    prev = result.previous_info
-    if not prev or not prev.get("late"):
-        return []
-    return [compaction_event(NAME, prev["late"], "recorded", "recorded",
-                             prev["tokens_before"], None, result.call - 1)]
-
-
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..messages import Message
 from . import StageContext, StageResult
-from ._agents2 import text
+from ._agents2 import replace_last, text, truncation_activity
 
 NOTICE = ("<response clipped><NOTE>Due to the max output limit, only part of the full "
           "response has been shown to you.</NOTE>")
@@ -74,12 +74,10 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
                               "chars_after": len(after), "truncated": after != content}
     if after == content:
         return StageResult(history, report, ())
-    new = m.with_content(after.encode("utf-8", "surrogatepass"))
-    return StageResult((*history[:-1], new), report, (len(history) - 1,))
+    return replace_last(history, after, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("truncated") else 0
+activity = truncation_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:

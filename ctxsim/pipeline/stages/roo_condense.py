@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    COMPACTION_EVENTS,
     assistant_positions,
-    compaction_event,
     fold,
     marker_positions,
     placeholder_text,
@@ -35,6 +33,8 @@ from ._agents2 import (
     Costs,
     Era,
     Sums,
+    add_fold_event,
+    compaction_activity,
     compared_tokens,
     cut_out,
     describe_compaction,
@@ -249,15 +249,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "summary_source": info["summary_source"], "recorded": info["recorded"],
         "era": work.era.label, "condensations_so_far": result.state.count,
     }
-    if info["kind"] is not None:
-        report[COMPACTION_EVENTS] = [compaction_event(
-            NAME, info["kind"], info["trigger"], info["summary_source"], info["tokens_before"],
-            after, info.get("late"))]
+    add_fold_event(report, NAME, info, after)
     return view_result(h, out, report)
 
 
-def activity(report: Mapping[str, Any]) -> int:
-    return 1 if report.get("compacted") else 0
+activity = compaction_activity
 
 
 def describe(report: Mapping[str, Any]) -> str:
