@@ -19,11 +19,14 @@ def on_import_finished(sender, *, sessions, **kwargs) -> None:
     """Replay each new session with the default profile; a failing replay never fails the
     import (the list then shows "—")."""
     from ctxsim.replays.services import compute_default_stats
+    from ctxsim.transcripts.models import Session
 
     for row in sessions:
         try:
             compute_default_stats(row)
         except Exception:
+            if not Session.objects.filter(pk=row.pk).exists():
+                continue  # replaced by a newer upload of its session key meanwhile: nothing lost
             logger.exception("computing the default replay stats of session %s failed", row.pk)
 
 
