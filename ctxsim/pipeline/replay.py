@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, not_
 from typing import Any
 
 from .calibration import call_estimates
@@ -99,13 +100,17 @@ class _CostCache:
         return self._sum(list(history))
 
     def _sum(self, messages: list[Message]) -> int:
-        """Their tokens; when every one is measured already, looked up in C (a message held in
-        the dict keeps its id, so an entry found by id is that very message)."""
-        found = list(map(self._costs.get, map(id, messages)))
-        if None not in found:
-            return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
-        cost = self.cost
-        return sum(cost(m) for m in messages)
+        """Their tokens, looked up in C (a message held in the dict keeps its id, so an entry
+        found by id is that very message); only the ones never measured are measured first
+        (a gateway stage hands out a new placeholder or two among thousands at each call)."""
+        costs = self._costs
+        found = list(map(costs.get, map(id, messages)))
+        if None in found:
+            cost = self.cost
+            for m in compress(messages, map(not_, found)):
+                cost(m)
+            found = list(map(costs.get, map(id, messages)))
+        return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
 
     def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
               changed: Sequence[int] | None) -> int:
@@ -118,9 +123,26 @@ class _CostCache:
             for i in changed:
                 tokens += cost(after[i]) - cost(before[i])
             return tokens
-        # A gateway stage rewrites every older result at every call (`aivax`): in C.
-        return (tokens + self._sum(list(map(after.__getitem__, changed)))
-                - self._sum(list(map(before.__getitem__, changed))))
+        # A stage rewriting every older result at every call without saying what changed
+        # since (`Since`): in C, on tuples (a `History` indexes in Python).
+        return (tokens + self._sum(list(map(_indexable(after).__getitem__, changed)))
+                - self._sum(list(map(_indexable(before).__getitem__, changed))))
+
+    def grown(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
+              positions: Sequence[int]) -> int:
+        """Tokens of `after`, given those of `before`, which it holds but at `positions` and
+        past its length."""
+        cost, n = self.cost, len(before)
+        for i in positions:
+            if i < n:
+                tokens += cost(after[i]) - cost(before[i])
+        for i in range(n, len(after)):
+            tokens += cost(after[i])
+        return tokens
+
+
+def _indexable(history: Sequence[Message]) -> Sequence[Message]:
+    return history if isinstance(history, (tuple, list)) else tuple(history)
 
 
 def _rewritten(before: Sequence[Message], after: Sequence[Message],
@@ -230,6 +252,8 @@ class Replay:
         self.image_rule = self.config.values.get("image_rule", "auto")
         self._costs = _CostCache(self.counter, self.image_rule)
         self._deltas = _Deltas()
+        # slot -> the history a stage returned at the previous call and its tokens
+        self._made: dict[int, tuple[Sequence[Message], int]] = {}
         self.dispatch_saved = 0
         self._dispatch_savings: dict[str, int] = {}
         gateway_si = instructions_of(self.config.stages, self.config.values)
@@ -387,7 +411,13 @@ class Replay:
                     ctx.delta = deltas.delta(slot)
                 r = STAGES[stage].run(history, ctx)
                 changed = _rewritten(history, r.history, r.changed)
-                after = self._costs.after(history, r.history, tokens, changed)
+                made = self._made.get(slot)
+                if (r.since is not None and made is not None and made[0] is r.since.previous
+                        and len(r.history) >= len(made[0])):
+                    after = self._costs.grown(made[0], r.history, made[1], r.since.positions)
+                else:
+                    after = self._costs.after(history, r.history, tokens, changed)
+                self._made[slot] = (r.history, after)
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
                 deltas.ran(slot, phase, history, r.history, changed)
                 history, tokens = r.history, after

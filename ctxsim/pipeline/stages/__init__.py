@@ -32,6 +32,17 @@ class StageResult:
     # When the stage knows them: the positions where `history` holds a message other than the
     # input's (same length). Lets the replay re-measure just those, not scan the history.
     changed: tuple[int, ...] | None = None
+    # When the stage builds its output from the one it returned at the previous call: that
+    # output and where `history` holds other messages than it (below its length). Lets the
+    # replay measure what changed since, where `changed` (against the input) is most of a
+    # long history for a gateway stage rewriting every older result.
+    since: Since | None = None
+
+
+@dataclass(frozen=True)
+class Since:
+    previous: Sequence[Message]
+    positions: tuple[int, ...]  # each once, in any order
 
 
 @dataclass(frozen=True)
@@ -186,6 +197,6 @@ class ReplayFacts:
         return effective[key] if key in effective else env_default(key)
 
 
-__all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
+__all__ = ["Delta", "Message", "ReplayFacts", "Since", "StageContext", "StageResult", "Units",
            "changed_positions", "changed_since", "from_units", "handed_on", "lit",
            "other_objects", "to_units"]

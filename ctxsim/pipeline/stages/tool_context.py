@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
+from . import ReplayFacts, Since, StageContext, StageResult, handed_on, other_objects
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
@@ -37,6 +38,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     tools: list[int] | None = memo.get("tools")
     changed = other_objects(seen, history) if len(history) >= len(seen) else None
     was = 0
+    since = None  # the previous output this one is built from
     if (changed is not None and tools is not None and last is not None
             and all(history[i].role == seen[i].role for i in changed)):
         # From the previous output: what changed in the input, and what was appended.
@@ -46,26 +48,30 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         out = [*last, *history[start:]]
         for i in changed:
             out[i] = history[i]
+        since = last
     else:  # the first call, or an input the memo cannot follow: from scratch
         tools = [i for i, m in enumerate(history) if m.role == "tool"]
         out, changed = list(history), []
     older = max(len(tools) - count, 0) if count > 0 else 0
     if older < was:  # fewer older results than before: from scratch
-        out, changed, was = list(history), [], 0
-    for k in range(was, older):  # newly older results get their placeholder
-        out[tools[k]] = replaced(history[tools[k]])
-    if changed:  # and older ones whose message changed
-        older_positions = set(tools[:older])
-        for i in changed:
-            if i in older_positions:
-                out[i] = replaced(history[i])
+        out, changed, was, since = list(history), [], 0, None
+    newly = tools[was:older]
+    for i in newly:  # newly older results get their placeholder
+        out[i] = replaced(history[i])
+    for i in changed:  # and older ones whose message changed (`tools` is ascending)
+        k = bisect_left(tools, i)
+        if k < older and tools[k] == i:
+            out[i] = replaced(history[i])
     memo.update(input=history, tools=tools, older=older)
     report = {"kept": len(tools) - older, "replaced": older}
     if not older:
         memo["output"] = tuple(history)
         return StageResult(handed_on(history), report, ())
     result = memo["output"] = tuple(out)
-    return StageResult(result, report, tuple(tools[:older]))
+    # Against the previous output, only the input's changes and the newly older results
+    # differ (and what was appended): the replay measures those, not every older result.
+    return StageResult(result, report, tuple(tools[:older]),
+                       None if since is None else Since(since, (*{*changed, *newly},)))
 
 
 # --- what a report means ----------------------------------------------------------------------
