@@ -10,7 +10,7 @@ changed positions. Histories are therefore sequences, read like tuples, not alwa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress
 from operator import itemgetter, not_
@@ -155,6 +155,9 @@ def _rewritten(before: Sequence[Message], after: Sequence[Message],
     return reported if reported is not None else tuple(changed_positions(before, after))
 
 
+_Parts = tuple[Collection[int], ...]  # a set of positions: the union of these
+
+
 class _Deltas:
     """What changed between calls, stage by stage, so each stage's memo gets a `Delta`.
 
@@ -163,21 +166,23 @@ class _Deltas:
     rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
     the anchor). A stage that changes a length makes the positions unknown (no `Delta`) for
     the stages after it; it keeps one for its own input at the next call. The same reasoning
-    after the last stage bounds what the sent prompt kept (`sent_kept`)."""
+    after the last stage bounds what the sent prompt kept (`sent_kept`). Sets of positions are
+    kept as the parts they are the union of (`_Parts`), joined only when read: a stage
+    rewriting every older result reports most of a long history at every call."""
 
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
-        self.carried: set[int] | None = set()  # persistent rewrites at the previous call
+        self.carried: _Parts | None = ()  # persistent rewrites at the previous call
         # slot -> (input, output, changes before the stage, changes through it) last call
         self.previous: dict[int, tuple[Sequence[Message], Sequence[Message],
-                                       set[int] | None, set[int] | None]] = {}
-        self._now: set[int] | None = set()
-        self._next_carried: set[int] | None = set()
-        self._last_now: set[int] | None = set()  # every stage's rewrites at the previous call
+                                       _Parts | None, _Parts | None]] = {}
+        self._now: _Parts | None = ()
+        self._next_carried: _Parts | None = ()
+        self._last_now: _Parts | None = ()  # every stage's rewrites at the previous call
 
     def start(self) -> None:
-        self._now = set()
-        self._next_carried = set()
+        self._now = ()
+        self._next_carried = ()
 
     def delta(self, slot: int) -> Delta | None:
         prev = self.previous.get(slot)
@@ -192,13 +197,14 @@ class _Deltas:
                 return None
             before_out, made = before_in, given
         appended = range(self.base_len, max(len(before_in), len(before_out)))
-        return Delta(before_in, before_out,
-                     frozenset(self.carried | made | self._now).union(appended))
+        return Delta(before_in, before_out, (*self.carried, *made, *self._now, appended))
 
     def ran(self, slot: int, phase: str, history: Sequence[Message],
             out: Sequence[Message], changed: tuple[int, ...] | None) -> None:
         given = self._now
-        now = None if given is None or changed is None else given.union(changed)
+        now: _Parts | None = None
+        if given is not None and changed is not None:
+            now = (*given, changed) if changed else given
         self.previous[slot] = (history, out, given, now)
         self._now = now
         if phase == "persistent":
@@ -210,7 +216,8 @@ class _Deltas:
         the persistent phase carried over. Call after the last stage, before `finish`."""
         if self.carried is None or self._last_now is None or self._now is None:
             return None
-        return min((self.base_len, *self.carried, *self._last_now, *self._now))
+        return min((self.base_len, *(min(part) for part in (
+            *self.carried, *self._last_now, *self._now) if part)))
 
     def finish(self, persistent_len: int) -> None:
         self.base_len = persistent_len

@@ -14,11 +14,13 @@ into the stage's `StageDef`; see its docstring for the whole recipe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import is_
 from typing import Any
 
+from ..history import History
 from ..messages import Message
 from ..params import PARAMS, env_default
 from ..tokens import TokenCounter
@@ -54,7 +56,13 @@ class Delta:
 
     input: Sequence[Message]
     output: Sequence[Message]
-    positions: frozenset[int]
+    # The sets of positions whose union `positions` is, joined only when a stage asks: a
+    # gateway stage rewriting every older result makes one a long history long at every call.
+    parts: tuple[Collection[int], ...]
+
+    @cached_property
+    def positions(self) -> frozenset[int]:
+        return frozenset().union(*self.parts)
 
 
 @dataclass
@@ -150,7 +158,9 @@ _BLOCK = 64
 def other_objects(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
     """Positions (within the shorter length) where `after` holds another object than
     `before`, by identity only (equal messages can differ in `meta`, which equality skips),
-    block by block in C like `changed_positions`."""
+    block by block in C like `changed_positions` (chunk by chunk between two `History`s)."""
+    if isinstance(before, History) and isinstance(after, History):
+        return before.other_objects(after)
     n = min(len(before), len(after))
     out: list[int] = []
     for start in range(0, n, _BLOCK):

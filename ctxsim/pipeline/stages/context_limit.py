@@ -81,7 +81,7 @@ class _Window:
     role, calls or call id differ, or a shorter input, make it start again."""
 
     __slots__ = ("at", "costs", "cut_tokens", "last_user", "total", "_input", "_latest",
-                 "_lead", "_systems", "_unit_of", "_unit_tokens")
+                 "_lead", "_positions", "_systems", "_unit_of", "_unit_tokens")
 
     def __init__(self) -> None:
         self.costs: list[int] = []
@@ -93,6 +93,8 @@ class _Window:
         self._unit_of: list[int] = []
         self._unit_tokens: list[int] = []  # a leader's: its whole unit's tokens
         self._systems: list[int] = []
+        # 0, 1, 2...: the report's positions are slices of it, copied, not new numbers.
+        self._positions: list[int] = []
         self._latest: dict[str, int] = {}  # tool call id -> the latest assistant issuing it
         self._input: Sequence[Message] = ()
 
@@ -141,6 +143,7 @@ class _Window:
                 self._systems.append(i)
             lead.append(leader == i and m.role != "system")
             unit_of.append(leader)
+            self._positions.append(i)
             unit_tokens.append(tokens if leader == i else 0)
             if leader != i:
                 unit_tokens[leader] += tokens
@@ -191,17 +194,17 @@ class _Window:
         """The positions the cut removes, ascending, and the messages it keeps: below it
         only system messages and the last user message stay, past it only the results of
         units it removed go. The work is the messages past the cut and the runs of removed
-        positions (built in C), not a scan of the history."""
-        at, unit_of = self.at, self._unit_of
+        positions (copied in C), not a scan of the history."""
+        at, unit_of, positions = self.at, self._unit_of, self._positions
         stay = self._systems[:bisect_left(self._systems, at)]
         if self.last_user is not None and self.last_user < at:
             stay.insert(bisect_left(stay, self.last_user), self.last_user)
         removed: list[int] = []
         start = 0
         for i in stay:
-            removed.extend(range(start, i))
+            removed.extend(positions[start:i])
             start = i + 1
-        removed.extend(range(start, at))
+        removed.extend(positions[start:at])
         units = unit_of[at:]
         removed.extend(i for i, u in enumerate(units, at) if u < at)
         kept = [*map(history.__getitem__, stay),
