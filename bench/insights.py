@@ -5,10 +5,8 @@ For each generated CALLS-call session, times the cache & information-loss analys
 (`ctxsim.insights.report.analyse`: the replay plus the cache simulation, break explanation and
 loss tracking) of each profile against the warm replays it needs (the same replays, token
 counts already cached, nothing else), REPS times, side by side within a repetition. Profiles
-`none` and `chatcli` by default: two of the page's three default columns. The third, `aivax`,
-is left out because its replay alone grows with the square of the session (its
-`context_limit` stage rebuilds every message at every call: 46 s for 2,000 calls), which
-would hide the analysis behind it; that is the replay's issue, not this target's.
+`none`, `chatcli` and `aivax` by default: the page's three default columns (`aivax` was left
+out until its replay grew linearly with the session, issue 31).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from ctxsim.insights.prices import cache_rule
 from ctxsim.insights.report import analyse
 from ctxsim.pipeline.replay import replay
 
-PROFILES = ("none", "chatcli")
+PROFILES = ("none", "chatcli", "aivax")
 COUNTER = "cl100k_base"
 
 

@@ -122,7 +122,7 @@ def overview(sessions: int) -> list[bool]:
 
 def insights(only: set[str], scale: int, reps: int) -> list[bool]:
     """Issue 21: the cache & information-loss analysis of a generated session against the
-    warm replays it needs (profiles `none` and `chatcli`, see bench/insights.py), and
+    warm replays it needs (profiles `none`, `chatcli` and `aivax`, see bench/insights.py), and
     4,000 calls against 2,000 measured side by side."""
     sizes = [2000 // scale] + ([4000 // scale] if "insights-linearity" in only else [])
     measured = child("bench.insights", ",".join(map(str, sizes)), str(reps))

@@ -136,6 +136,21 @@ class History(_Shared):
             full = tuple(chunks)
         return History(full, self._tail if tail is None else tuple(tail))
 
+    def other_objects(self, other: History) -> list[int]:
+        """Positions below the shorter length where `other` holds another object than this
+        history; a chunk both share (as histories made from one another do) is passed over
+        at once, so the work is the chunks that differ, not the length."""
+        out: list[int] = []
+        for c, (mine, theirs) in enumerate(zip(self._full, other._full, strict=False)):
+            if mine is not theirs:
+                base = c * CHUNK
+                out.extend(base + j for j, (a, b) in enumerate(zip(mine, theirs, strict=True))
+                           if a is not b)
+        for i in range(min(len(self._full), len(other._full)) * CHUNK, min(self._n, other._n)):
+            if self[i] is not other[i]:
+                out.append(i)
+        return out
+
     def storage(self) -> tuple[tuple[Any, ...], ...]:
         """What holds the messages: the chunk list, each chunk and the tail, all shared with
         the histories this one was made from where they did not change."""

@@ -10,9 +10,10 @@ changed positions. Histories are therefore sequences, read like tuples, not alwa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, not_
 from typing import Any
 
 from .calibration import call_estimates
@@ -99,13 +100,17 @@ class _CostCache:
         return self._sum(list(history))
 
     def _sum(self, messages: list[Message]) -> int:
-        """Their tokens; when every one is measured already, looked up in C (a message held in
-        the dict keeps its id, so an entry found by id is that very message)."""
-        found = list(map(self._costs.get, map(id, messages)))
-        if None not in found:
-            return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
-        cost = self.cost
-        return sum(cost(m) for m in messages)
+        """Their tokens, looked up in C (a message held in the dict keeps its id, so an entry
+        found by id is that very message); only the ones never measured are measured first
+        (a gateway stage hands out a new placeholder or two among thousands at each call)."""
+        costs = self._costs
+        found = list(map(costs.get, map(id, messages)))
+        if None in found:
+            cost = self.cost
+            for m in compress(messages, map(not_, found)):
+                cost(m)
+            found = list(map(costs.get, map(id, messages)))
+        return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
 
     def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
               changed: Sequence[int] | None) -> int:
@@ -118,9 +123,26 @@ class _CostCache:
             for i in changed:
                 tokens += cost(after[i]) - cost(before[i])
             return tokens
-        # A gateway stage rewrites every older result at every call (`aivax`): in C.
-        return (tokens + self._sum(list(map(after.__getitem__, changed)))
-                - self._sum(list(map(before.__getitem__, changed))))
+        # A stage rewriting every older result at every call without saying what changed
+        # since (`Since`): in C, on tuples (a `History` indexes in Python).
+        return (tokens + self._sum(list(map(_indexable(after).__getitem__, changed)))
+                - self._sum(list(map(_indexable(before).__getitem__, changed))))
+
+    def grown(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
+              positions: Sequence[int]) -> int:
+        """Tokens of `after`, given those of `before`, which it holds but at `positions` and
+        past its length."""
+        cost, n = self.cost, len(before)
+        for i in positions:
+            if i < n:
+                tokens += cost(after[i]) - cost(before[i])
+        for i in range(n, len(after)):
+            tokens += cost(after[i])
+        return tokens
+
+
+def _indexable(history: Sequence[Message]) -> Sequence[Message]:
+    return history if isinstance(history, (tuple, list)) else tuple(history)
 
 
 def _rewritten(before: Sequence[Message], after: Sequence[Message],
@@ -133,6 +155,9 @@ def _rewritten(before: Sequence[Message], after: Sequence[Message],
     return reported if reported is not None else tuple(changed_positions(before, after))
 
 
+_Parts = tuple[Collection[int], ...]  # a set of positions: the union of these
+
+
 class _Deltas:
     """What changed between calls, stage by stage, so each stage's memo gets a `Delta`.
 
@@ -141,21 +166,23 @@ class _Deltas:
     rewrote it at k-1 or at k, and past the length of the history at k-1 (appended messages,
     the anchor). A stage that changes a length makes the positions unknown (no `Delta`) for
     the stages after it; it keeps one for its own input at the next call. The same reasoning
-    after the last stage bounds what the sent prompt kept (`sent_kept`)."""
+    after the last stage bounds what the sent prompt kept (`sent_kept`). Sets of positions are
+    kept as the parts they are the union of (`_Parts`), joined only when read: a stage
+    rewriting every older result reports most of a long history at every call."""
 
     def __init__(self) -> None:
         self.base_len = 0  # length of the persistent history at the previous call
-        self.carried: set[int] | None = set()  # persistent rewrites at the previous call
+        self.carried: _Parts | None = ()  # persistent rewrites at the previous call
         # slot -> (input, output, changes before the stage, changes through it) last call
         self.previous: dict[int, tuple[Sequence[Message], Sequence[Message],
-                                       set[int] | None, set[int] | None]] = {}
-        self._now: set[int] | None = set()
-        self._next_carried: set[int] | None = set()
-        self._last_now: set[int] | None = set()  # every stage's rewrites at the previous call
+                                       _Parts | None, _Parts | None]] = {}
+        self._now: _Parts | None = ()
+        self._next_carried: _Parts | None = ()
+        self._last_now: _Parts | None = ()  # every stage's rewrites at the previous call
 
     def start(self) -> None:
-        self._now = set()
-        self._next_carried = set()
+        self._now = ()
+        self._next_carried = ()
 
     def delta(self, slot: int) -> Delta | None:
         prev = self.previous.get(slot)
@@ -170,13 +197,14 @@ class _Deltas:
                 return None
             before_out, made = before_in, given
         appended = range(self.base_len, max(len(before_in), len(before_out)))
-        return Delta(before_in, before_out,
-                     frozenset(self.carried | made | self._now).union(appended))
+        return Delta(before_in, before_out, (*self.carried, *made, *self._now, appended))
 
     def ran(self, slot: int, phase: str, history: Sequence[Message],
             out: Sequence[Message], changed: tuple[int, ...] | None) -> None:
         given = self._now
-        now = None if given is None or changed is None else given.union(changed)
+        now: _Parts | None = None
+        if given is not None and changed is not None:
+            now = (*given, changed) if changed else given
         self.previous[slot] = (history, out, given, now)
         self._now = now
         if phase == "persistent":
@@ -188,7 +216,8 @@ class _Deltas:
         the persistent phase carried over. Call after the last stage, before `finish`."""
         if self.carried is None or self._last_now is None or self._now is None:
             return None
-        return min((self.base_len, *self.carried, *self._last_now, *self._now))
+        return min((self.base_len, *(min(part) for part in (
+            *self.carried, *self._last_now, *self._now) if part)))
 
     def finish(self, persistent_len: int) -> None:
         self.base_len = persistent_len
@@ -230,6 +259,8 @@ class Replay:
         self.image_rule = self.config.values.get("image_rule", "auto")
         self._costs = _CostCache(self.counter, self.image_rule)
         self._deltas = _Deltas()
+        # slot -> the history a stage returned at the previous call and its tokens
+        self._made: dict[int, tuple[Sequence[Message], int]] = {}
         self.dispatch_saved = 0
         self._dispatch_savings: dict[str, int] = {}
         gateway_si = instructions_of(self.config.stages, self.config.values)
@@ -387,7 +418,13 @@ class Replay:
                     ctx.delta = deltas.delta(slot)
                 r = STAGES[stage].run(history, ctx)
                 changed = _rewritten(history, r.history, r.changed)
-                after = self._costs.after(history, r.history, tokens, changed)
+                made = self._made.get(slot)
+                if (r.since is not None and made is not None and made[0] is r.since.previous
+                        and len(r.history) >= len(made[0])):
+                    after = self._costs.grown(made[0], r.history, made[1], r.since.positions)
+                else:
+                    after = self._costs.after(history, r.history, tokens, changed)
+                self._made[slot] = (r.history, after)
                 runs.append(StageRun(stage, phase, r.report, r.history, tokens, after))
                 deltas.ran(slot, phase, history, r.history, changed)
                 history, tokens = r.history, after

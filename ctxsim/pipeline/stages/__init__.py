@@ -14,11 +14,13 @@ into the stage's `StageDef`; see its docstring for the whole recipe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import is_
 from typing import Any
 
+from ..history import History
 from ..messages import Message
 from ..params import PARAMS, env_default
 from ..tokens import TokenCounter
@@ -32,6 +34,17 @@ class StageResult:
     # When the stage knows them: the positions where `history` holds a message other than the
     # input's (same length). Lets the replay re-measure just those, not scan the history.
     changed: tuple[int, ...] | None = None
+    # When the stage builds its output from the one it returned at the previous call: that
+    # output and where `history` holds other messages than it (below its length). Lets the
+    # replay measure what changed since, where `changed` (against the input) is most of a
+    # long history for a gateway stage rewriting every older result.
+    since: Since | None = None
+
+
+@dataclass(frozen=True)
+class Since:
+    previous: Sequence[Message]
+    positions: tuple[int, ...]  # each once, in any order
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,13 @@ class Delta:
 
     input: Sequence[Message]
     output: Sequence[Message]
-    positions: frozenset[int]
+    # The sets of positions whose union `positions` is, joined only when a stage asks: a
+    # gateway stage rewriting every older result makes one a long history long at every call.
+    parts: tuple[Collection[int], ...]
+
+    @cached_property
+    def positions(self) -> frozenset[int]:
+        return frozenset().union(*self.parts)
 
 
 @dataclass
@@ -139,7 +158,9 @@ _BLOCK = 64
 def other_objects(before: Sequence[Any], after: Sequence[Any]) -> list[int]:
     """Positions (within the shorter length) where `after` holds another object than
     `before`, by identity only (equal messages can differ in `meta`, which equality skips),
-    block by block in C like `changed_positions`."""
+    block by block in C like `changed_positions` (chunk by chunk between two `History`s)."""
+    if isinstance(before, History) and isinstance(after, History):
+        return before.other_objects(after)
     n = min(len(before), len(after))
     out: list[int] = []
     for start in range(0, n, _BLOCK):
@@ -186,6 +207,6 @@ class ReplayFacts:
         return effective[key] if key in effective else env_default(key)
 
 
-__all__ = ["Delta", "Message", "ReplayFacts", "StageContext", "StageResult", "Units",
+__all__ = ["Delta", "Message", "ReplayFacts", "Since", "StageContext", "StageResult", "Units",
            "changed_positions", "changed_since", "from_units", "handed_on", "lit",
            "other_objects", "to_units"]

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
 from ..tokens import extras_tokens, tokens_by_identity
 from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
-from ._ownership import result_owners
 
 OVERFLOW = "context_overflow"
-
-
-def removal_units(history: Sequence[Message]) -> dict[int, list[int]]:
-    """For each assistant with calls, itself plus every result belonging to it."""
-    units: dict[int, list[int]] = {}
-    for j, owner in result_owners(history).items():
-        if owner is not None:
-            units.setdefault(owner, []).append(j)
-    return units
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
@@ -33,8 +24,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     extras = extras_tokens(
         ctx.counter, ctx.params.get("systemInstructions") or "", ctx.tools, ctx.response_schema
     )
-    seen = _Seen.of(history, ctx)
-    conversation = seen.total
+    window = _Window.of(history, ctx)
+    conversation = window.total
     before = conversation + extras
     report: dict[str, Any] = {
         "limit": limit,
@@ -56,60 +47,59 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         elif action != "Throw":
             report["over_after_truncation"] = before > limit
         return StageResult(handed_on(history), report, ())
-    costs, units, protected_user = seen.costs, seen.units, seen.last_user
-    removed: set[int] = set()
-    cursor = 0
-    n = len(history)
-    while conversation > limit:
-        # Earliest remaining message that is neither system nor the last user message.
-        while cursor < n and (
-            cursor in removed
-            or history[cursor].role == "system"
-            or cursor == protected_user
-        ):
-            cursor += 1
-        if cursor >= n:
-            break
-        unit = [cursor, *units.get(cursor, ())] if history[cursor].has_calls else [cursor]
-        for i in unit:
-            if i not in removed:
-                removed.add(i)
-                conversation -= costs[i]
-    after = conversation + extras
+    # Removing the earliest removable unit until the conversation fits is removing the
+    # shortest run of units, in order, whose tokens reach the excess.
+    window.cut(conversation - limit)
+    removed, kept = window.split(history)
+    after = conversation - window.cut_tokens + extras
     report.update(
         tokens_after=after,
         removed=len(removed),
-        removed_indices=sorted(removed),
+        removed_indices=removed,
         over_after_truncation=after > limit,
     )
     if action == "TruncateHard" and after > limit:
         report["error"] = OVERFLOW
-    out = tuple(m for i, m in enumerate(history) if i not in removed)
-    return StageResult(out if removed else handed_on(history), report,
+    return StageResult(kept if removed else handed_on(history), report,
                        None if removed else ())
 
 
-class _Seen:
-    """What the stage knows of its input: each message's tokens and their total, the last user
-    message, and the removal units (`removal_units`). A gateway stage sees a history that only
-    grew since the previous call, but for a few messages (issue 31: recounting and copying
-    every message at every call made `aivax` quadratic, 49.6 s for 2,000 calls), so with a
-    memo these are updated where the input holds other messages than the one it saw last
-    (`changed_positions`: block compares) and for the appended ones; a changed message whose
-    role, calls or call id differ makes it look at everything again."""
+class _Window:
+    """What the stage knows of its input, kept across calls by its memo: each message's
+    tokens and their total, the last user message, the units Truncate removes, and where the
+    previous truncation cut.
 
-    __slots__ = ("costs", "last_user", "total", "units", "_latest", "_input")
+    A unit is what Truncate removes at once: an assistant message with its results (SPEC
+    §2.3's owners), or any other message but a system-role one or an owned result. Its leader
+    is its first message (`_unit_of[i]`: the leader of position i's unit). Every unit led
+    before the cut (`at`) is removed but the last user message's, and `cut_tokens` are their
+    tokens. A gateway stage sees a history that only grew since the previous call, but for a
+    few messages rewritten in place (issue 31: recounting every message and scanning the whole
+    history at every call made `aivax` quadratic), so the memo updates these where the input
+    holds other objects than it saw last (`other_objects`, in C) and for the appended ones,
+    and the cut moves from where it was by the units that changed; a rewritten message whose
+    role, calls or call id differ, or a shorter input, make it start again."""
+
+    __slots__ = ("at", "costs", "cut_tokens", "last_user", "total", "_input", "_latest",
+                 "_lead", "_positions", "_systems", "_unit_of", "_unit_tokens")
 
     def __init__(self) -> None:
         self.costs: list[int] = []
         self.total = 0
         self.last_user: int | None = None
-        self.units: dict[int, list[int]] = {}
+        self.at = 0
+        self.cut_tokens = 0
+        self._lead: list[bool] = []  # leads a unit that is not a system message
+        self._unit_of: list[int] = []
+        self._unit_tokens: list[int] = []  # a leader's: its whole unit's tokens
+        self._systems: list[int] = []
+        # 0, 1, 2...: the report's positions are slices of it, copied, not new numbers.
+        self._positions: list[int] = []
         self._latest: dict[str, int] = {}  # tool call id -> the latest assistant issuing it
         self._input: Sequence[Message] = ()
 
     @classmethod
-    def of(cls, history: Sequence[Message], ctx: StageContext) -> _Seen:
+    def of(cls, history: Sequence[Message], ctx: StageContext) -> _Window:
         memo = ctx.memo
         measured: dict[int, tuple[Message, int]] = (
             memo.setdefault("measured", {}) if memo is not None else {})
@@ -117,32 +107,48 @@ class _Seen:
         def cost(m: Message) -> int:
             return tokens_by_identity(measured, m, ctx.counter)
 
-        seen: _Seen | None = memo.get("seen") if memo is not None else None
-        if seen is None or not seen._update(history, cost):
-            seen = cls()
-            seen._extend(history, 0, cost)
-        seen._input = history
+        window: _Window | None = memo.get("window") if memo is not None else None
+        if window is None or not window._update(history, cost):
+            window = cls()
+            window._extend(history, 0, cost)
+        window._input = history
         if memo is not None:
-            memo["seen"] = seen
-        return seen
+            memo["window"] = window
+        return window
+
+    def _before_cut(self, leader: int) -> bool:
+        """Whether the unit led at `leader` is one the cut removes."""
+        return leader < self.at and self._lead[leader] and leader != self.last_user
 
     def _extend(self, history: Sequence[Message], start: int,
                 cost: Callable[[Message], int]) -> None:
-        costs, units, latest = self.costs, self.units, self._latest
+        costs, latest, lead = self.costs, self._latest, self._lead
+        unit_of, unit_tokens = self._unit_of, self._unit_tokens
         for i in range(start, len(history)):
             m = history[i]
             tokens = cost(m)
             costs.append(tokens)
             self.total += tokens
+            leader = i
             if m.role == "assistant":
                 for c in m.tool_calls:
                     latest[c.id] = i
             elif m.role == "tool":
-                owner = latest.get(m.tool_call_id)
-                if owner is not None:
-                    units.setdefault(owner, []).append(i)
+                leader = latest.get(m.tool_call_id, i)
             elif m.role == "user":
-                self.last_user = i
+                protected, self.last_user = self.last_user, i
+                if protected is not None and self._before_cut(protected):
+                    self.cut_tokens += unit_tokens[protected]  # no longer the last user
+            elif m.role == "system":
+                self._systems.append(i)
+            lead.append(leader == i and m.role != "system")
+            unit_of.append(leader)
+            self._positions.append(i)
+            unit_tokens.append(tokens if leader == i else 0)
+            if leader != i:
+                unit_tokens[leader] += tokens
+                if self._before_cut(leader):
+                    self.cut_tokens += tokens
 
     def _update(self, history: Sequence[Message], cost: Callable[[Message], int]) -> bool:
         seen = self._input
@@ -154,11 +160,56 @@ class _Seen:
             if (old.role != new.role or old.tool_calls != new.tool_calls
                     or old.tool_call_id != new.tool_call_id):
                 return False
-            tokens = cost(new)
-            self.total += tokens - self.costs[i]
-            self.costs[i] = tokens
+            more = cost(new) - self.costs[i]
+            self.costs[i] += more
+            self.total += more
+            leader = self._unit_of[i]
+            self._unit_tokens[leader] += more
+            if self._before_cut(leader):
+                self.cut_tokens += more
         self._extend(history, len(seen), cost)
         return True
+
+    def cut(self, excess: int) -> None:
+        """Move the cut to just past the shortest run of removable units, from the first,
+        whose tokens reach `excess` (all of them when none does)."""
+        at, tokens, n = self.at, self.cut_tokens, len(self.costs)
+        lead, unit_tokens, protected = self._lead, self._unit_tokens, self.last_user
+        while tokens < excess and at < n:
+            if lead[at] and at != protected:
+                tokens += unit_tokens[at]
+            at += 1
+        while at > 0:  # give back the last units the excess does not need
+            last = at - 1
+            while last >= 0 and not (lead[last] and last != protected):
+                last -= 1
+            if last < 0 or tokens - unit_tokens[last] < excess:
+                at = last + 1
+                break
+            tokens -= unit_tokens[last]
+            at = last
+        self.at, self.cut_tokens = at, tokens
+
+    def split(self, history: Sequence[Message]) -> tuple[list[int], tuple[Message, ...]]:
+        """The positions the cut removes, ascending, and the messages it keeps: below it
+        only system messages and the last user message stay, past it only the results of
+        units it removed go. The work is the messages past the cut and the runs of removed
+        positions (copied in C), not a scan of the history."""
+        at, unit_of, positions = self.at, self._unit_of, self._positions
+        stay = self._systems[:bisect_left(self._systems, at)]
+        if self.last_user is not None and self.last_user < at:
+            stay.insert(bisect_left(stay, self.last_user), self.last_user)
+        removed: list[int] = []
+        start = 0
+        for i in stay:
+            removed.extend(positions[start:i])
+            start = i + 1
+        removed.extend(positions[start:at])
+        units = unit_of[at:]
+        removed.extend(i for i, u in enumerate(units, at) if u < at)
+        kept = [*map(history.__getitem__, stay),
+                *(m for m, u in zip(history[at:], units, strict=True) if u >= at)]
+        return removed, tuple(kept)
 
 
 # --- what a report means ----------------------------------------------------------------------

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..history import History
 from ..messages import Message
-from . import ReplayFacts, StageContext, StageResult, handed_on, other_objects
+from . import ReplayFacts, Since, StageContext, StageResult, handed_on, other_objects
 
 
 def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
@@ -16,10 +18,11 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 
     A gateway stage's work is redone at every call (nothing it makes persists), so its memo
     keeps what it made: its previous output, updated where the input holds other objects
-    (`other_objects`, in C), for the appended messages and for the results that became older;
-    the tool positions; and one placeholder object per replaced message, handed out again at
-    every call, so the replay measures each once by identity (issue 31: a new placeholder per
-    older result per call was most of `aivax`'s quadratic replay).
+    (`other_objects`), for the appended messages and for the results that became older, as a
+    `History` sharing every chunk they left alone; the tool positions; and one placeholder
+    object per replaced message, handed out again at every call, so the replay measures each
+    once by identity (issue 31: a new placeholder per older result per call was most of
+    `aivax`'s quadratic replay).
     """
     count = ctx.params.get("toolContextCount") or 0
     placeholder = ctx.params.get("toolContextPlaceholder", "").encode("utf-8", "surrogatepass")
@@ -33,40 +36,45 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         return hit[1]
 
     seen: Sequence[Message] = memo.get("input", ())
-    last: tuple[Message, ...] | None = memo.get("output")
+    last: History | None = memo.get("output")
     tools: list[int] | None = memo.get("tools")
     changed = other_objects(seen, history) if len(history) >= len(seen) else None
     was = 0
+    since = None  # the previous output this one is built from
     if (changed is not None and tools is not None and last is not None
             and all(history[i].role == seen[i].role for i in changed)):
         # From the previous output: what changed in the input, and what was appended.
         start = len(seen)
         tools = tools + [i for i in range(start, len(history)) if history[i].role == "tool"]
         was = memo.get("older", 0)
-        out = [*last, *history[start:]]
-        for i in changed:
-            out[i] = history[i]
+        out = since = last
+        for i in range(start, len(history)):
+            out = out.append(history[i])
+        changes = {i: history[i] for i in changed}
     else:  # the first call, or an input the memo cannot follow: from scratch
         tools = [i for i, m in enumerate(history) if m.role == "tool"]
-        out, changed = list(history), []
+        out, changed, changes = History.of(history), [], {}
     older = max(len(tools) - count, 0) if count > 0 else 0
     if older < was:  # fewer older results than before: from scratch
-        out, changed, was = list(history), [], 0
-    for k in range(was, older):  # newly older results get their placeholder
-        out[tools[k]] = replaced(history[tools[k]])
-    if changed:  # and older ones whose message changed
-        older_positions = set(tools[:older])
-        for i in changed:
-            if i in older_positions:
-                out[i] = replaced(history[i])
+        out, changed, changes, was, since = History.of(history), [], {}, 0, None
+    newly = tools[was:older]
+    for i in newly:  # newly older results get their placeholder
+        changes[i] = replaced(history[i])
+    for i in changed:  # and older ones whose message changed (`tools` is ascending)
+        k = bisect_left(tools, i)
+        if k < older and tools[k] == i:
+            changes[i] = replaced(history[i])
     memo.update(input=history, tools=tools, older=older)
     report = {"kept": len(tools) - older, "replaced": older}
     if not older:
-        memo["output"] = tuple(history)
+        memo["output"] = History.of(history)
         return StageResult(handed_on(history), report, ())
-    result = memo["output"] = tuple(out)
-    return StageResult(result, report, tuple(tools[:older]))
-
+    # A `History` shares the chunks no change touched with the previous output.
+    result = memo["output"] = out.replaced(changes)
+    # Against the previous output, only the input's changes and the newly older results
+    # differ (and what was appended): the replay measures those, not every older result.
+    return StageResult(result, report, tuple(tools[:older]),
+                       None if since is None else Since(since, tuple(changes)))
 
 # --- what a report means ----------------------------------------------------------------------
 
