@@ -7,6 +7,16 @@ from django.conf import settings
 from django.db import models
 
 
+class Status(models.TextChoices):
+    """Where a background job is in its life (every kind of job alike)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
 class Ticket(models.Model):
     """One queued or running task of a user (or of nobody: an import's list figures). Given
     back (deleted) when its task ends (`receivers`), when a newer request of the same user

@@ -5,7 +5,7 @@ request threads. Four GETs of one viewer occupied every thread of a worker and o
 pages waited half a minute. A user now runs at most `CTXSIM_REPLAYS_PER_USER` new replays at
 once; one more is answered 429 with a message to retry (stored replays are served as ever,
 and other users are not affected). Sessions longer than CTXSIM_INLINE_REPLAY_CALLS are not
-replayed by requests at all (`ctxsim.overview.background`).
+replayed by requests at all (`ctxsim.replays.background`).
 
 The count is kept twice: exactly within the process (`ReplayCache.user_slot`), and across
 processes in Django's cache (`ctxsim:replaying:<user id>`, incremented and decremented

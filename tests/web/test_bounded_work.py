@@ -13,12 +13,10 @@ from django.test import Client
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.jobs.models import Ticket, TraceFile
-from ctxsim.overview import background
-from ctxsim.overview.models import BackgroundReplay, Status
-from ctxsim.replays import services, traces
+from ctxsim.jobs.models import Status, Ticket, TraceFile
+from ctxsim.replays import background, services, traces
 from ctxsim.replays.cache import REPLAYS
-from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.models import BackgroundReplay, ReplayRun
 from tests.factories import bearer, body_of
 
 pytestmark = pytest.mark.django_db

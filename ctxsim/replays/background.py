@@ -31,9 +31,10 @@ from django.utils import timezone
 
 from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.jobs import policy
-from ctxsim.overview.models import BackgroundReplay, Status
+from ctxsim.jobs.models import Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
+from ctxsim.replays.models import BackgroundReplay
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.tasks import import_timeout
