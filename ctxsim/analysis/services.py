@@ -388,7 +388,7 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
     if not inline:
         policy.admit("sweep", user, session.team)
     sweep = Sweep.objects.create(
-        session=session, created_by=user if user.is_authenticated else None,
+        session=session, user=user if user.is_authenticated else None,
         query=form.settings.query(), axes=[{"name": a.name, "values": list(a.values)}
                                            for a in axes],
         cache=form.cache.as_dict(), total=total,

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from ctxsim.jobs.models import Status
+from ctxsim.jobs.models import Job
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.models import Session
 
@@ -119,27 +119,18 @@ class DerivedTokenCount(models.Model):
         ]
 
 
-class BackgroundReplay(models.Model):
+class BackgroundReplay(Job):
     """A session page's replay handed to the worker (issue 20 item 4): a session longer than
     CTXSIM_INLINE_REPLAY_CALLS is not replayed on a request thread. One row per (session, run
     key), created with its task, so every request for the same settings — any user's — finds
     it and waits for the same replay; the worker stores the replay summary (`ReplayRun`) and
-    writes its progress here while it runs."""
+    writes its progress (`done` of `total` calls) while it runs."""
+
+    KIND, QUEUE = "replay", "replays"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
     query = models.TextField(help_text="the replay settings as the session page's query")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0, help_text="calls replayed")
-    total = models.PositiveIntegerField(default=0, help_text="calls of the session")
-    message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True, help_text="the queued task's id")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # Beaten by the worker while it replays; a running row silent for longer than the
-    # import timeout lost its worker and is queued again by the next request that finds it.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -149,11 +140,3 @@ class BackgroundReplay(models.Model):
 
     def __str__(self) -> str:
         return f"background replay of session {self.session_id} ({self.key[:8]}, {self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (Status.QUEUED, Status.RUNNING)
-
-    @property
-    def percent(self) -> int:
-        return min(100, self.done * 100 // self.total) if self.total else 0

@@ -1,0 +1,133 @@
+"""One life for every background job (issue 30): the stuck detector and the re-queue.
+
+Every kind's row extends `ctxsim.jobs.models.Job`, so what happens to a job whose worker died
+is decided here once, whatever the kind:
+
+- **Lost.** A job "running" whose heartbeat (or, before its first beat, its start) is older
+  than its kind's timeout lost its worker (`lost`: one query over `Job`, or no query for rows
+  a page already read, `among`).
+- **Settled the same way** (`settle`): the lost attempt's task row is marked failed
+  (`ctxsim.heartbeat.settle_lost_tasks`, `WorkerLost`) and its ticket given back; then the job
+  is queued again once (`AUTO_RETRIES`: a worker restarted mid-job finishes it; `attempts`
+  tells a stale task of the lost attempt to do nothing), and a job lost again is failed with
+  a sentence saying the worker stopped. A kind may give a lost job a better last word than
+  "failed" (an import whose sessions were stored is done): its `last_word`.
+- **Who calls it.** Each job a worker starts settles every kind's lost jobs first, and each
+  page that shows a job (polling it) settles the rows it shows.
+
+Each kind registers once (`register`, from its app's `ready`): how to queue its task again and,
+optionally, its last word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ctxsim.heartbeat import settle_lost_tasks
+from ctxsim.jobs import policy
+from ctxsim.jobs.models import Job, Status
+
+# A job whose worker died is queued again this many times before it is settled for good.
+AUTO_RETRIES = 1
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the job system handles one kind of job."""
+
+    name: str
+    model: type[Job]
+    timeout: Callable[[], timedelta]
+    enqueue: Callable[[Job], None]  # queue the job's task again (after the re-queue commits)
+    # The last word on a job lost after its retries (None: failed with `why`); returns
+    # whether it settled the job.
+    last_word: Callable[[Job, str], bool] | None = None
+    doing: str = "running it"  # "the worker stopped while ..."
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> None:
+    KINDS[kind.name] = kind
+
+
+def span(timeout: timedelta) -> str:
+    minutes = int(timeout.total_seconds() // 60)
+    return f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
+
+
+def _silent(job: Job, cutoff) -> bool:
+    """The in-memory form of `lost`'s query."""
+    if job.status != Status.RUNNING:
+        return False
+    moment = job.heartbeat_at or job.started_at or job.created_at
+    return moment is not None and moment < cutoff
+
+
+def lost(now=None, *, kinds: Iterable[str] | None = None,
+         among: Iterable[Job] | None = None) -> list[Job]:
+    """Running jobs of these kinds (all registered kinds) silent past their kind's timeout."""
+    now = now or timezone.now()
+    names = [k for k in (kinds if kinds is not None else KINDS) if k in KINDS]
+    if among is not None:
+        rows = [job for job in among
+                if job.kind in names and _silent(job, now - KINDS[job.kind].timeout())]
+        return list(Job.objects.filter(pk__in=[job.pk for job in rows],
+                                       status=Status.RUNNING)) if rows else []
+    query = Q(pk__in=[])
+    for name in names:
+        cutoff = now - KINDS[name].timeout()
+        query |= Q(kind=name) & (Q(heartbeat_at__lt=cutoff) | Q(
+            heartbeat_at__isnull=True, started_at__lt=cutoff) | Q(
+            heartbeat_at__isnull=True, started_at__isnull=True, created_at__lt=cutoff))
+    return list(Job.objects.filter(query, status=Status.RUNNING))
+
+
+def settle(now=None, *, kinds: Iterable[str] | None = None,
+           among: Iterable[Job] | None = None) -> int:
+    """Settle the lost jobs (see the module's docstring); returns how many were settled."""
+    settled = 0
+    for job in lost(now, kinds=kinds, among=among):
+        kind = KINDS[job.kind]
+        why = (f"the worker stopped while {kind.doing} (no heartbeat for over "
+               f"{span(kind.timeout())})")
+        if job.attempts < AUTO_RETRIES and requeue(job, f"{why}; queued again"):
+            settled += 1
+        elif kind.last_word is not None:
+            settled += kind.last_word(job, why)
+        else:
+            settled += fail(job, f"{why}, also after being queued again")
+        settle_lost_tasks([job.task_id], why)
+        policy.release([job.task_id])
+    return settled
+
+
+def ours(job: Job):
+    """The job's row while it is still this attempt's running job."""
+    return Job.objects.filter(pk=job.pk, status=Status.RUNNING, attempts=job.attempts)
+
+
+def fail(job: Job, message: str) -> bool:
+    return bool(ours(job).update(status=Status.FAILED, message=message[:2000],
+                                 finished_at=timezone.now()))
+
+
+def requeue(job: Job, message: str = "") -> bool:
+    """Queue a running job again as its next attempt (its kind's task is sent once the
+    caller's transaction commits). False when it was no longer this attempt's."""
+    with transaction.atomic():
+        if not ours(job).update(status=Status.QUEUED, attempts=job.attempts + 1, done=0,
+                                message=message, started_at=None, heartbeat_at=None,
+                                task_id=""):
+            return False
+        job.attempts += 1
+        child = KINDS[job.kind].model.objects.get(pk=job.pk)
+        transaction.on_commit(lambda: KINDS[job.kind].enqueue(child))
+    return True
