@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings as django_settings
-from django.db.models import Q
 from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
@@ -27,8 +26,9 @@ from django.utils import timezone
 from ctxsim.analysis.choices import cache_choice, price_text
 from ctxsim.analysis.models import InsightsJob, Sweep
 from ctxsim.analysis.results import insights_for
-from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.heartbeat import Heartbeat
 from ctxsim.insights import sweep as sweeps
+from ctxsim.jobs import lifecycle
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
@@ -187,8 +187,7 @@ def _run(sweep: Sweep, running) -> dict:
         if not running.update(status=Sweep.Status.QUEUED, done=len(paused.points),
                               points=[p.as_dict() for p in paused.points]):
             return {"status": "cancelled"}
-        result = run_sweep.enqueue(sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
+        enqueue(sweep)
         return {"status": "stopped", "points": len(paused.points)}
     except Exception as exc:
         logger.exception("sweep %s failed", sweep.pk)
@@ -207,30 +206,26 @@ def sweep_timeout() -> timedelta:
 
 
 def fail_stuck_sweeps(now=None, *, among: Iterable[Sweep] | None = None) -> int:
-    """Mark running sweeps whose heartbeat stopped for longer than the timeout as failed,
-    saying how far they got. `among`: only these (already read) sweeps, with no query unless
-    one of them really is stuck (a page polling every second must not write each time)."""
-    now = now or timezone.now()
-    cutoff = now - sweep_timeout()
-    if among is None:
-        ids = list(Sweep.objects.filter(status=Sweep.Status.RUNNING).filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
-        ).values_list("pk", flat=True))
-    else:
-        ids = [s.pk for s in among if s.status == Sweep.Status.RUNNING
-               and (s.heartbeat_at or s.created_at) < cutoff]
-    settled = 0
+    """Settle running sweeps whose heartbeat stopped for longer than the timeout, as every
+    kind of job (`ctxsim.jobs.lifecycle.settle`): queued again once (the points it computed
+    are stored results, so the next run is quicker), then failed saying how far it got.
+    `among`: only these (already read) sweeps, with no query unless one of them really is
+    stuck (a page polling every second must not write each time)."""
+    return lifecycle.settle(now, among=among)
+
+
+def last_word(job, why: str) -> bool:
+    """A sweep lost after its retry: failed, saying how far it got."""
+    sweep = Sweep.objects.get(pk=job.pk)
     minutes = max(1, int(sweep_timeout().total_seconds() // 60))
-    for sweep in Sweep.objects.filter(pk__in=ids, status=Sweep.Status.RUNNING):
-        settle_lost_tasks([sweep.task_id], f"the worker stopped: no heartbeat for over "
-                          f"{minutes} min")
-        settled += Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING).update(
-            status=Sweep.Status.FAILED, finished_at=now,
-            message=(f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no "
-                     f"progress for over {minutes} min; was the worker stopped?); start it "
-                     "again to finish"),
-        )
-    return settled
+    return lifecycle.fail(sweep, (
+        f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no progress "
+        f"for over {minutes} min; was the worker stopped?); start it again to finish"))
+
+
+def enqueue(sweep) -> None:
+    result = run_sweep.enqueue(sweep.pk)
+    Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
 
 
 def cancel_sweep(sweep: Sweep, user) -> bool:

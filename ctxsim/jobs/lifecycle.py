@@ -44,7 +44,7 @@ class Kind:
     name: str
     model: type[Job]
     timeout: Callable[[], timedelta]
-    enqueue: Callable[[Job], None]  # queue the job's task again (after the re-queue commits)
+    enqueue: Callable[[Job], None]  # queue the job's task again
     # The last word on a job lost after its retries (None: failed with `why`); returns
     # whether it settled the job.
     last_word: Callable[[Job, str], bool] | None = None
@@ -120,14 +120,14 @@ def fail(job: Job, message: str) -> bool:
 
 
 def requeue(job: Job, message: str = "") -> bool:
-    """Queue a running job again as its next attempt (its kind's task is sent once the
-    caller's transaction commits). False when it was no longer this attempt's."""
+    """Queue a running job again as its next attempt, with its kind's task. False when it was
+    no longer this attempt's."""
     with transaction.atomic():
         if not ours(job).update(status=Status.QUEUED, attempts=job.attempts + 1, done=0,
                                 message=message, started_at=None, heartbeat_at=None,
                                 task_id=""):
             return False
         job.attempts += 1
-        child = KINDS[job.kind].model.objects.get(pk=job.pk)
-        transaction.on_commit(lambda: KINDS[job.kind].enqueue(child))
+        # In the same transaction: the database task backend's row commits with the job's.
+        KINDS[job.kind].enqueue(KINDS[job.kind].model.objects.get(pk=job.pk))
     return True

@@ -46,7 +46,8 @@ class QueueFull(Exception):
         self.message, self.retry_after = message, retry_after
 
 
-def _user_id(user: Any) -> int | None:
+def user_id(user: Any) -> int | None:
+    """The user's id, None for anonymous or no user (commands, the worker)."""
     return getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
 
 
@@ -61,7 +62,7 @@ def _live() -> Any:
 
 def pending(user: Any = None, team: Any = None) -> int:
     """Tickets pending for `user` (or, without one, for `team`)."""
-    uid = _user_id(user)
+    uid = user_id(user)
     if uid is not None:
         return _live().filter(user_id=uid).count()
     return _live().filter(team_id=_team_id(team)).count()
@@ -73,7 +74,7 @@ def admit(kind: str, user: Any, team: Any, tasks: int = 1, *, api: bool = False)
     asked for (commands, the worker itself: no user, no token) is never refused."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind of work {kind!r}")
-    uid = _user_id(user)
+    uid = user_id(user)
     if (uid is None and not api) or tasks <= 0:
         return
     per_user = settings.CTXSIM_PENDING_PER_USER
@@ -96,7 +97,7 @@ def record(kind: str, user: Any, team: Any, task_ids: Iterable[Any], *, subject:
            key: str = "", api: bool = False) -> None:
     """One ticket per task just queued for `user` or, by an API token (`api`), for `team`
     (nothing for work nobody asked for)."""
-    uid = _user_id(user)
+    uid = user_id(user)
     if uid is None and not api:
         return
     Ticket.objects.bulk_create([
@@ -116,7 +117,7 @@ def superseded(kind: str, user: Any, subject: str, keep: Iterable[str]) -> list[
     """The user's pending tickets of `kind` on `subject` for other settings than those in
     `keep`: what a newer request of theirs supersedes (the caller drops the ones whose task
     has not started, then `release`s them)."""
-    uid = _user_id(user)
+    uid = user_id(user)
     if uid is None:
         return []
     return list(_live().filter(kind=kind, user_id=uid, subject=subject).exclude(

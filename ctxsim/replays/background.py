@@ -11,7 +11,8 @@ request — the same user's poll or another reviewer's — joins the pending rep
 queueing it again. Shorter sessions replay inline as before.
 
 A row left "running" by a worker that died (no heartbeat for longer than the import timeout)
-is queued again by the next request that finds it; a row marked done whose summary is gone
+is settled by the next request that finds it as every kind of job is (`ctxsim.jobs.lifecycle`:
+queued again once, then failed); a row marked done whose summary is gone
 (dropped by the replay store's bounds) is queued again too, and so is one that failed longer
 than that ago (the page says why meanwhile, without polling). The worker writes its progress
 and outcome only while the row is still its own attempt (claimed at `started_at`).
@@ -29,8 +30,8 @@ from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
-from ctxsim.jobs import policy
+from ctxsim.heartbeat import Heartbeat
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
@@ -75,7 +76,8 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
         with transaction.atomic():
             row, created = BackgroundReplay.objects.get_or_create(
                 session=session, key=settings.key,
-                defaults={"query": settings.query(), "total": session.model_call_count})
+                defaults={"query": settings.query(), "total": session.model_call_count,
+                          "user_id": policy.user_id(user)})
             if created:
                 _enqueue(row, user)
         return row
@@ -83,8 +85,9 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
         if replays.stored_summary(session, settings) is not None:
             return None  # stored between the two reads
         return _queue_again(row, Status.DONE, user)  # stored once, dropped since
-    if row.status == Status.RUNNING and _older(row.heartbeat_at or row.started_at):
-        return _queue_again(row, Status.RUNNING, user)  # its worker went away
+    if row.status == Status.RUNNING and lifecycle.settle(among=[row]):
+        row.refresh_from_db()  # its worker went away: queued again (or, lost twice, failed)
+        return row
     if row.status == Status.FAILED and _older(row.finished_at):
         return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
     if row.status == Status.CANCELLED and not poll:
@@ -133,13 +136,14 @@ def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
                 status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
                 finished_at=None):
-            if was == Status.RUNNING:  # the task backend's row of the dead worker's task
-                settle_lost_tasks([row.task_id], "the worker stopped: no heartbeat for over "
-                                  f"{int(import_timeout().total_seconds())} s")
-                policy.release([row.task_id])
             _enqueue(row, user)
     row.refresh_from_db()
     return row
+
+
+def enqueue_again(row: BackgroundReplay) -> None:
+    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it (a ticket of its owner)."""
+    _enqueue(row, row.user)
 
 
 def _enqueue(row: BackgroundReplay, user: Any = None) -> None:
@@ -169,6 +173,7 @@ def store_replay(session_id: int, key: str) -> dict:
 
 
 def run_background_replay(session_id: int, key: str) -> dict:
+    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
     started = timezone.now()
     claim = BackgroundReplay.objects.filter(session_id=session_id, key=key, status=Status.QUEUED)
     if not claim.update(status=Status.RUNNING, started_at=started, heartbeat_at=started, done=0):

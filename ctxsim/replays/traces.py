@@ -40,7 +40,8 @@ from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
 
-from ctxsim.jobs import policy
+from ctxsim.heartbeat import Heartbeat
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import TraceFile
 from ctxsim.replays import services
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -53,6 +54,7 @@ RETRY_FAILED_SECONDS = 60  # a failed trace says why this long before it is trie
 SUMMARY_BYTES_PER_CALL = 4096
 BYTES_PER_MESSAGE = 300  # a history entry's JSON around its content
 BYTES_FIXED = 64 * 1024
+HEARTBEAT_EVERY = 1.0  # seconds between the worker's beats while it writes a trace
 
 
 class TraceTooLarge(Exception):
@@ -125,15 +127,15 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
             row.stored_name):
         row.delete()
         row = None
-    stuck = (row is not None and row.is_active and row.started_at is not None
-             and (row.heartbeat_at or row.started_at) < timezone.now() - timedelta(
-                 seconds=django_settings.CTXSIM_IMPORT_TIMEOUT_SECONDS))
+    if row is not None and row.status == TraceFile.Status.RUNNING and lifecycle.settle(
+            among=[row]):
+        row.refresh_from_db()  # lost its worker: queued again (or, lost twice, failed)
     failed_a_while_ago = (row is not None and row.status == TraceFile.Status.FAILED
                           and row.finished_at is not None
                           and row.finished_at < timezone.now() - timedelta(
                               seconds=RETRY_FAILED_SECONDS))
-    if row is not None and (failed_a_while_ago or stuck):
-        row.delete()  # said so for a while (or lost its worker): asked again, written again
+    if row is not None and failed_a_while_ago:
+        row.delete()  # said so for a while: asked again, written again
         row = None
     if row is not None:
         return row
@@ -141,15 +143,29 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
     with transaction.atomic():
         row, created = TraceFile.objects.get_or_create(
             session=session, key=settings.key, summary=summary,
-            defaults={"query": settings.query(), "total": session.model_call_count})
+            defaults={"query": settings.query(), "total": session.model_call_count,
+                      "user_id": policy.user_id(user)})
         if created:
-            result = write_trace_file.enqueue(row.pk)
-            row.task_id = str(result.id)[:64]
-            TraceFile.objects.filter(pk=row.pk).update(task_id=row.task_id)
-            policy.record("trace", user, session.team, [result.id],
-                          subject=f"session:{session.pk}", key=f"trace:{settings.key}",
-                          api=api)
+            _enqueue(row, user, api=api)
     return row
+
+
+def _enqueue(row: TraceFile, user: Any, *, api: bool = False) -> None:
+    result = write_trace_file.enqueue(row.pk)
+    row.task_id = str(result.id)[:64]
+    TraceFile.objects.filter(pk=row.pk).update(task_id=row.task_id)
+    policy.record("trace", user, row.session.team, [result.id],
+                  subject=f"session:{row.session_id}", key=f"trace:{row.key}", api=api)
+
+
+def enqueue_again(row: TraceFile) -> None:
+    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it (a ticket of its owner)."""
+    _enqueue(row, row.user)
+
+
+def trace_timeout() -> timedelta:
+    """A trace silent this long lost its worker (the import timeout)."""
+    return timedelta(seconds=django_settings.CTXSIM_IMPORT_TIMEOUT_SECONDS)
 
 
 def download(request: HttpRequest, session: Session, settings: ReplaySettings,
@@ -201,6 +217,7 @@ def progress_of(row: TraceFile) -> dict[str, Any]:
 @task(queue_name="replays")
 def write_trace_file(row_id: int) -> dict:
     """Write a session's trace under its row's settings into the default storage."""
+    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
     started = timezone.now()
     claim = TraceFile.objects.filter(pk=row_id, status=TraceFile.Status.QUEUED)
     if not claim.update(status=TraceFile.Status.RUNNING, started_at=started,
@@ -215,7 +232,9 @@ def write_trace_file(row_id: int) -> dict:
             raise ValueError("the settings changed before the trace was written (a team "
                              "profile was edited or deleted); ask for it again")
         check_bounds(row.session, settings, row.summary)
-        with services.trace_file(row.session, settings, summary=row.summary) as handle:
+        with Heartbeat(lambda: ours.update(heartbeat_at=timezone.now()), HEARTBEAT_EVERY,
+                       f"trace-{row.pk}-heartbeat"), services.trace_file(
+                row.session, settings, summary=row.summary) as handle:
             size = handle.seek(0, 2)
             handle.seek(0)
             name = default_storage.save(
