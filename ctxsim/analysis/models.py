@@ -52,27 +52,19 @@ class InsightsResult(models.Model):
         return f"insights of session {self.session_id} ({self.rule})"
 
 
-class InsightsJob(models.Model):
+class InsightsJob(Job):
     """An `InsightsResult` the task worker is computing, because the session is too long for
     a request (CTXSIM_INSIGHTS_INLINE_CALLS, issue 20 item 5). At most one per (session,
     settings, rule): the page polls it instead of queueing another; the worker deletes it
     once the result is stored, or marks it failed with the reason."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FAILED = "failed", "Failed"
+    KIND, QUEUE = "insights", "replays"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="insights_jobs")
     key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
     rule = models.CharField(max_length=200, help_text="model, lifetime and price")
     query = models.TextField(help_text="the replay settings as the session page's query")
     cache = models.JSONField(help_text='{"model": ..., "lifetime": ..., "price": ...}')
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key", "rule"],

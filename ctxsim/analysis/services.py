@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,12 +25,12 @@ from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import InsightsJob, InsightsResult, Sweep
 from ctxsim.analysis.results import insights_for, rule_key, stored_insights
-from ctxsim.analysis.tasks import compute_insights, run_sweep, run_sweep_job
+from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
-from ctxsim.jobs import policy
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
@@ -48,7 +47,6 @@ INLINE_SWEEP_WORK = 1200
 # nothing runs. A worker's job queued or running longer than the timeout is taken as lost.
 DEFAULT_INSIGHTS_INLINE_CALLS = 2_000
 DEFAULT_INSIGHTS_MAX_CALLS = 40_000
-DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS = 3600
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -152,21 +150,20 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
     return InsightsView(columns, errors, pending)
 
 
-def _job_timeout() -> timedelta:
-    return timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
-                                     DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
-
-
 def _active_jobs(session, keys: list[str], rule: CacheRule) -> dict[str, InsightsJob]:
     """The worker's jobs for these settings keys that are queued or running (and not lost:
     within the job timeout), by key."""
     if not keys:
         return {}
-    since = timezone.now() - _job_timeout()
+    since = timezone.now() - insights_timeout()
     active = (InsightsJob.Status.QUEUED, InsightsJob.Status.RUNNING)
-    return {job.key: job for job in InsightsJob.objects.filter(
-        session=session, key__in=keys, rule=rule_key(rule), status__in=active)
-        if (job.started_at or job.created_at) >= since}
+    rows = InsightsJob.objects.filter(session=session, key__in=keys, rule=rule_key(rule),
+                                      status__in=active)
+    if lifecycle.settle(among=list(rows)):  # a worker went away: queued again, or failed
+        rows = rows.all()
+    return {job.key: job for job in rows
+            if job.status == InsightsJob.Status.RUNNING
+            or (job.started_at or job.created_at) >= since}
 
 
 @dataclass
@@ -222,12 +219,17 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
-    timeout = _job_timeout()
+    timeout = insights_timeout()
     found = InsightsJob.objects.filter(session=session, key=settings.key, rule=key).first()
+    if found is not None and found.status == InsightsJob.Status.RUNNING:
+        if lifecycle.settle(among=[found]):
+            found.refresh_from_db()  # its worker went away: queued again (or failed)
+        return found  # running (beating), or just queued again with its task
     if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
         policy.admit("insights", user, session.team)  # a new job, not one to join
-    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
-                                                     rule=key, defaults=fields)
+    job, created = InsightsJob.objects.get_or_create(
+        session=session, key=settings.key, rule=key,
+        defaults={**fields, "user_id": policy.user_id(user)})
     since = job.started_at or job.created_at
     if not created:
         if timezone.now() - since <= timeout:
@@ -240,13 +242,7 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
             return job  # another request took it over
         job.refresh_from_db()
 
-    def send() -> None:
-        result = compute_insights.enqueue(job.pk)
-        InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
-        policy.record("insights", user, session.team, [result.id],
-                      subject=f"session:{session.pk}")
-
-    transaction.on_commit(send)
+    transaction.on_commit(lambda: enqueue_insights(job, user))
     return job
 
 

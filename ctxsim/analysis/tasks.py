@@ -28,7 +28,7 @@ from ctxsim.analysis.models import InsightsJob, Sweep
 from ctxsim.analysis.results import insights_for
 from ctxsim.heartbeat import Heartbeat
 from ctxsim.insights import sweep as sweeps
-from ctxsim.jobs import lifecycle
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY = 5.0
 DEFAULT_SWEEP_TIMEOUT_SECONDS = 600
+DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS = 3600
 
 
 # The phases of a running sweep, as its row shows them (`phase_of`). A worker killed in any
@@ -76,24 +77,39 @@ def compute_insights(job_id: int) -> dict:
 
 
 def compute_insights_job(job_id: int) -> dict:
-    """Claim the job, compute and store its `InsightsResult`, then delete the job (the page
-    polling it then finds the result); on an error the job says why."""
+    """Claim the job, compute and store its `InsightsResult` (beating its heartbeat), then
+    delete the job (the page polling it then finds the result); on an error the job says
+    why."""
+    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
+    now = timezone.now()
     claimed = InsightsJob.objects.filter(pk=job_id, status=InsightsJob.Status.QUEUED).update(
-        status=InsightsJob.Status.RUNNING, started_at=timezone.now())
+        status=InsightsJob.Status.RUNNING, started_at=now, heartbeat_at=now)
     if not claimed:
         return {"status": "skipped"}  # done already, or taken by another worker
     job = InsightsJob.objects.select_related("session__team").get(pk=job_id)
+    ours = lifecycle.ours(job)
     try:
         settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
         cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
-        insights_for(job.session, settings, cache.rule())
+        every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
+        with Heartbeat(lambda: ours.update(heartbeat_at=timezone.now()), every,
+                       f"insights-{job.pk}-heartbeat"):
+            insights_for(job.session, settings, cache.rule())
     except Exception as exc:
         logger.exception("insights job %s failed", job.pk)
-        InsightsJob.objects.filter(pk=job.pk).update(status=InsightsJob.Status.FAILED,
-                                                     message=str(exc)[:2000])
+        ours.update(status=InsightsJob.Status.FAILED, message=str(exc)[:2000],
+                    finished_at=timezone.now())
         return {"status": "failed"}
     InsightsJob.objects.filter(pk=job.pk).delete()
     return {"status": "done"}
+
+
+def enqueue_insights(job: InsightsJob, user=None) -> None:
+    """The job's task, one of `user`'s tickets (its owner's when re-queued)."""
+    result = compute_insights.enqueue(job.pk)
+    InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
+    policy.record("insights", user if user is not None else job.user, job.session.team,
+                  [result.id], subject=f"session:{job.session_id}")
 
 
 class _StopRequest:
@@ -198,6 +214,13 @@ def _run(sweep: Sweep, running) -> dict:
                           done=len(points), finished_at=timezone.now()):
         return {"status": "cancelled"}
     return {"status": "done", "points": len(points)}
+
+
+def insights_timeout() -> timedelta:
+    """An insights job silent this long lost its worker; one that failed is tried again after
+    it (CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS)."""
+    return timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
+                                     DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
 
 
 def sweep_timeout() -> timedelta:

@@ -20,7 +20,7 @@ BEFORE = [("django_tasks_database", "0021_conditional_partial_index_ordering"),
           ("jobs", "0001_initial"), ("transcripts", "0008_session_origin_and_upload_claim"),
           ("analysis", "0004_insights_job"), ("replays", "0004_background_replay")]
 AFTER = [("jobs", "0003_tracefile_on_job"), ("transcripts", "0010_drop_old_importjob"),
-         ("analysis", "0005_sweep_on_job"), ("replays", "0005_backgroundreplay_on_job")]
+         ("analysis", "0006_insightsjob_on_job"), ("replays", "0005_backgroundreplay_on_job")]
 WHEN = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
 
@@ -63,6 +63,9 @@ def carry_and_check() -> None:
     trace = old.get_model("jobs", "TraceFile").objects.create(
         session=session, key="k" * 64, summary=False, query="profile=none", status="failed",
         message="too large")
+    insights = old.get_model("analysis", "InsightsJob").objects.create(
+        session=session, key="k" * 64, rule="gpt-5", query="profile=none", cache={},
+        status="running", started_at=WHEN)
     task = old.get_model("django_tasks_database", "DBTaskResult").objects.create(
         task_path="ctxsim.analysis.tasks.run_sweep", args_kwargs={"args": [sweep.pk],
                                                                  "kwargs": {}},
@@ -71,7 +74,7 @@ def carry_and_check() -> None:
 
     new = _migrate(AFTER)
     jobs = new.get_model("jobs", "Job").objects
-    assert jobs.count() == 4
+    assert jobs.count() == 5
     moved = new.get_model("transcripts", "ImportJob").objects.get(pk=first.pk)  # same id
     assert (moved.file_name, moved.session_ids) == ("a.jsonl", [session.pk])
     life = jobs.get(pk=first.pk)
@@ -88,6 +91,8 @@ def carry_and_check() -> None:
         key=replay.key).pk).total == 9
     trace_row = new.get_model("jobs", "TraceFile").objects.get()
     assert (trace_row.summary, jobs.get(pk=trace_row.pk).message) == (False, trace.message)
+    column = new.get_model("analysis", "InsightsJob").objects.get()
+    assert (column.rule, jobs.get(pk=column.pk).started_at) == (insights.rule, WHEN)
     # New jobs get ids after the kept ones (the sequence was moved past them).
     top = max(jobs.values_list("pk", flat=True))
     assert jobs.create(kind="import", team_id=team.pk).pk > top

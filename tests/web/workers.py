@@ -4,7 +4,7 @@ subprocess on the test's own database, killed with SIGKILL where the test wants 
 `running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
 for good when a job enters PHASE — one of the phases the code declares
 (`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps,
-`REPLAYING` and `WRITING_TRACE` for background replays and trace files),
+`REPLAYING`, `WRITING_TRACE` and `COMPUTING_INSIGHTS` for the replays queue's kinds),
 after the job's row already says so — so the test sees the phase in the database and kills
 the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
 """
@@ -123,6 +123,7 @@ def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
 # A background replay's and a trace file's one phase: the worker replays, or writes the trace.
 REPLAYING = "replaying"
 WRITING_TRACE = "writing the trace"
+COMPUTING_INSIGHTS = "computing the insights"
 
 
 def _stop_at(target: str) -> None:
@@ -163,6 +164,11 @@ def _stop_at(target: str) -> None:
 
         sweep_tasks.insights_for = next_point
         sweeps.run_sweep = whole_sweep
+    elif target == COMPUTING_INSIGHTS:
+        def computing(*args: Any, **kwargs: Any):
+            forever.wait()
+
+        sweep_tasks.insights_for = computing  # inside the insights job's heartbeat
     elif target in (REPLAYING, WRITING_TRACE):
         # Both run inside their job's heartbeat: the row says running, beaten, until the kill.
         from ctxsim.replays import services
