@@ -25,7 +25,8 @@ from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import InsightsJob, InsightsResult, Sweep
 from ctxsim.analysis.results import insights_for, rule_key, stored_insights
-from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep, run_sweep_job
+from ctxsim.analysis.tasks import enqueue as enqueue_sweep
+from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
@@ -242,7 +243,7 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
             return job  # another request took it over
         job.refresh_from_db()
 
-    transaction.on_commit(lambda: enqueue_insights(job, user))
+    transaction.on_commit(lambda: enqueue_insights(job))
     return job
 
 
@@ -393,18 +394,8 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
         run_sweep_job(sweep.pk)
         sweep.refresh_from_db()
     else:
-        _enqueue(sweep, user)
+        transaction.on_commit(lambda: enqueue_sweep(sweep))
     return sweep
-
-
-def _enqueue(sweep: Sweep, user=None) -> None:
-    def send() -> None:
-        result = run_sweep.enqueue(sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
-        policy.record("sweep", user, sweep.session.team, [result.id],
-                      subject=f"session:{sweep.session_id}")
-
-    transaction.on_commit(send)
 
 
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:

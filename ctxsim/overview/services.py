@@ -248,7 +248,7 @@ def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, Repla
     with transaction.atomic():
         SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
         ids = enqueue_many(compute_figures_many, list(columns.items()))
-        policy.record("overview", user, team, ids, subject=f"team:{team.pk}", api=api)
+        policy.record("overview", user, team, ids, api=api)
 
 
 def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
@@ -319,11 +319,11 @@ def parse_axes(form: CorpusForm, query: Mapping[str, Any]):
 
 def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
     """Store the sweep with one part per chosen session and queue the parts (in bulk). The
-    sweep is one of `user`'s tickets (`ctxsim.jobs.policy`), given back with its last
-    part."""
+    sweep is one of `user`'s pending jobs (`ctxsim.jobs.policy`), ended with its last
+    part's task."""
     ids = list(session_rows(team, form.choice.filters).values_list("pk", flat=True))
     if ids:
-        policy.admit("sweep", user, team)
+        policy.admit("corpus", user, team)
     with transaction.atomic():
         sweep = CorpusSweep.objects.create(
             team=team, created_by=user if user.is_authenticated else None,
@@ -336,7 +336,7 @@ def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
             [CorpusSweepPart(sweep=sweep, session_id=sid) for sid in ids], batch_size=500)
         part_ids = sweep.parts.values_list("pk", flat=True)
         queued = enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
-        policy.record("sweep", user, team, queued[-1:], subject=f"team:{team.pk}")
+        policy.record("corpus", user, team, queued[-1:])
     return sweep
 
 

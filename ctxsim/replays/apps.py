@@ -23,6 +23,6 @@ class ReplaysConfig(AppConfig):
         from ctxsim.transcripts.tasks import import_timeout
 
         lifecycle.register(lifecycle.Kind("replay", BackgroundReplay, import_timeout,
-                                          background.enqueue_again, doing="replaying"))
+                                          background.enqueue, doing="replaying"))
         lifecycle.register(lifecycle.Kind("trace", TraceFile, traces.trace_timeout,
                                           traces.enqueue_again, doing="writing the trace"))

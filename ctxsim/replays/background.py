@@ -79,7 +79,7 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
                 defaults={"query": settings.query(), "total": session.model_call_count,
                           "user_id": policy.user_id(user)})
             if created:
-                _enqueue(row, user)
+                enqueue(row)
         return row
     if row.status == Status.DONE:
         if replays.stored_summary(session, settings) is not None:
@@ -99,25 +99,15 @@ SUPERSEDED = ("superseded: newer settings of this session were asked for before 
               "started")
 
 
-def _subject(session: Session) -> str:
-    return f"session:{session.pk}"
-
-
 def _drop_superseded(session: Session, keep: Iterable[str], user: Any) -> None:
-    """Drop the user's queued (not started) replays of this session for settings not in
-    `keep`."""
-    tickets = policy.superseded("replay", user, _subject(session), keep)
-    if not tickets:
+    """Drop (cancel: counted no more by the quotas) the user's queued, not started, replays
+    of this session for settings not in `keep`; a started one runs to its end."""
+    uid = policy.user_id(user)
+    if uid is None:
         return
-    for ticket in tickets:
-        BackgroundReplay.objects.filter(session=session, key=ticket.key, status=Status.QUEUED,
-                                        task_id=ticket.task_id).update(
-            status=Status.CANCELLED, message=SUPERSEDED, finished_at=timezone.now())
-    # A started one keeps its ticket until it ends; the others are given back.
-    started = set(BackgroundReplay.objects.filter(
-        session=session, status=Status.RUNNING,
-        task_id__in=[t.task_id for t in tickets]).values_list("task_id", flat=True))
-    policy.release([t.task_id for t in tickets if t.task_id not in started])
+    BackgroundReplay.objects.filter(session=session, user_id=uid, status=Status.QUEUED).exclude(
+        key__in=list(keep)).update(status=Status.CANCELLED, message=SUPERSEDED,
+                                   finished_at=timezone.now())
 
 
 def _older(moment) -> bool:
@@ -135,23 +125,17 @@ def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
     with transaction.atomic():
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
                 status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
-                finished_at=None):
-            _enqueue(row, user)
+                finished_at=None, created_at=timezone.now(), user_id=policy.user_id(user)):
+            enqueue(row)
     row.refresh_from_db()
     return row
 
 
-def enqueue_again(row: BackgroundReplay) -> None:
-    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it (a ticket of its owner)."""
-    _enqueue(row, row.user)
-
-
-def _enqueue(row: BackgroundReplay, user: Any = None) -> None:
+def enqueue(row: BackgroundReplay) -> None:
+    """Its task (first queued, queued again by a request, or by `ctxsim.jobs.lifecycle`)."""
     result = store_replay.enqueue(row.session_id, row.key)
     BackgroundReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
     row.task_id = str(result.id)[:64]
-    policy.record("replay", user, row.session.team, [result.id],
-                  subject=_subject(row.session), key=row.key)
 
 
 def progress_of(row: BackgroundReplay) -> dict[str, Any]:

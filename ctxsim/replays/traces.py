@@ -146,21 +146,19 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
             defaults={"query": settings.query(), "total": session.model_call_count,
                       "user_id": policy.user_id(user)})
         if created:
-            _enqueue(row, user, api=api)
+            _enqueue(row)
     return row
 
 
-def _enqueue(row: TraceFile, user: Any, *, api: bool = False) -> None:
+def _enqueue(row: TraceFile) -> None:
     result = write_trace_file.enqueue(row.pk)
     row.task_id = str(result.id)[:64]
     TraceFile.objects.filter(pk=row.pk).update(task_id=row.task_id)
-    policy.record("trace", user, row.session.team, [result.id],
-                  subject=f"session:{row.session_id}", key=f"trace:{row.key}", api=api)
 
 
 def enqueue_again(row: TraceFile) -> None:
-    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it (a ticket of its owner)."""
-    _enqueue(row, row.user)
+    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it."""
+    _enqueue(row)
 
 
 def trace_timeout() -> timedelta:

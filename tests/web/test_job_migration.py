@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BEFORE = [("django_tasks_database", "0021_conditional_partial_index_ordering"),
           ("jobs", "0001_initial"), ("transcripts", "0008_session_origin_and_upload_claim"),
           ("analysis", "0004_insights_job"), ("replays", "0004_background_replay")]
-AFTER = [("jobs", "0003_tracefile_on_job"), ("transcripts", "0010_drop_old_importjob"),
+AFTER = [("jobs", "0004_tickets_are_jobs"), ("transcripts", "0010_drop_old_importjob"),
          ("analysis", "0006_insightsjob_on_job"), ("replays", "0005_backgroundreplay_on_job")]
 WHEN = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
@@ -66,6 +66,8 @@ def carry_and_check() -> None:
     insights = old.get_model("analysis", "InsightsJob").objects.create(
         session=session, key="k" * 64, rule="gpt-5", query="profile=none", cache={},
         status="running", started_at=WHEN)
+    old.get_model("jobs", "Ticket").objects.create(kind="overview", user=user, team=team,
+                                                   subject=f"team:{team.pk}", task_id="t9")
     task = old.get_model("django_tasks_database", "DBTaskResult").objects.create(
         task_path="ctxsim.analysis.tasks.run_sweep", args_kwargs={"args": [sweep.pk],
                                                                  "kwargs": {}},
@@ -74,7 +76,8 @@ def carry_and_check() -> None:
 
     new = _migrate(AFTER)
     jobs = new.get_model("jobs", "Job").objects
-    assert jobs.count() == 5
+    assert jobs.count() == 6
+    assert jobs.filter(kind="overview", task_id="t9", user_id=user.pk, status="queued").exists()
     moved = new.get_model("transcripts", "ImportJob").objects.get(pk=first.pk)  # same id
     assert (moved.file_name, moved.session_ids) == ("a.jsonl", [session.pk])
     life = jobs.get(pk=first.pk)
