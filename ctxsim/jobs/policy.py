@@ -47,7 +47,8 @@ RETRY_AFTER_SECONDS = 10
 
 
 class QueueFull(Exception):
-    """A request would queue more background work than its user or team may have pending."""
+    """A request would queue more background work than its user or team may have pending
+    (or, `ctxsim.replays.limits.ReplayBusy`, run more replays at once than its user may)."""
 
     def __init__(self, message: str, retry_after: int = RETRY_AFTER_SECONDS) -> None:
         super().__init__(message)
@@ -125,7 +126,8 @@ def release(task_ids: Iterable[Any], *, failed: bool = False) -> int:
 
 
 class QueueFullMiddleware:
-    """Answers QueueFull from any view with a 429, its Retry-After and its sentence."""
+    """Answers QueueFull (and so ReplayBusy) from any view with a 429, its Retry-After and its
+    sentence."""
 
     def __init__(self, get_response):
         self.get_response = get_response
