@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.insights import sweep as sweeps
-from ctxsim.jobs import policy
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
@@ -252,13 +252,22 @@ def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, Repla
 
 
 def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
-    """Queue again the pairs whose worker stopped without finishing (killed, restarted)."""
+    """Queue again the pairs whose worker stopped without finishing (killed, restarted); the
+    column tasks they were left by are settled as lost (`lifecycle.settle_tasks_of`)."""
+    lost = set(pairs)
+    lifecycle.settle_tasks_of(
+        compute_figures_many.module_path,
+        lambda args: len(args) == 2 and any((sid, args[0]) in lost for sid in args[1]),
+        _LOST)
     with transaction.atomic():
         for session_id, key in pairs:
             SessionFigures.objects.filter(session_id=session_id, key=key,
                                           status=Status.RUNNING).update(
                 status=Status.QUEUED, started_at=None)
         enqueue_many(compute_figures_many, list(_by_key(pairs).items()))
+
+
+_LOST = "the worker stopped: its rows were left running past the import timeout"
 
 
 def overview_json(overview: Overview) -> dict[str, Any]:
@@ -360,6 +369,8 @@ def corpus_progress(sweep: CorpusSweep) -> dict[str, int]:
         stuck = list(sweep.parts.filter(status=Status.RUNNING, started_at__lt=cutoff)
                      .values_list("pk", flat=True))
         if stuck:
+            lifecycle.settle_tasks_of(run_corpus_part.module_path,
+                                      lambda args: bool(args) and args[0] in stuck, _LOST)
             with transaction.atomic():
                 sweep.parts.filter(pk__in=stuck, status=Status.RUNNING).update(
                     status=Status.QUEUED, started_at=None)
