@@ -168,8 +168,12 @@ class ImportJob(Job):
 
     @property
     def progress(self) -> int:
-        """Percent of the import done."""
+        """Percent of the import done (an import counts its progress in percent)."""
         return self.done
+
+    @property
+    def percent(self) -> int:
+        return min(100, self.done)
 
     @property
     def message_line(self) -> str:
