@@ -77,29 +77,16 @@ def compute_insights(job_id: int) -> dict:
 
 
 def compute_insights_job(job_id: int) -> dict:
-    """Claim the job, compute and store its `InsightsResult` (beating its heartbeat), then
-    delete the job (the page polling it then finds the result); on an error the job says
-    why."""
-    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
-    now = timezone.now()
-    claimed = InsightsJob.objects.filter(pk=job_id, status=InsightsJob.Status.QUEUED).update(
-        status=InsightsJob.Status.RUNNING, started_at=now, heartbeat_at=now)
-    if not claimed:
-        return {"status": "skipped"}  # done already, or taken by another worker
-    job = InsightsJob.objects.select_related("session__team").get(pk=job_id)
-    ours = lifecycle.ours(job)
-    try:
-        settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
-        cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
-        every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
-        with Heartbeat(lambda: ours.update(heartbeat_at=timezone.now()), every,
-                       f"insights-{job.pk}-heartbeat"):
-            insights_for(job.session, settings, cache.rule())
-    except Exception as exc:
-        logger.exception("insights job %s failed", job.pk)
-        ours.update(status=InsightsJob.Status.FAILED, message=str(exc)[:2000],
-                    finished_at=timezone.now())
-        return {"status": "failed"}
+    """Compute and store the job's `InsightsResult` (beating its heartbeat), then delete the
+    job (the page polling it then finds the result); on an error the job says why."""
+    every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
+    return lifecycle.run(InsightsJob, _insights, every=every, pk=job_id)
+
+
+def _insights(job: InsightsJob, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
+    cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
+    insights_for(job.session, settings, cache.rule())
     InsightsJob.objects.filter(pk=job.pk).delete()
     return {"status": "done"}
 

@@ -17,21 +17,27 @@ is decided here once, whatever the kind:
   a task whose process died at once (`task_lost`).
 
 Each kind registers once (`register`, from its app's `ready`): how to queue its task again and,
-optionally, its last word.
+optionally, its last word. `run` is the task runner a kind's task calls: settle, claim, beat,
+fail on any error (the replays queue's kinds run through it; an import and a sweep, with
+phases and resumable points of their own, use its pieces: `ours`, `fail`, `Heartbeat`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ctxsim.heartbeat import settle_lost_tasks
+from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
 from ctxsim.jobs.models import Job, Status
+
+logger = logging.getLogger(__name__)
 
 # A job whose worker died is queued again this many times before it is settled for good.
 AUTO_RETRIES = 1
@@ -164,4 +170,53 @@ def settle_tasks_of(task_path: str, matches: Callable[[list], bool], why: str) -
     settle_lost_tasks(ids, why)
     policy.release(ids, failed=True)
     return len(ids)
+
+
+class Attempt:
+    """A claimed job while its task runs: writes apply only while it is this attempt's."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.done: int | None = None
+        # The kind's own queryset: an update may set its payload's fields too.
+        self.ours = type(job).objects.filter(pk=job.pk, status=Status.RUNNING,
+                                             attempts=job.attempts)
+
+    def progress(self, done: int) -> None:
+        """What the next heartbeat writes as the job's progress."""
+        self.done = done
+
+    def beat(self) -> None:
+        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+        if self.done is not None:
+            fields["done"] = self.done
+        self.ours.update(**fields)
+
+    def finish(self, status: str, message: str = "", **fields: Any) -> bool:
+        now = timezone.now()
+        return bool(self.ours.update(status=status, message=message[:2000], finished_at=now,
+                                     heartbeat_at=now, **fields))
+
+
+def run[J: Job](model: type[J], body: Callable[[J, Attempt], dict], *, every: float,
+                **lookup: Any) -> dict:
+    """The task runner of a job: settle the lost jobs first (a worker that died left them
+    "running"), claim this one (queued → running: one task wins however many try), beat its
+    heartbeat from a thread while `body(job, attempt)` runs, and fail it saying why whatever
+    `body` raises. `body` writes the job's end (`attempt.finish`) and returns the task's
+    result."""
+    settle()
+    started = timezone.now()
+    if not model.objects.filter(status=Status.QUEUED, **lookup).update(
+            status=Status.RUNNING, started_at=started, heartbeat_at=started, done=0):
+        return {"status": "skipped"}  # done already, or taken by another worker
+    job = model.objects.get(**lookup)
+    attempt = Attempt(job)
+    try:
+        with Heartbeat(attempt.beat, every, f"{job.kind}-{job.pk}-heartbeat"):
+            return body(job, attempt)
+    except Exception as exc:  # the job must say it failed, whatever went wrong
+        logger.exception("%s job %s failed", job.kind, job.pk)
+        attempt.finish(Status.FAILED, f"{type(exc).__name__}: {exc}")
+        return {"status": "failed"}
 

@@ -30,7 +30,6 @@ from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat
 from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import Status
 from ctxsim.replays import services as replays
@@ -157,34 +156,15 @@ def store_replay(session_id: int, key: str) -> dict:
 
 
 def run_background_replay(session_id: int, key: str) -> dict:
-    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
-    started = timezone.now()
-    claim = BackgroundReplay.objects.filter(session_id=session_id, key=key, status=Status.QUEUED)
-    if not claim.update(status=Status.RUNNING, started_at=started, heartbeat_at=started, done=0):
-        return {"status": "skipped"}  # done already, or taken by another worker
-    row = BackgroundReplay.objects.select_related("session__team").get(session_id=session_id,
-                                                                      key=key)
-    ours = BackgroundReplay.objects.filter(pk=row.pk, status=Status.RUNNING, started_at=started)
-    done = [0]
+    return lifecycle.run(BackgroundReplay, _replay, every=HEARTBEAT_EVERY,
+                         session_id=session_id, key=key)
 
-    def beat() -> None:
-        ours.update(done=done[0], heartbeat_at=timezone.now())
 
-    def replayed(calls: int) -> None:
-        done[0] = calls
-
-    try:
-        settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
-        if settings.key != row.key:
-            raise ValueError("the settings changed before the replay ran (a team profile was "
-                             "edited or deleted); open the page again")
-        with Heartbeat(beat, HEARTBEAT_EVERY, f"replay-{row.pk}-heartbeat"):
-            run = replays.summary_for(row.session, settings, progress=replayed)
-    except Exception as exc:  # the row must say it failed, whatever went wrong
-        logger.exception("background replay of session %s failed", session_id)
-        ours.update(status=Status.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000],
-                    finished_at=timezone.now())
-        return {"status": "failed"}
-    ours.update(status=Status.DONE, done=len(run.calls), finished_at=timezone.now(),
-                heartbeat_at=timezone.now())
+def _replay(row: BackgroundReplay, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    if settings.key != row.key:
+        raise ValueError("the settings changed before the replay ran (a team profile was "
+                         "edited or deleted); open the page again")
+    run = replays.summary_for(row.session, settings, progress=attempt.progress)
+    attempt.finish(Status.DONE, done=len(run.calls))
     return {"status": "done", "calls": len(run.calls)}

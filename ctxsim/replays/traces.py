@@ -40,7 +40,6 @@ from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat
 from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import TraceFile
 from ctxsim.replays import services
@@ -215,41 +214,27 @@ def progress_of(row: TraceFile) -> dict[str, Any]:
 @task(queue_name="replays")
 def write_trace_file(row_id: int) -> dict:
     """Write a session's trace under its row's settings into the default storage."""
-    lifecycle.settle()  # a worker that died left its jobs "running": settle them first
-    started = timezone.now()
-    claim = TraceFile.objects.filter(pk=row_id, status=TraceFile.Status.QUEUED)
-    if not claim.update(status=TraceFile.Status.RUNNING, started_at=started,
-                        heartbeat_at=started):
-        return {"status": "skipped"}
-    row = TraceFile.objects.select_related("session__team").get(pk=row_id)
-    ours = TraceFile.objects.filter(pk=row.pk, status=TraceFile.Status.RUNNING,
-                                    started_at=started)
+    return lifecycle.run(TraceFile, _write, every=HEARTBEAT_EVERY, pk=row_id)
+
+
+def _write(row: TraceFile, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    if settings.key != row.key:
+        raise ValueError("the settings changed before the trace was written (a team "
+                         "profile was edited or deleted); ask for it again")
     try:
-        settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
-        if settings.key != row.key:
-            raise ValueError("the settings changed before the trace was written (a team "
-                             "profile was edited or deleted); ask for it again")
         check_bounds(row.session, settings, row.summary)
-        with Heartbeat(lambda: ours.update(heartbeat_at=timezone.now()), HEARTBEAT_EVERY,
-                       f"trace-{row.pk}-heartbeat"), services.trace_file(
-                row.session, settings, summary=row.summary) as handle:
-            size = handle.seek(0, 2)
-            handle.seek(0)
-            name = default_storage.save(
-                f"traces/{row.session_id}-{row.key[:16]}-{'summary' if row.summary else 'full'}"
-                ".json", File(handle))
     except TraceTooLarge as exc:
-        ours.update(status=TraceFile.Status.FAILED, finished_at=timezone.now(),
-                    message=too_large_message(exc))
+        attempt.finish(TraceFile.Status.FAILED, too_large_message(exc))
         return {"status": "failed"}
-    except Exception as exc:  # the row must say it failed, whatever went wrong
-        logger.exception("trace of session %s failed", row.session_id)
-        ours.update(status=TraceFile.Status.FAILED, finished_at=timezone.now(),
-                    message=f"{type(exc).__name__}: {exc}"[:2000])
-        return {"status": "failed"}
-    if not ours.update(status=TraceFile.Status.DONE, stored_name=name, size=size,
-                       done=row.total, finished_at=timezone.now()):
-        default_storage.delete(name)
+    with services.trace_file(row.session, settings, summary=row.summary) as handle:
+        size = handle.seek(0, 2)
+        handle.seek(0)
+        name = default_storage.save(
+            f"traces/{row.session_id}-{row.key[:16]}-{'summary' if row.summary else 'full'}"
+            ".json", File(handle))
+    if not attempt.finish(TraceFile.Status.DONE, stored_name=name, size=size, done=row.total):
+        default_storage.delete(name)  # given up meanwhile: nothing points to the file
     return {"status": "done", "bytes": size}
 
 
