@@ -216,7 +216,7 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
                     user: Any = None) -> InsightsJob:
     """The worker's job for this column: the one already queued or running, else a new one
     (also in place of one that failed, or was lost, longer than the timeout ago), which is
-    one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their quota)."""
+    one of `user`'s pending jobs (`ctxsim.jobs.policy`: QueueFull past their quota)."""
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
@@ -376,7 +376,7 @@ def parse_axes(form: SweepForm, query: Mapping[str, Any]) -> tuple[list[sweeps.A
 
 def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Sweep:
     """Store the sweep; run it now when small, else hand it to the worker (one of `user`'s
-    tickets: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
+    pending jobs: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
     total = 1
     for a in axes:
         total *= len(a.values)

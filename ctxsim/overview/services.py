@@ -196,7 +196,7 @@ class Overview:
 def build_overview(team, choice: Choice, user: Any = None, *, api: bool = False) -> Overview:
     """Sum what is stored for the chosen sessions and profiles; queue the rest (each pair
     once: the row is created with the task, so the next request finds it queued), one task
-    per column, each one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their
+    per column, each one of `user`'s pending jobs (`ctxsim.jobs.policy`: QueueFull past their
     quota, before anything is queued; by an API token, `api`, its team's)."""
     rows = session_rows(team, choice.filters)
     ids = list(rows.values_list("pk", flat=True))

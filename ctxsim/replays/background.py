@@ -15,7 +15,7 @@ is settled by the next request that finds it as every kind of job is (`ctxsim.jo
 queued again once, then failed); a row marked done whose summary is gone
 (dropped by the replay store's bounds) is queued again too, and so is one that failed longer
 than that ago (the page says why meanwhile, without polling). The worker writes its progress
-and outcome only while the row is still its own attempt (claimed at `started_at`).
+and outcome only while the row is still its own attempt (`ctxsim.jobs.lifecycle.run`).
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
     needed; None when the request may go on: a session short enough to replay inline, or a
     summary this process or the database holds.
 
-    Queueing takes one of the user's tickets (`ctxsim.jobs.policy`: QueueFull past their or
-    their team's quota); joining a replay already queued takes none. When it queues, the
+    Queueing counts as one of the user's pending jobs (`ctxsim.jobs.policy`: QueueFull past
+    their or their team's quota); joining a replay already queued takes none. When it queues, the
     user's own replays of this session for other settings that have not started yet are
     dropped first (a newer threshold supersedes an older one: issue 31); a `poll` of the
     pending page never does, and never queues a superseded replay again (the page says it

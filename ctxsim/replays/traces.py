@@ -17,7 +17,7 @@ Now, for the download and for `/api/v1/sessions/{id}/trace` alike:
   with less free, a 507 says so before anything is written (`NoTempSpace`).
 - A session longer than `CTXSIM_INLINE_REPLAY_CALLS` is never replayed by the request: the
   trace is written by the worker (`write_trace_file`, queue "replays", one of the user's
-  tickets), into the default storage, and the request answers 202 with its progress until
+  pending jobs), into the default storage, and the request answers 202 with its progress until
   the file is there; then the same URL serves it. Files are kept `KEEP_SECONDS`.
 """
 
@@ -119,7 +119,7 @@ def inline(session: Session) -> bool:
 def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, user: Any = None,
                    *, api: bool = False) -> TraceFile:
     """The worker's trace of these settings: done (its file stored), or queued or running
-    (queued now when needed, one of `user`'s tickets, or the API token's team's)."""
+    (queued now when needed, one of `user`'s pending jobs, or the API token's team's)."""
     _forget_old(session)
     row = TraceFile.objects.filter(session=session, key=settings.key, summary=summary).first()
     if row is not None and row.status == TraceFile.Status.DONE and not default_storage.exists(
