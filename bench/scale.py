@@ -202,10 +202,10 @@ def section_bytes(row, user) -> int:
 
 
 def worker_memory(folder: str, env: dict, row) -> dict:
-    from ctxsim.overview import background
-    from ctxsim.overview.models import BackgroundReplay, Status
+    from ctxsim.jobs.models import Status
+    from ctxsim.replays import background
     from ctxsim.replays.cache import REPLAYS
-    from ctxsim.replays.models import ReplayRun
+    from ctxsim.replays.models import BackgroundReplay, ReplayRun
     from ctxsim.replays.services import default_settings
 
     worker_env = {**os.environ, **env,

@@ -97,9 +97,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
-    # A user past their concurrent-replay limit gets a 429 (ctxsim/replays/limits.py).
-    "ctxsim.replays.limits.ReplayBusyMiddleware",
-    # A request past its user's or team's pending background work: 429 (ctxsim/jobs/policy.py).
+    # A request past its user's or team's pending background work, or past its user's
+    # concurrent replays (ctxsim/replays/limits.py): 429 (ctxsim/jobs/policy.py).
     "ctxsim.jobs.policy.QueueFullMiddleware",
 ]
 

@@ -2,54 +2,30 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
+from ctxsim.jobs.models import Job
 from ctxsim.transcripts.models import Session
 
 
-class Sweep(models.Model):
-    """One sweep over one session: a grid of one or two integer parameters around a profile."""
+class Sweep(Job):
+    """One sweep over one session: a grid of one or two integer parameters around a profile.
+    Its owner is the job's `user`; progress is `done` of `total` combinations."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+    KIND, QUEUE = "sweep", "sweeps"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="sweeps")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
     # The session page's query the sweep varies around (profile, stages, parameters).
     query = models.TextField(blank=True)
     axes = models.JSONField(help_text='[{"name": ..., "values": [...]}, ...]')
     cache = models.JSONField(help_text='{"model": ..., "lifetime": ..., "price": ...}')
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
     points = models.JSONField(default=list, blank=True)
-    message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # Beaten by the worker through every point; a running sweep silent for longer than
-    # CTXSIM_SWEEP_TIMEOUT_SECONDS lost its worker (issue 20 item 12).
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
         return f"sweep {self.pk} of session {self.session_id} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
-
-    @property
-    def percent(self) -> int:
-        return self.done * 100 // self.total if self.total else 0
 
     @property
     def axis_names(self) -> list[str]:
@@ -76,27 +52,19 @@ class InsightsResult(models.Model):
         return f"insights of session {self.session_id} ({self.rule})"
 
 
-class InsightsJob(models.Model):
+class InsightsJob(Job):
     """An `InsightsResult` the task worker is computing, because the session is too long for
     a request (CTXSIM_INSIGHTS_INLINE_CALLS, issue 20 item 5). At most one per (session,
     settings, rule): the page polls it instead of queueing another; the worker deletes it
     once the result is stored, or marks it failed with the reason."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FAILED = "failed", "Failed"
+    KIND, QUEUE = "insights", "replays"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="insights_jobs")
     key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
     rule = models.CharField(max_length=200, help_text="model, lifetime and price")
     query = models.TextField(help_text="the replay settings as the session page's query")
     cache = models.JSONField(help_text='{"model": ..., "lifetime": ..., "price": ...}')
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key", "rule"],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,12 +25,13 @@ from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import InsightsJob, InsightsResult, Sweep
 from ctxsim.analysis.results import insights_for, rule_key, stored_insights
-from ctxsim.analysis.tasks import compute_insights, run_sweep, run_sweep_job
+from ctxsim.analysis.tasks import enqueue as enqueue_sweep
+from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep_job
 from ctxsim.insights import sweep as sweeps
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import RecordedComparison, compare
 from ctxsim.insights.report import ProfileInsights
-from ctxsim.jobs import policy
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.pipeline.calibration import calibrate
 from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
@@ -48,7 +48,6 @@ INLINE_SWEEP_WORK = 1200
 # nothing runs. A worker's job queued or running longer than the timeout is taken as lost.
 DEFAULT_INSIGHTS_INLINE_CALLS = 2_000
 DEFAULT_INSIGHTS_MAX_CALLS = 40_000
-DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS = 3600
 
 
 # --- the cache & information-loss page ---------------------------------------------------------
@@ -152,21 +151,20 @@ def insights_view(session, query: QueryDict, rule: CacheRule, canonical=None, *,
     return InsightsView(columns, errors, pending)
 
 
-def _job_timeout() -> timedelta:
-    return timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
-                                     DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
-
-
 def _active_jobs(session, keys: list[str], rule: CacheRule) -> dict[str, InsightsJob]:
     """The worker's jobs for these settings keys that are queued or running (and not lost:
     within the job timeout), by key."""
     if not keys:
         return {}
-    since = timezone.now() - _job_timeout()
+    since = timezone.now() - insights_timeout()
     active = (InsightsJob.Status.QUEUED, InsightsJob.Status.RUNNING)
-    return {job.key: job for job in InsightsJob.objects.filter(
-        session=session, key__in=keys, rule=rule_key(rule), status__in=active)
-        if (job.started_at or job.created_at) >= since}
+    rows = InsightsJob.objects.filter(session=session, key__in=keys, rule=rule_key(rule),
+                                      status__in=active)
+    if lifecycle.settle(among=list(rows)):  # a worker went away: queued again, or failed
+        rows = rows.all()
+    return {job.key: job for job in rows
+            if job.status == InsightsJob.Status.RUNNING
+            or (job.started_at or job.created_at) >= since}
 
 
 @dataclass
@@ -218,16 +216,21 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
                     user: Any = None) -> InsightsJob:
     """The worker's job for this column: the one already queued or running, else a new one
     (also in place of one that failed, or was lost, longer than the timeout ago), which is
-    one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their quota)."""
+    one of `user`'s pending jobs (`ctxsim.jobs.policy`: QueueFull past their quota)."""
     cache = {"model": rule.model, "lifetime": rule.lifetime, "price": rule.price_per_mtok}
     fields = {"query": settings.query(), "cache": cache}
     key = rule_key(rule)
-    timeout = _job_timeout()
+    timeout = insights_timeout()
     found = InsightsJob.objects.filter(session=session, key=settings.key, rule=key).first()
+    if found is not None and found.status == InsightsJob.Status.RUNNING:
+        if lifecycle.settle(among=[found]):
+            found.refresh_from_db()  # its worker went away: queued again (or failed)
+        return found  # running (beating), or just queued again with its task
     if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
         policy.admit("insights", user, session.team)  # a new job, not one to join
-    job, created = InsightsJob.objects.get_or_create(session=session, key=settings.key,
-                                                     rule=key, defaults=fields)
+    job, created = InsightsJob.objects.get_or_create(
+        session=session, key=settings.key, rule=key,
+        defaults={**fields, "user_id": policy.user_id(user)})
     since = job.started_at or job.created_at
     if not created:
         if timezone.now() - since <= timeout:
@@ -240,13 +243,7 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
             return job  # another request took it over
         job.refresh_from_db()
 
-    def send() -> None:
-        result = compute_insights.enqueue(job.pk)
-        InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
-        policy.record("insights", user, session.team, [result.id],
-                      subject=f"session:{session.pk}")
-
-    transaction.on_commit(send)
+    transaction.on_commit(lambda: enqueue_insights(job))
     return job
 
 
@@ -379,7 +376,7 @@ def parse_axes(form: SweepForm, query: Mapping[str, Any]) -> tuple[list[sweeps.A
 
 def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Sweep:
     """Store the sweep; run it now when small, else hand it to the worker (one of `user`'s
-    tickets: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
+    pending jobs: `ctxsim.jobs.policy`, QueueFull past their or their team's quota)."""
     total = 1
     for a in axes:
         total *= len(a.values)
@@ -388,7 +385,7 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
     if not inline:
         policy.admit("sweep", user, session.team)
     sweep = Sweep.objects.create(
-        session=session, created_by=user if user.is_authenticated else None,
+        session=session, user=user if user.is_authenticated else None,
         query=form.settings.query(), axes=[{"name": a.name, "values": list(a.values)}
                                            for a in axes],
         cache=form.cache.as_dict(), total=total,
@@ -397,18 +394,8 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
         run_sweep_job(sweep.pk)
         sweep.refresh_from_db()
     else:
-        _enqueue(sweep, user)
+        transaction.on_commit(lambda: enqueue_sweep(sweep))
     return sweep
-
-
-def _enqueue(sweep: Sweep, user=None) -> None:
-    def send() -> None:
-        result = run_sweep.enqueue(sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
-        policy.record("sweep", user, sweep.session.team, [result.id],
-                      subject=f"session:{sweep.session_id}")
-
-    transaction.on_commit(send)
 
 
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:

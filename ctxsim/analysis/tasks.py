@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings as django_settings
-from django.db.models import Q
 from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
@@ -27,8 +26,9 @@ from django.utils import timezone
 from ctxsim.analysis.choices import cache_choice, price_text
 from ctxsim.analysis.models import InsightsJob, Sweep
 from ctxsim.analysis.results import insights_for
-from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.heartbeat import Heartbeat
 from ctxsim.insights import sweep as sweeps
+from ctxsim.jobs import lifecycle
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.state import settings_from_query
@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY = 5.0
 DEFAULT_SWEEP_TIMEOUT_SECONDS = 600
+DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS = 3600
 
 
 # The phases of a running sweep, as its row shows them (`phase_of`). A worker killed in any
@@ -76,24 +77,24 @@ def compute_insights(job_id: int) -> dict:
 
 
 def compute_insights_job(job_id: int) -> dict:
-    """Claim the job, compute and store its `InsightsResult`, then delete the job (the page
-    polling it then finds the result); on an error the job says why."""
-    claimed = InsightsJob.objects.filter(pk=job_id, status=InsightsJob.Status.QUEUED).update(
-        status=InsightsJob.Status.RUNNING, started_at=timezone.now())
-    if not claimed:
-        return {"status": "skipped"}  # done already, or taken by another worker
-    job = InsightsJob.objects.select_related("session__team").get(pk=job_id)
-    try:
-        settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
-        cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
-        insights_for(job.session, settings, cache.rule())
-    except Exception as exc:
-        logger.exception("insights job %s failed", job.pk)
-        InsightsJob.objects.filter(pk=job.pk).update(status=InsightsJob.Status.FAILED,
-                                                     message=str(exc)[:2000])
-        return {"status": "failed"}
+    """Compute and store the job's `InsightsResult` (beating its heartbeat), then delete the
+    job (the page polling it then finds the result); on an error the job says why."""
+    every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
+    return lifecycle.run(InsightsJob, _insights, every=every, pk=job_id)
+
+
+def _insights(job: InsightsJob, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
+    cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
+    insights_for(job.session, settings, cache.rule())
     InsightsJob.objects.filter(pk=job.pk).delete()
     return {"status": "done"}
+
+
+def enqueue_insights(job: InsightsJob) -> None:
+    """The job's task (first queued, or queued again)."""
+    result = compute_insights.enqueue(job.pk)
+    InsightsJob.objects.filter(pk=job.pk).update(task_id=str(result.id)[:64])
 
 
 class _StopRequest:
@@ -187,8 +188,7 @@ def _run(sweep: Sweep, running) -> dict:
         if not running.update(status=Sweep.Status.QUEUED, done=len(paused.points),
                               points=[p.as_dict() for p in paused.points]):
             return {"status": "cancelled"}
-        result = run_sweep.enqueue(sweep.pk)
-        Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
+        enqueue(sweep)
         return {"status": "stopped", "points": len(paused.points)}
     except Exception as exc:
         logger.exception("sweep %s failed", sweep.pk)
@@ -201,36 +201,39 @@ def _run(sweep: Sweep, running) -> dict:
     return {"status": "done", "points": len(points)}
 
 
+def insights_timeout() -> timedelta:
+    """An insights job silent this long lost its worker; one that failed is tried again after
+    it (CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS)."""
+    return timedelta(seconds=getattr(django_settings, "CTXSIM_INSIGHTS_JOB_TIMEOUT_SECONDS",
+                                     DEFAULT_INSIGHTS_JOB_TIMEOUT_SECONDS))
+
+
 def sweep_timeout() -> timedelta:
     return timedelta(seconds=getattr(django_settings, "CTXSIM_SWEEP_TIMEOUT_SECONDS",
                                      DEFAULT_SWEEP_TIMEOUT_SECONDS))
 
 
 def fail_stuck_sweeps(now=None, *, among: Iterable[Sweep] | None = None) -> int:
-    """Mark running sweeps whose heartbeat stopped for longer than the timeout as failed,
-    saying how far they got. `among`: only these (already read) sweeps, with no query unless
-    one of them really is stuck (a page polling every second must not write each time)."""
-    now = now or timezone.now()
-    cutoff = now - sweep_timeout()
-    if among is None:
-        ids = list(Sweep.objects.filter(status=Sweep.Status.RUNNING).filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
-        ).values_list("pk", flat=True))
-    else:
-        ids = [s.pk for s in among if s.status == Sweep.Status.RUNNING
-               and (s.heartbeat_at or s.created_at) < cutoff]
-    settled = 0
+    """Settle running sweeps whose heartbeat stopped for longer than the timeout, as every
+    kind of job (`ctxsim.jobs.lifecycle.settle`): queued again once (the points it computed
+    are stored results, so the next run is quicker), then failed saying how far it got.
+    `among`: only these (already read) sweeps, with no query unless one of them really is
+    stuck (a page polling every second must not write each time)."""
+    return lifecycle.settle(now, among=among)
+
+
+def last_word(job, why: str) -> bool:
+    """A sweep lost after its retry: failed, saying how far it got."""
+    sweep = Sweep.objects.get(pk=job.pk)
     minutes = max(1, int(sweep_timeout().total_seconds() // 60))
-    for sweep in Sweep.objects.filter(pk__in=ids, status=Sweep.Status.RUNNING):
-        settle_lost_tasks([sweep.task_id], f"the worker stopped: no heartbeat for over "
-                          f"{minutes} min")
-        settled += Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.RUNNING).update(
-            status=Sweep.Status.FAILED, finished_at=now,
-            message=(f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no "
-                     f"progress for over {minutes} min; was the worker stopped?); start it "
-                     "again to finish"),
-        )
-    return settled
+    return lifecycle.fail(sweep, (
+        f"the sweep stopped after {sweep.done} of {sweep.total} combinations (no progress "
+        f"for over {minutes} min; was the worker stopped?); start it again to finish"))
+
+
+def enqueue(sweep) -> None:
+    result = run_sweep.enqueue(sweep.pk)
+    Sweep.objects.filter(pk=sweep.pk).update(task_id=str(result.id)[:64])
 
 
 def cancel_sweep(sweep: Sweep, user) -> bool:

@@ -1,74 +1,139 @@
-"""A ticket per background task someone asked for: who asked, for which team, what kind, so
-the quotas of `ctxsim.jobs.policy` can count what each user and team has pending."""
+"""The job system's tables (issue 30).
+
+`Job` is every background job's life, one row per job whatever its kind: who owns it (user,
+team), its kind and queue, its status, progress (`done` of `total`), heartbeat, message, the
+task that runs it and its attempts, and when it was created, started and finished. Each kind
+keeps only its payload in a table of its own that extends `Job` (Django's multi-table
+inheritance: `ImportJob`, `Sweep`, `BackgroundReplay`, `TraceFile`), so `job.status`, filters
+and reads on either table work alike, and one piece of code (`ctxsim.jobs.lifecycle`) claims,
+beats, settles and re-queues every kind. Lifecycle writes go to `Job` itself, so a conditional
+update (a claim, "only while still this attempt's") is one statement on one table.
+
+The quotas of `ctxsim.jobs.policy` count pending jobs; work with no table of its own (an
+overview column's task, a corpus sweep) is a bare `Job` of its kind.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 
-class Ticket(models.Model):
-    """One queued or running task of a user (or of nobody: an import's list figures). Given
-    back (deleted) when its task ends (`receivers`), when a newer request of the same user
-    supersedes it, or counted no more once older than `policy.TICKET_SECONDS` (a worker
-    killed mid-task leaves its ticket behind)."""
+class Status(models.TextChoices):
+    """Where a background job is in its life (every kind of job alike)."""
 
-    kind = models.CharField(max_length=20, help_text="replay, overview, sweep, trace, insights")
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class JobQuerySet(models.QuerySet):
+    """A kind's rows, whose `update` is one conditional update however its fields are split
+    between `Job` and the kind's table.
+
+    Django updates a parent's fields by first reading the matching ids, then writing those
+    ids: two workers claiming the same job could both win. Here the ids are read with their
+    rows locked (PostgreSQL re-checks the filter on a row another transaction just changed;
+    SQLite's write transactions are exclusive, `transaction_mode` IMMEDIATE) and both tables
+    are written inside that transaction, so the count returned is the rows this call really
+    changed."""
+
+    def update(self, **fields: Any) -> int:
+        if self.model is Job:
+            return super().update(**fields)
+        life = {name: value for name, value in fields.items() if name in JOB_FIELDS}
+        if not life:
+            return super().update(**fields)
+        own = {name: value for name, value in fields.items() if name not in life}
+        with transaction.atomic(using=self.db):
+            ids = list(self.order_by().select_for_update().values_list("pk", flat=True))
+            if not ids:
+                return 0
+            Job.objects.using(self.db).filter(pk__in=ids).update(**life)
+            if own:
+                self.model._base_manager.using(self.db).filter(pk__in=ids).update(**own)
+        return len(ids)
+
+
+class Job(models.Model):
+    """One background job's life, whatever its kind (the kind's table holds its payload).
+
+    A running job's worker beats `heartbeat_at` through every phase; a running job silent for
+    longer than its kind's timeout lost its worker and is settled by `ctxsim.jobs.lifecycle`.
+    `attempts` is bumped on every re-queue, so a stale task of an earlier attempt does nothing.
+    """
+
+    Status = Status
+    objects = JobQuerySet.as_manager()
+    KIND = ""  # set by each kind
+    QUEUE = "default"
+
+    kind = models.CharField(max_length=20, help_text="import, sweep, replay, trace, insights, "
+                            "overview, corpus")
+    queue = models.CharField(max_length=20, default="default")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.CASCADE, related_name="+")
-    team = models.ForeignKey("teams.Team", null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="+")
-    subject = models.CharField(max_length=100, blank=True,
-                               help_text='what it works on, e.g. "session:12"')
-    key = models.CharField(max_length=200, blank=True, help_text="what it computes")
-    task_id = models.CharField(max_length=64, db_index=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["user", "created_at"]),
-                   models.Index(fields=["team", "created_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.subject} {self.key} ({self.task_id})"
-
-
-class TraceFile(models.Model):
-    """A session's trace written by the worker (issue 28 item 2): a session longer than
-    CTXSIM_INLINE_REPLAY_CALLS is never replayed by the request that asks for its trace. One
-    row per (session, settings, summary or full), created with its task; the file is kept in
-    the default storage for `ctxsim.replays.traces.KEEP_SECONDS` and served from there."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    session = models.ForeignKey("transcripts.Session", on_delete=models.CASCADE,
-                                related_name="+")
-    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
-    summary = models.BooleanField(default=True)
-    query = models.TextField(help_text="the replay settings as the session page's query")
+                             on_delete=models.SET_NULL, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0, help_text="calls written")
-    total = models.PositiveIntegerField(default=0, help_text="calls of the session")
+    done = models.PositiveIntegerField(default=0, help_text="steps done (an import: percent)")
+    total = models.PositiveIntegerField(default=0, help_text="steps in all")
     message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    stored_name = models.CharField(max_length=300, blank=True)
-    size = models.PositiveBigIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True, help_text="the queued task's id")
+    attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "key", "summary"],
-                                               name="one_trace_file_per_settings")]
+        indexes = [models.Index(fields=["kind", "status"], name="job_kind_status"),
+                   models.Index(fields=["team", "status"], name="job_team_status"),
+                   models.Index(fields=["status"], name="job_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.status})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.kind:
+            self.kind, self.queue = type(self).KIND, type(self).QUEUE
+        if self.team_id is None and getattr(self, "session_id", None) is not None:
+            self.team_id = self.session.team_id  # type: ignore[attr-defined]
+        super().save(*args, **kwargs)
 
     @property
     def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+        return self.status in (Status.QUEUED, Status.RUNNING)
 
     @property
     def percent(self) -> int:
         return min(100, self.done * 100 // self.total) if self.total else 0
+
+
+JOB_FIELDS = frozenset(
+    name for f in Job._meta.concrete_fields for name in (f.name, f.attname))
+
+
+class TraceFile(Job):
+    """A session's trace written by the worker (issue 28 item 2): a session longer than
+    CTXSIM_INLINE_REPLAY_CALLS is never replayed by the request that asks for its trace. One
+    row per (session, settings, summary or full), created with its task; the file is kept in
+    the default storage for `ctxsim.replays.traces.KEEP_SECONDS` and served from there.
+    Progress: `done` of `total` calls written."""
+
+    KIND, QUEUE = "trace", "replays"
+
+    session = models.ForeignKey("transcripts.Session", on_delete=models.CASCADE,
+                                related_name="+")
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    summary = models.BooleanField(default=True)
+    query = models.TextField(help_text="the replay settings as the session page's query")
+    stored_name = models.CharField(max_length=300, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key", "summary"],
+                                               name="one_trace_file_per_settings")]

@@ -1,24 +1,28 @@
-"""Fair, bounded background work (issue 28 item 1): the one place the quotas live.
+"""Fair, bounded background work (issues 28 and 30): the one place the quotas live.
 
 Imports have a queue and a worker of their own (`bin/run-dev`, `bin/serve-prod`): nothing
-below limits them. Replays, overview figures, sweeps and traces a request asks the worker
-for are *tickets* (`models.Ticket`, one per queued task, given back when it ends):
+below limits them. Every other job a request asks the worker for is a `Job` (issue 30: the
+tickets of issue 28 are the jobs themselves), counted while it is queued or running:
 
-- **Quotas.** One user may have `CTXSIM_PENDING_PER_USER` tickets pending, one team
-  `CTXSIM_PENDING_PER_TEAM`, counted over every kind together. A request that would queue
-  past either is refused before anything is queued: `QueueFull`, which the middleware
-  answers with a 429, a `Retry-After` and one sentence saying which limit and how to go on.
-  (Before: a viewer's 20 overview GETs with new thresholds queued 131 tasks and another
-  team's import waited behind them for 8 minutes.)
+- **Quotas.** One user may have `CTXSIM_PENDING_PER_USER` jobs pending, one team
+  `CTXSIM_PENDING_PER_TEAM`, counted over every kind together (an API token's requests count
+  for its team). A request that would queue past either is refused before anything is
+  queued: `QueueFull`, which the middleware answers with a 429, a `Retry-After` and one
+  sentence saying which limit and how to go on. (Before: a viewer's 20 overview GETs with
+  new thresholds queued 131 tasks and another team's import waited behind them for 8
+  minutes.)
 - **Joining.** A request for work already queued (the same session and settings, the same
-  overview column) joins it and takes no ticket: each kind keeps one row per
-  (subject, settings) with its task (`BackgroundReplay`, `SessionFigures`, …).
-- **Superseding** (issue 31). A background replay still *queued* for a user is dropped when
-  the same user asks for other settings of the same session (`superseded`): its ticket is
-  given back, its row says "superseded by newer settings" (the page polling it says so and
-  offers to queue it again), and its task finds nothing to do.
-- **Lost tickets.** A ticket older than `TICKET_SECONDS` is counted no more: its worker was
-  killed before the task could end (the job rows are settled by their own heartbeats).
+  overview column) joins it and queues nothing: each kind keeps one row per (subject,
+  settings) (`BackgroundReplay`, `SessionFigures`, …).
+- **Superseding** (issue 31). A background replay still *queued* for a user is dropped
+  (cancelled: counted no more) when the same user asks for other settings of the same
+  session (`ctxsim.replays.background`); the page polling it says so and offers to queue it
+  again, and its task finds nothing to do.
+- **Work without a table of its own** (an overview column's task, a corpus sweep) is a bare
+  `Job` of its kind (`record`), ended with its task (`release`, from the `task_finished`
+  signal and from the worker when a task's process died).
+- **Lost jobs.** A job older than `TICKET_SECONDS` is counted no more; a kind's job whose
+  worker died is settled by `ctxsim.jobs.lifecycle`.
 """
 
 from __future__ import annotations
@@ -31,22 +35,28 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from ctxsim.jobs.models import Ticket
+from ctxsim.jobs.models import Job, Status
 
-KINDS = ("replay", "overview", "sweep", "trace", "insights")
+KINDS = ("replay", "overview", "sweep", "corpus", "trace", "insights")
+# Kinds whose job is a bare `Job`, ended with its task.
+BARE = ("overview", "corpus")
+UNCOUNTED = ("import",)
+PENDING = (Status.QUEUED, Status.RUNNING)
 TICKET_SECONDS = 3600
 RETRY_AFTER_SECONDS = 10
 
 
 class QueueFull(Exception):
-    """A request would queue more background work than its user or team may have pending."""
+    """A request would queue more background work than its user or team may have pending
+    (or, `ctxsim.replays.limits.ReplayBusy`, run more replays at once than its user may)."""
 
     def __init__(self, message: str, retry_after: int = RETRY_AFTER_SECONDS) -> None:
         super().__init__(message)
         self.message, self.retry_after = message, retry_after
 
 
-def _user_id(user: Any) -> int | None:
+def user_id(user: Any) -> int | None:
+    """The user's id, None for anonymous or no user (commands, the worker)."""
     return getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
 
 
@@ -55,13 +65,13 @@ def _team_id(team: Any) -> int | None:
 
 
 def _live() -> Any:
-    return Ticket.objects.filter(created_at__gte=timezone.now() - timedelta(
-        seconds=TICKET_SECONDS))
+    return Job.objects.filter(status__in=PENDING, created_at__gte=timezone.now() - timedelta(
+        seconds=TICKET_SECONDS)).exclude(kind__in=UNCOUNTED)
 
 
 def pending(user: Any = None, team: Any = None) -> int:
-    """Tickets pending for `user` (or, without one, for `team`)."""
-    uid = _user_id(user)
+    """Jobs pending for `user` (or, without one, for `team`)."""
+    uid = user_id(user)
     if uid is not None:
         return _live().filter(user_id=uid).count()
     return _live().filter(team_id=_team_id(team)).count()
@@ -73,7 +83,7 @@ def admit(kind: str, user: Any, team: Any, tasks: int = 1, *, api: bool = False)
     asked for (commands, the worker itself: no user, no token) is never refused."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind of work {kind!r}")
-    uid = _user_id(user)
+    uid = user_id(user)
     if (uid is None and not api) or tasks <= 0:
         return
     per_user = settings.CTXSIM_PENDING_PER_USER
@@ -92,39 +102,32 @@ def admit(kind: str, user: Any, team: Any, tasks: int = 1, *, api: bool = False)
             "Retry in a few seconds.")
 
 
-def record(kind: str, user: Any, team: Any, task_ids: Iterable[Any], *, subject: str = "",
-           key: str = "", api: bool = False) -> None:
-    """One ticket per task just queued for `user` or, by an API token (`api`), for `team`
-    (nothing for work nobody asked for)."""
-    uid = _user_id(user)
+def record(kind: str, user: Any, team: Any, task_ids: Iterable[Any], *,
+           api: bool = False) -> None:
+    """A bare job (`BARE`: work with no table of its own) per task just queued for `user` or,
+    by an API token (`api`), for `team` (nothing for work nobody asked for)."""
+    if kind not in BARE:
+        raise ValueError(f"{kind!r} jobs are rows of their own kind")
+    uid = user_id(user)
     if uid is None and not api:
         return
-    Ticket.objects.bulk_create([
-        Ticket(kind=kind, user_id=uid, team_id=_team_id(team), subject=subject,
-               key=key[:200], task_id=str(task_id)[:64]) for task_id in task_ids])
+    Job.objects.bulk_create([
+        Job(kind=kind, queue="sweeps" if kind == "corpus" else "replays", user_id=uid,
+            team_id=_team_id(team), task_id=str(task_id)[:64]) for task_id in task_ids])
 
 
-def release(task_ids: Iterable[Any]) -> int:
-    """Give back the tickets of these tasks (ended, settled or dropped)."""
+def release(task_ids: Iterable[Any], *, failed: bool = False) -> int:
+    """End the bare jobs of these tasks (ended, or their process died)."""
     ids = [str(t)[:64] for t in task_ids if t]
     if not ids:
         return 0
-    return Ticket.objects.filter(task_id__in=ids).delete()[0]
-
-
-def superseded(kind: str, user: Any, subject: str, keep: Iterable[str]) -> list[Ticket]:
-    """The user's pending tickets of `kind` on `subject` for other settings than those in
-    `keep`: what a newer request of theirs supersedes (the caller drops the ones whose task
-    has not started, then `release`s them)."""
-    uid = _user_id(user)
-    if uid is None:
-        return []
-    return list(_live().filter(kind=kind, user_id=uid, subject=subject).exclude(
-        key__in=[key[:200] for key in keep]))
+    return Job.objects.filter(task_id__in=ids, kind__in=BARE, status__in=PENDING).update(
+        status=Status.FAILED if failed else Status.DONE, finished_at=timezone.now())
 
 
 class QueueFullMiddleware:
-    """Answers QueueFull from any view with a 429, its Retry-After and its sentence."""
+    """Answers QueueFull (and so ReplayBusy) from any view with a 429, its Retry-After and its
+    sentence."""
 
     def __init__(self, get_response):
         self.get_response = get_response

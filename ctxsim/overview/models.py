@@ -1,6 +1,5 @@
-"""What the worker's `replays` and `sweeps` queues store: the team overview's figures per
-(session, settings), corpus sweeps with one part per session, and the session page's replays
-of long sessions handed to the worker (`BackgroundReplay`).
+"""What the worker's `replays` and `sweeps` queues store for the overview: the team overview's
+figures per (session, settings) and corpus sweeps with one part per session.
 
 A session's figures under one profile and cache rule never change once computed (stored
 sessions are immutable and the key covers everything that decides them), so each is computed
@@ -12,16 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from ctxsim.jobs.models import Status
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.models import Session
-
-
-class Status(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
 
 
 class SessionFigures(models.Model):
@@ -99,43 +91,3 @@ class CorpusSweepPart(models.Model):
             models.UniqueConstraint(fields=["sweep", "session"], name="one_part_per_session")
         ]
         indexes = [models.Index(fields=["sweep", "status"])]
-
-
-class BackgroundReplay(models.Model):
-    """A session page's replay handed to the worker (issue 20 item 4): a session longer than
-    CTXSIM_INLINE_REPLAY_CALLS is not replayed on a request thread. One row per (session, run
-    key), created with its task, so every request for the same settings — any user's — finds
-    it and waits for the same replay; the worker stores the replay summary (`ReplayRun`) and
-    writes its progress here while it runs."""
-
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
-    query = models.TextField(help_text="the replay settings as the session page's query")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0, help_text="calls replayed")
-    total = models.PositiveIntegerField(default=0, help_text="calls of the session")
-    message = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True, help_text="the queued task's id")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # Beaten by the worker while it replays; a running row silent for longer than the
-    # import timeout lost its worker and is queued again by the next request that finds it.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["session", "key"],
-                                    name="one_background_replay_per_settings")
-        ]
-
-    def __str__(self) -> str:
-        return f"background replay of session {self.session_id} ({self.key[:8]}, {self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (Status.QUEUED, Status.RUNNING)
-
-    @property
-    def percent(self) -> int:
-        return min(100, self.done * 100 // self.total) if self.total else 0

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.insights import sweep as sweeps
-from ctxsim.jobs import policy
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
@@ -196,7 +196,7 @@ class Overview:
 def build_overview(team, choice: Choice, user: Any = None, *, api: bool = False) -> Overview:
     """Sum what is stored for the chosen sessions and profiles; queue the rest (each pair
     once: the row is created with the task, so the next request finds it queued), one task
-    per column, each one of `user`'s tickets (`ctxsim.jobs.policy`: QueueFull past their
+    per column, each one of `user`'s pending jobs (`ctxsim.jobs.policy`: QueueFull past their
     quota, before anything is queued; by an API token, `api`, its team's)."""
     rows = session_rows(team, choice.filters)
     ids = list(rows.values_list("pk", flat=True))
@@ -248,17 +248,26 @@ def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, Repla
     with transaction.atomic():
         SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
         ids = enqueue_many(compute_figures_many, list(columns.items()))
-        policy.record("overview", user, team, ids, subject=f"team:{team.pk}", api=api)
+        policy.record("overview", user, team, ids, api=api)
 
 
 def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
-    """Queue again the pairs whose worker stopped without finishing (killed, restarted)."""
+    """Queue again the pairs whose worker stopped without finishing (killed, restarted); the
+    column tasks they were left by are settled as lost (`lifecycle.settle_tasks_of`)."""
+    lost = set(pairs)
+    lifecycle.settle_tasks_of(
+        compute_figures_many.module_path,
+        lambda args: len(args) == 2 and any((sid, args[0]) in lost for sid in args[1]),
+        _LOST)
     with transaction.atomic():
         for session_id, key in pairs:
             SessionFigures.objects.filter(session_id=session_id, key=key,
                                           status=Status.RUNNING).update(
                 status=Status.QUEUED, started_at=None)
         enqueue_many(compute_figures_many, list(_by_key(pairs).items()))
+
+
+_LOST = "the worker stopped: its rows were left running past the import timeout"
 
 
 def overview_json(overview: Overview) -> dict[str, Any]:
@@ -319,11 +328,11 @@ def parse_axes(form: CorpusForm, query: Mapping[str, Any]):
 
 def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
     """Store the sweep with one part per chosen session and queue the parts (in bulk). The
-    sweep is one of `user`'s tickets (`ctxsim.jobs.policy`), given back with its last
-    part."""
+    sweep is one of `user`'s pending jobs (`ctxsim.jobs.policy`), ended with its last
+    part's task."""
     ids = list(session_rows(team, form.choice.filters).values_list("pk", flat=True))
     if ids:
-        policy.admit("sweep", user, team)
+        policy.admit("corpus", user, team)
     with transaction.atomic():
         sweep = CorpusSweep.objects.create(
             team=team, created_by=user if user.is_authenticated else None,
@@ -336,7 +345,7 @@ def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
             [CorpusSweepPart(sweep=sweep, session_id=sid) for sid in ids], batch_size=500)
         part_ids = sweep.parts.values_list("pk", flat=True)
         queued = enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
-        policy.record("sweep", user, team, queued[-1:], subject=f"team:{team.pk}")
+        policy.record("corpus", user, team, queued[-1:])
     return sweep
 
 
@@ -360,6 +369,8 @@ def corpus_progress(sweep: CorpusSweep) -> dict[str, int]:
         stuck = list(sweep.parts.filter(status=Status.RUNNING, started_at__lt=cutoff)
                      .values_list("pk", flat=True))
         if stuck:
+            lifecycle.settle_tasks_of(run_corpus_part.module_path,
+                                      lambda args: bool(args) and args[0] in stuck, _LOST)
             with transaction.atomic():
                 sweep.parts.filter(pk__in=stuck, status=Status.RUNNING).update(
                     status=Status.QUEUED, started_at=None)

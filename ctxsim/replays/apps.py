@@ -15,3 +15,14 @@ class ReplaysConfig(AppConfig):
         signals.session_deleting.connect(
             receivers.on_session_deleting, dispatch_uid="replays-spill-files"
         )
+
+        from ctxsim.jobs import lifecycle
+        from ctxsim.jobs.models import TraceFile
+        from ctxsim.replays import background, traces
+        from ctxsim.replays.models import BackgroundReplay
+        from ctxsim.transcripts.tasks import import_timeout
+
+        lifecycle.register(lifecycle.Kind("replay", BackgroundReplay, import_timeout,
+                                          background.enqueue, doing="replaying"))
+        lifecycle.register(lifecycle.Kind("trace", TraceFile, traces.trace_timeout,
+                                          traces.enqueue_again, doing="writing the trace"))

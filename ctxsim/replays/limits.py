@@ -5,7 +5,7 @@ request threads. Four GETs of one viewer occupied every thread of a worker and o
 pages waited half a minute. A user now runs at most `CTXSIM_REPLAYS_PER_USER` new replays at
 once; one more is answered 429 with a message to retry (stored replays are served as ever,
 and other users are not affected). Sessions longer than CTXSIM_INLINE_REPLAY_CALLS are not
-replayed by requests at all (`ctxsim.overview.background`).
+replayed by requests at all (`ctxsim.replays.background`).
 
 The count is kept twice: exactly within the process (`ReplayCache.user_slot`), and across
 processes in Django's cache (`ctxsim:replaying:<user id>`, incremented and decremented
@@ -14,7 +14,8 @@ limit. With Redis (production) the count is atomic; with the file cache two proc
 counting at the same instant may both pass (the cache's increment is a read and a write);
 with the local-memory cache (development, tests) it is per process, as the exact count. An
 entry expires SHARED_SLOT_SECONDS after its first use, so the slots of a process killed
-mid-replay are given back then.
+mid-replay are given back then. `ReplayBusy` is a refusal of the one admission policy
+(`ctxsim.jobs.policy.QueueFull`), answered as every other (a 429 with its Retry-After).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache as django_cache
-from django.http import HttpRequest, HttpResponse
 
+from ctxsim.jobs.policy import QueueFull
 from ctxsim.replays.cache import REPLAYS
 
 RETRY_AFTER_SECONDS = 5
@@ -36,8 +37,13 @@ RETRY_AFTER_SECONDS = 5
 SHARED_SLOT_SECONDS = 300
 
 
-class ReplayBusy(Exception):
-    """The user already runs as many new replays as they may."""
+class ReplayBusy(QueueFull):
+    """The user already runs as many new replays as they may: one of the refusals of the one
+    admission policy (`ctxsim.jobs.policy`), answered by its middleware (429, Retry-After)."""
+
+    def __init__(self) -> None:
+        super().__init__("Another replay of yours is already running; this one starts when it "
+                         "is done. Retry in a few seconds.", RETRY_AFTER_SECONDS)
 
 
 @contextmanager
@@ -82,23 +88,3 @@ def _shared_slot(user_id: int, limit: int) -> Iterator[None]:
 def _release(name: str) -> None:
     with contextlib.suppress(ValueError):  # expired meanwhile: nothing to give back
         django_cache.decr(name)
-
-
-class ReplayBusyMiddleware:
-    """Answers ReplayBusy from any view with a 429 and one sentence."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(self, request: HttpRequest, exception: Exception):
-        if not isinstance(exception, ReplayBusy):
-            return None
-        response = HttpResponse(
-            "Another replay of yours is already running; this one starts when it is done. "
-            "Retry in a few seconds.\n",
-            status=429, content_type="text/plain; charset=utf-8")
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response

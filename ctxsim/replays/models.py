@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from ctxsim.jobs.models import Job
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.models import Session
 
@@ -116,3 +117,26 @@ class DerivedTokenCount(models.Model):
                 fields=["session", "counter", "digest"], name="one_count_per_derived_content"
             )
         ]
+
+
+class BackgroundReplay(Job):
+    """A session page's replay handed to the worker (issue 20 item 4): a session longer than
+    CTXSIM_INLINE_REPLAY_CALLS is not replayed on a request thread. One row per (session, run
+    key), created with its task, so every request for the same settings — any user's — finds
+    it and waits for the same replay; the worker stores the replay summary (`ReplayRun`) and
+    writes its progress (`done` of `total` calls) while it runs."""
+
+    KIND, QUEUE = "replay", "replays"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    query = models.TextField(help_text="the replay settings as the session page's query")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"],
+                                    name="one_background_replay_per_settings")
+        ]
+
+    def __str__(self) -> str:
+        return f"background replay of session {self.session_id} ({self.key[:8]}, {self.status})"

@@ -1,6 +1,6 @@
 """What the session page answers while a long session's replay runs in the worker.
 
-`ctxsim.overview.background` decides when a replay is handed to the worker; the views raise
+`ctxsim.replays.background` decides when a replay is handed to the worker; the views raise
 `ReplayPending` with its row and answer with `pending_page`: "Replaying in the background — N
 of M calls", polled every second, in place of the region an htmx request reloads (the replay
 or the call view, which the poll then receives as usual), or as a page of its own (202) whose
@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django_htmx.http import push_url
 
 from ctxsim.htmx import target_id
-from ctxsim.overview import background
+from ctxsim.replays import background
 
 TEMPLATE = "replays/pending.html"
 # The region of the pending page of its own; its poll gets a client refresh once stored.

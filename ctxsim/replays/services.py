@@ -99,7 +99,7 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
     show (`keep`, or the one that sent the most, the page's default) for `call_detail`. With
     `user`, a miss takes one of their replay slots (`limits.replay_slot`: ReplayBusy when
     they already replay as much as they may). `progress(calls replayed)` is called after each
-    call of a new replay (the worker reports it, `ctxsim.overview.background`).
+    call of a new replay (the worker reports it, `ctxsim.replays.background`).
     """
     key = ReplayKey.of(session, settings.key)
     cached = _stored_run(session, key)

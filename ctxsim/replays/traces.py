@@ -17,7 +17,7 @@ Now, for the download and for `/api/v1/sessions/{id}/trace` alike:
   with less free, a 507 says so before anything is written (`NoTempSpace`).
 - A session longer than `CTXSIM_INLINE_REPLAY_CALLS` is never replayed by the request: the
   trace is written by the worker (`write_trace_file`, queue "replays", one of the user's
-  tickets), into the default storage, and the request answers 202 with its progress until
+  pending jobs), into the default storage, and the request answers 202 with its progress until
   the file is there; then the same URL serves it. Files are kept `KEEP_SECONDS`.
 """
 
@@ -40,7 +40,7 @@ from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
 
-from ctxsim.jobs import policy
+from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import TraceFile
 from ctxsim.replays import services
 from ctxsim.replays.state import ReplaySettings, settings_from_query
@@ -53,6 +53,7 @@ RETRY_FAILED_SECONDS = 60  # a failed trace says why this long before it is trie
 SUMMARY_BYTES_PER_CALL = 4096
 BYTES_PER_MESSAGE = 300  # a history entry's JSON around its content
 BYTES_FIXED = 64 * 1024
+HEARTBEAT_EVERY = 1.0  # seconds between the worker's beats while it writes a trace
 
 
 class TraceTooLarge(Exception):
@@ -118,22 +119,22 @@ def inline(session: Session) -> bool:
 def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, user: Any = None,
                    *, api: bool = False) -> TraceFile:
     """The worker's trace of these settings: done (its file stored), or queued or running
-    (queued now when needed, one of `user`'s tickets, or the API token's team's)."""
+    (queued now when needed, one of `user`'s pending jobs, or the API token's team's)."""
     _forget_old(session)
     row = TraceFile.objects.filter(session=session, key=settings.key, summary=summary).first()
     if row is not None and row.status == TraceFile.Status.DONE and not default_storage.exists(
             row.stored_name):
         row.delete()
         row = None
-    stuck = (row is not None and row.is_active and row.started_at is not None
-             and (row.heartbeat_at or row.started_at) < timezone.now() - timedelta(
-                 seconds=django_settings.CTXSIM_IMPORT_TIMEOUT_SECONDS))
+    if row is not None and row.status == TraceFile.Status.RUNNING and lifecycle.settle(
+            among=[row]):
+        row.refresh_from_db()  # lost its worker: queued again (or, lost twice, failed)
     failed_a_while_ago = (row is not None and row.status == TraceFile.Status.FAILED
                           and row.finished_at is not None
                           and row.finished_at < timezone.now() - timedelta(
                               seconds=RETRY_FAILED_SECONDS))
-    if row is not None and (failed_a_while_ago or stuck):
-        row.delete()  # said so for a while (or lost its worker): asked again, written again
+    if row is not None and failed_a_while_ago:
+        row.delete()  # said so for a while: asked again, written again
         row = None
     if row is not None:
         return row
@@ -141,15 +142,27 @@ def trace_file_for(session: Session, settings: ReplaySettings, summary: bool, us
     with transaction.atomic():
         row, created = TraceFile.objects.get_or_create(
             session=session, key=settings.key, summary=summary,
-            defaults={"query": settings.query(), "total": session.model_call_count})
+            defaults={"query": settings.query(), "total": session.model_call_count,
+                      "user_id": policy.user_id(user)})
         if created:
-            result = write_trace_file.enqueue(row.pk)
-            row.task_id = str(result.id)[:64]
-            TraceFile.objects.filter(pk=row.pk).update(task_id=row.task_id)
-            policy.record("trace", user, session.team, [result.id],
-                          subject=f"session:{session.pk}", key=f"trace:{settings.key}",
-                          api=api)
+            _enqueue(row)
     return row
+
+
+def _enqueue(row: TraceFile) -> None:
+    result = write_trace_file.enqueue(row.pk)
+    row.task_id = str(result.id)[:64]
+    TraceFile.objects.filter(pk=row.pk).update(task_id=row.task_id)
+
+
+def enqueue_again(row: TraceFile) -> None:
+    """Its task again, after `ctxsim.jobs.lifecycle` re-queued it."""
+    _enqueue(row)
+
+
+def trace_timeout() -> timedelta:
+    """A trace silent this long lost its worker (the import timeout)."""
+    return timedelta(seconds=django_settings.CTXSIM_IMPORT_TIMEOUT_SECONDS)
 
 
 def download(request: HttpRequest, session: Session, settings: ReplaySettings,
@@ -201,38 +214,27 @@ def progress_of(row: TraceFile) -> dict[str, Any]:
 @task(queue_name="replays")
 def write_trace_file(row_id: int) -> dict:
     """Write a session's trace under its row's settings into the default storage."""
-    started = timezone.now()
-    claim = TraceFile.objects.filter(pk=row_id, status=TraceFile.Status.QUEUED)
-    if not claim.update(status=TraceFile.Status.RUNNING, started_at=started,
-                        heartbeat_at=started):
-        return {"status": "skipped"}
-    row = TraceFile.objects.select_related("session__team").get(pk=row_id)
-    ours = TraceFile.objects.filter(pk=row.pk, status=TraceFile.Status.RUNNING,
-                                    started_at=started)
+    return lifecycle.run(TraceFile, _write, every=HEARTBEAT_EVERY, pk=row_id)
+
+
+def _write(row: TraceFile, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    if settings.key != row.key:
+        raise ValueError("the settings changed before the trace was written (a team "
+                         "profile was edited or deleted); ask for it again")
     try:
-        settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
-        if settings.key != row.key:
-            raise ValueError("the settings changed before the trace was written (a team "
-                             "profile was edited or deleted); ask for it again")
         check_bounds(row.session, settings, row.summary)
-        with services.trace_file(row.session, settings, summary=row.summary) as handle:
-            size = handle.seek(0, 2)
-            handle.seek(0)
-            name = default_storage.save(
-                f"traces/{row.session_id}-{row.key[:16]}-{'summary' if row.summary else 'full'}"
-                ".json", File(handle))
     except TraceTooLarge as exc:
-        ours.update(status=TraceFile.Status.FAILED, finished_at=timezone.now(),
-                    message=too_large_message(exc))
+        attempt.finish(TraceFile.Status.FAILED, too_large_message(exc))
         return {"status": "failed"}
-    except Exception as exc:  # the row must say it failed, whatever went wrong
-        logger.exception("trace of session %s failed", row.session_id)
-        ours.update(status=TraceFile.Status.FAILED, finished_at=timezone.now(),
-                    message=f"{type(exc).__name__}: {exc}"[:2000])
-        return {"status": "failed"}
-    if not ours.update(status=TraceFile.Status.DONE, stored_name=name, size=size,
-                       done=row.total, finished_at=timezone.now()):
-        default_storage.delete(name)
+    with services.trace_file(row.session, settings, summary=row.summary) as handle:
+        size = handle.seek(0, 2)
+        handle.seek(0)
+        name = default_storage.save(
+            f"traces/{row.session_id}-{row.key[:16]}-{'summary' if row.summary else 'full'}"
+            ".json", File(handle))
+    if not attempt.finish(TraceFile.Status.DONE, stored_name=name, size=size, done=row.total):
+        default_storage.delete(name)  # given up meanwhile: nothing points to the file
     return {"status": "done", "bytes": size}
 
 

@@ -33,10 +33,9 @@ from django_htmx.http import (
 )
 
 from ctxsim.htmx import partial_for, render_page_or_partial, target_id
-from ctxsim.overview import background
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, call_view, page, profiles, services, spills, traces
+from ctxsim.replays import analysis, background, call_view, page, profiles, services, spills, traces
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import ReplayRun, SavedProfile
 from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying

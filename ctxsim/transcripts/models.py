@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from ctxsim.jobs.models import Job
 from ctxsim.teams.models import Team
 
 
@@ -136,57 +137,43 @@ class Message(models.Model):
         return f"{self.session_id}#{self.index} {self.role}"
 
 
-class ImportJob(models.Model):
-    """A transcript imported by the background worker: the stored upload and its progress.
+class ImportJob(Job):
+    """A transcript imported by the background worker: the stored upload and its progress
+    (`done`: percent, of `total` 100).
 
     The import itself is one transaction, so a job that dies leaves no session behind; the job
     row (written outside that transaction) is what tells the user what happened.
     """
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+    KIND, QUEUE = "import", "imports"
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="import_jobs")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
-    )
     file_name = models.CharField(max_length=500)
     size = models.PositiveBigIntegerField()
     # Path in the default storage; emptied once the import succeeded and the file is deleted.
     stored_name = models.CharField(max_length=500, blank=True)
     format = models.CharField(max_length=40, blank=True, help_text="forced format; empty = detect")
     sha256 = models.CharField(max_length=64, blank=True, help_text="of the uploaded bytes")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    progress = models.PositiveSmallIntegerField(default=0)
-    message = models.TextField(blank=True)
     session_ids = models.JSONField(default=list, blank=True)
-    # Bumped on every re-queue, so a stale task for an earlier attempt does not run it twice.
-    attempts = models.PositiveIntegerField(default=0)
-    task_id = models.CharField(max_length=64, blank=True)
     # Secrets replaced in the stored upload before it was written ({kind: count}); the worker
     # adds them to what it finds itself, so the sessions show the upload's total.
     redactions = models.JSONField(default=dict, blank=True)
     # Where the upload came from (host, cwd, agent, agent_version), given to its sessions.
     origin = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
-        indexes = [models.Index(fields=["team", "status"]), models.Index(fields=["status"])]
 
     def __str__(self) -> str:
         return f"{self.file_name} ({self.status})"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+    def progress(self) -> int:
+        """Percent of the import done (an import counts its progress in percent)."""
+        return self.done
+
+    @property
+    def percent(self) -> int:
+        return min(100, self.done)
 
     @property
     def message_line(self) -> str:

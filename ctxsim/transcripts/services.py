@@ -387,6 +387,7 @@ def _create_job(stored: str, *, team: Team, user, name: str, size: int, format: 
         stored_name=stored,
         format=format,
         sha256=sha256,
+        total=100,  # percent
     )
     enqueue(job)
     return job
@@ -400,7 +401,7 @@ def requeue(job: ImportJob) -> str:
         return "the uploaded file is no longer stored; upload it again"
     job.status = ImportJob.Status.QUEUED
     job.attempts += 1
-    job.progress = 0
+    job.done = 0
     job.message = ""
     job.session_ids = []
     job.started_at = job.finished_at = job.heartbeat_at = None

@@ -24,12 +24,12 @@ from typing import IO
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Q
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.heartbeat import Heartbeat
 from ctxsim.importers.errors import TranscriptError
+from ctxsim.jobs import lifecycle
 from ctxsim.transcripts.imports import finish_import, import_transcript
 from ctxsim.transcripts.models import ImportJob
 
@@ -140,11 +140,11 @@ class JobReporter:
         due = (moved >= self.MIN_STEP) or (moved > 0 and elapsed >= self.MIN_INTERVAL)
         if not (force or due or elapsed >= self.HEARTBEAT_EVERY):
             return
-        fields = {"progress": max(percent, self.last_percent, 0), "heartbeat_at": timezone.now()}
+        fields = {"done": max(percent, self.last_percent, 0), "heartbeat_at": timezone.now()}
         if message is not None:
             fields["message"] = message
         ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING).update(**fields)
-        self.last_percent = fields["progress"]
+        self.last_percent = fields["done"]
         self.last_write = now
 
 
@@ -257,12 +257,11 @@ def import_timeout() -> timedelta:
 
 
 def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> int:
-    """Settle jobs "running" without a heartbeat for longer than the timeout (their worker
-    died): queued again once (AUTO_RETRIES), keeping the upload — the next attempt imports
-    the file, or only finishes the phases after the commit when the sessions were stored
-    (they are linked inside the import's transaction); after that, done when the sessions
-    were stored, else failed. The upload of a job settled done or failed is deleted, and the
-    task backend's row of the lost attempt is marked failed (`settle_lost_tasks`). Returns
+    """Settle jobs "running" without a heartbeat for longer than their timeout (their worker
+    died), of every kind (`ctxsim.jobs.lifecycle.settle`): queued again once, keeping the
+    upload — the next attempt imports the file, or only finishes the phases after the commit
+    when the sessions were stored (they are linked inside the import's transaction); after
+    that an import is done when its sessions were stored, else failed (`last_word`). Returns
     how many were settled.
 
     Without `among` every team's jobs are checked (`check_stuck_imports`, and each job the
@@ -270,64 +269,27 @@ def fail_stuck_jobs(now=None, *, among: Iterable[ImportJob] | None = None) -> in
     costs no query, and a write happens only when one of those jobs really is stuck (a write
     on SQLite would wait for an import's write transaction).
     """
-    now = now or timezone.now()
-    timeout = import_timeout()
-    cutoff = now - timeout
-    if among is None:
-        stuck = ImportJob.objects.filter(status=ImportJob.Status.RUNNING).filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-        )
-        ids = list(stuck.values_list("pk", flat=True))
+    return lifecycle.settle(now, among=among)
+
+
+def last_word(job, why: str) -> bool:
+    """An import lost after its retries: done when its sessions were stored, else failed; its
+    upload is deleted either way."""
+    job = ImportJob.objects.get(pk=job.pk)
+    span = lifecycle.span(import_timeout())
+    if job.session_ids:
+        settled = lifecycle.ours(job).update(
+            status=ImportJob.Status.DONE, done=100, finished_at=timezone.now(),
+            message=(f"the sessions were stored, then the worker stopped (no progress for over "
+                     f"{span}); their list figures are computed when they are opened"))
     else:
-        ids = [job.pk for job in among if _stuck(job, cutoff)]
-    if not ids:
-        return 0
-    minutes = int(timeout.total_seconds() // 60)
-    span = f"{minutes} min" if minutes else f"{int(timeout.total_seconds())} s"
-    running = ImportJob.objects.filter(pk__in=ids, status=ImportJob.Status.RUNNING)
-    lost = list(running.values_list("task_id", flat=True))
-    retried = _queue_again(running.filter(attempts__lt=AUTO_RETRIES),
-                           f"the worker stopped while importing (no progress for over {span}); "
-                           "queued again")
-    done = list(running.exclude(session_ids=[]).values_list("pk", flat=True))
-    stored = ImportJob.objects.filter(pk__in=done, status=ImportJob.Status.RUNNING).update(
-        status=ImportJob.Status.DONE, progress=100, finished_at=now,
-        message=(f"the sessions were stored, then the worker stopped (no progress for over "
-                 f"{span}); their list figures are computed when they are opened"),
-    )
-    failed_ids = list(running.filter(session_ids=[]).values_list("pk", flat=True))
-    failed = ImportJob.objects.filter(pk__in=failed_ids, status=ImportJob.Status.RUNNING).update(
-        status=ImportJob.Status.FAILED,
-        message=(
-            f"the import stopped without finishing (no progress for over {span}; was the "
-            "worker stopped?), also after being queued again; nothing was stored, upload the "
-            "file again"
-        ),
-        finished_at=now,
-    )
-    discard_uploads([*done, *failed_ids])
-    settle_lost_tasks(lost, f"the worker stopped: no heartbeat for over {span}")
-    return stored + retried + failed
-
-
-# A job whose worker died is queued again this many times (its upload kept) before it is
-# settled: a worker restarted mid-import finishes it.
-AUTO_RETRIES = 1
-
-
-def _queue_again(jobs, message: str) -> int:
-    """Queue these running jobs again as their next attempt (the task is sent once the
-    caller's transaction commits; a stale task of the lost attempt is skipped)."""
-    count = 0
-    for job in list(jobs):
-        if ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING,
-                                    attempts=job.attempts).update(
-                status=ImportJob.Status.QUEUED, attempts=job.attempts + 1, progress=0,
-                message=message, started_at=None, heartbeat_at=None, task_id=""):
-            job.attempts += 1
-            enqueue(job)
-            count += 1
-    return count
+        settled = lifecycle.ours(job).update(
+            status=ImportJob.Status.FAILED, finished_at=timezone.now(),
+            message=(f"the import stopped without finishing (no progress for over {span}; was "
+                     "the worker stopped?), also after being queued again; nothing was stored, "
+                     "upload the file again"))
+    discard_uploads([job.pk])
+    return bool(settled)
 
 
 def enqueue(job: ImportJob) -> None:
@@ -348,15 +310,6 @@ def discard_uploads(job_ids: Iterable[int]) -> None:
         ImportJob.objects.filter(pk=pk, stored_name=name).update(stored_name="")
 
 
-def _stuck(job: ImportJob, cutoff) -> bool:
-    """The in-memory form of `fail_stuck_jobs`'s query."""
-    if job.status != ImportJob.Status.RUNNING:
-        return False
-    if job.heartbeat_at is not None:
-        return job.heartbeat_at < cutoff
-    return job.started_at is not None and job.started_at < cutoff
-
-
 def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dict:
     # Only the running attempt writes its end: a job given up (or re-queued) meanwhile keeps
     # what the page already told the user. A failure here is the file's own (it cannot be
@@ -364,7 +317,7 @@ def _finish(job: ImportJob, status: str, message: str, *, session_ids=()) -> dic
     # upload is deleted with it.
     finished = _ours(job).update(
         status=status,
-        progress=100 if status == ImportJob.Status.DONE else job.progress,
+        done=100 if status == ImportJob.Status.DONE else job.done,
         message=message,
         session_ids=list(session_ids),
         finished_at=timezone.now(),

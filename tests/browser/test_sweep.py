@@ -67,7 +67,7 @@ def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
     # page replays (and writes) again, or one of the two is refused with "table is locked".
     worker.stop()
     assert bar.count() == 0
-    assert any(0 < value < 4 for value in page.evaluate("window.seenDone"))
+    assert any(0 < value < 100 for value in page.evaluate("window.seenDone"))  # percent
 
     expect(page.locator("#sweep-chart")).to_have_attribute("data-ready", "1")
     counts = page.evaluate("""() => { const c = Chart.getChart('sweep-chart');

@@ -12,11 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.overview import background
-from ctxsim.overview.models import BackgroundReplay, Status
-from ctxsim.replays import limits, services
+from ctxsim.jobs.models import Status
+from ctxsim.replays import background, limits, services
 from ctxsim.replays.cache import REPLAYS
-from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.models import BackgroundReplay, ReplayRun
 
 pytestmark = pytest.mark.django_db
 

@@ -13,12 +13,11 @@ from django.test import Client
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.jobs.models import Ticket, TraceFile
-from ctxsim.overview import background
-from ctxsim.overview.models import BackgroundReplay, Status
-from ctxsim.replays import services, traces
+from ctxsim.jobs import policy
+from ctxsim.jobs.models import Status, TraceFile
+from ctxsim.replays import background, services, traces
 from ctxsim.replays.cache import REPLAYS
-from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.models import BackgroundReplay, ReplayRun
 from tests.factories import bearer, body_of
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +50,7 @@ def run_worker_tasks() -> int:
     for row in DBTaskResult.objects.filter(status="READY").order_by("enqueued_at"):
         import_string(row.task_path).call(*row.args_kwargs["args"])
         DBTaskResult.objects.filter(pk=row.pk).update(status="SUCCESSFUL")
-        Ticket.objects.filter(task_id=str(row.pk)).delete()
+        policy.release([row.pk])
         ran += 1
     return ran
 
@@ -163,7 +162,7 @@ def test_a_newer_threshold_of_the_same_user_drops_their_queued_replay(personas, 
     assert first.status_code == second.status_code == 202
     old, new = BackgroundReplay.objects.order_by("pk")
     assert old.status == Status.CANCELLED and new.status == Status.QUEUED
-    assert Ticket.objects.count() == 1  # the dropped one was given back
+    assert policy.pending(personas.users["viewer"]) == 1  # the dropped one counts no more
     polled = viewer.get(page, {"profile": "chatcli",
                                "env.CHATCLI_TOOL_RESULT_MAX_CHARS": "1111"})
     # Asked again, it is queued again (and supersedes the other in turn).
@@ -217,7 +216,7 @@ def test_insights_columns_queued_for_the_worker_take_the_users_tickets(
     viewer = personas.client("viewer")
     with django_capture_on_commit_callbacks(execute=True):
         two = viewer.get(page, {"profiles": ["chatcli", "none"]})
-    assert two.status_code == 200 and Ticket.objects.count() == 2
+    assert two.status_code == 200 and policy.pending(personas.users["viewer"]) == 2
     assert viewer.get(page, {"profiles": ["chatcli", "none"]}).status_code == 200  # joins
     refused = viewer.get(page, {"profiles": ["aivax"]})
     assert refused.status_code == 429 and "at most 2 per user" in refused.content.decode()

@@ -208,9 +208,13 @@ def test_a_part_whose_worker_went_away_is_queued_again(personas, settings):
     long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
     CorpusSweepPart.objects.filter(pk=first.pk).update(status=Status.RUNNING,
                                                        started_at=long_ago)
+    lost = DBTaskResult.objects.get(args_kwargs__args=[first.pk])
+    DBTaskResult.objects.filter(pk=lost.pk).update(status="RUNNING")  # as its worker left it
     personas.client("viewer").get(reverse("corpus-sweep-detail", args=[sweep.pk]))
     first.refresh_from_db()
     assert first.status == Status.QUEUED and DBTaskResult.objects.count() == 3
+    lost.refresh_from_db()  # the lost part's task is settled too (issue 30)
+    assert lost.status == "FAILED" and lost.exception_class_path.endswith("WorkerLost")
     run_corpus_part_job(first.pk)
     run_corpus_part_job(second.pk)
     sweep.refresh_from_db()

@@ -11,6 +11,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from ctxsim import importers
+from ctxsim.jobs import lifecycle
 from ctxsim.transcripts import services, tasks
 from ctxsim.transcripts.models import ImportJob, Session
 from tests.factories import claude_code_bytes, heartbeat_moves, upload
@@ -123,7 +124,7 @@ def test_a_silent_parse_given_up_after_its_retry_leaves_no_upload_behind(
     store step left its upload on disk. Settled as failed (after its one retry), the job's
     upload is deleted, whichever side settles it first."""
     job = queued_job(personas, django_capture_on_commit_callbacks)
-    ImportJob.objects.filter(pk=job.pk).update(attempts=tasks.AUTO_RETRIES)
+    ImportJob.objects.filter(pk=job.pk).update(attempts=lifecycle.AUTO_RETRIES)
     name = job.stored_name
     real_load = importers.load
 
@@ -133,7 +134,7 @@ def test_a_silent_parse_given_up_after_its_retry_leaves_no_upload_behind(
         return parsed
 
     monkeypatch.setattr(importers, "load", silent_load)
-    assert tasks.run_import_job(job.pk, tasks.AUTO_RETRIES)["status"] == "given up"
+    assert tasks.run_import_job(job.pk, lifecycle.AUTO_RETRIES)["status"] == "given up"
     job.refresh_from_db()
     assert job.status == ImportJob.Status.FAILED and "upload the file again" in job.message
     assert not Session.objects.exists()

@@ -231,6 +231,8 @@ def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
     corpus(personas, n=2)
     personas.client("viewer").get(f"{URL}?profiles=none")
     first, second = SessionFigures.objects.order_by("session_id")
+    column = DBTaskResult.objects.get()
+    DBTaskResult.objects.update(status="RUNNING")  # as its dead worker left it
     long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
     SessionFigures.objects.filter(pk=first.pk).update(status=Status.RUNNING, started_at=long_ago)
     SessionFigures.objects.filter(pk=second.pk).update(status=Status.RUNNING,
@@ -240,6 +242,8 @@ def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
     second.refresh_from_db()
     assert first.status == Status.QUEUED and second.status == Status.RUNNING
     assert DBTaskResult.objects.count() == 2  # the column at first, one again for the stuck pair
+    column.refresh_from_db()  # the lost column task is settled too (issue 30)
+    assert column.status == "FAILED" and column.exception_class_path.endswith("WorkerLost")
     assert compute_figures_job(first.session_id, first.key) == {"status": "done"}
 
 

@@ -167,7 +167,7 @@ def test_progress_writes_are_throttled(personas, monkeypatch):
     reporter.update(3)  # one point, too soon
     clock[0] += 0.5
     reporter.update(3)  # one point, half a second later
-    assert [w["progress"] for w in writes] == [0, 2, 3]
+    assert [w["done"] for w in writes] == [0, 2, 3]
 
 
 def test_a_worker_killed_mid_import_leaves_no_half_session(

@@ -3,7 +3,8 @@ subprocess on the test's own database, killed with SIGKILL where the test wants 
 
 `running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
 for good when a job enters PHASE — one of the phases the code declares
-(`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps),
+(`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps,
+`REPLAYING`, `WRITING_TRACE` and `COMPUTING_INSIGHTS` for the replays queue's kinds),
 after the job's row already says so — so the test sees the phase in the database and kills
 the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
 """
@@ -119,6 +120,12 @@ def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
 # --- the worker that stops at a phase (run as `python -m tests.web.workers ARGS`) ---------------
 
 
+# A background replay's and a trace file's one phase: the worker replays, or writes the trace.
+REPLAYING = "replaying"
+WRITING_TRACE = "writing the trace"
+COMPUTING_INSIGHTS = "computing the insights"
+
+
 def _stop_at(target: str) -> None:
     """Make the phases of `target`'s kind block forever once their job is in `target`."""
     from ctxsim.analysis import tasks as sweep_tasks
@@ -157,6 +164,21 @@ def _stop_at(target: str) -> None:
 
         sweep_tasks.insights_for = next_point
         sweeps.run_sweep = whole_sweep
+    elif target == COMPUTING_INSIGHTS:
+        def computing(*args: Any, **kwargs: Any):
+            forever.wait()
+
+        sweep_tasks.insights_for = computing  # inside the insights job's heartbeat
+    elif target in (REPLAYING, WRITING_TRACE):
+        # Both run inside their job's heartbeat: the row says running, beaten, until the kill.
+        from ctxsim.replays import services
+
+        name = "summary_for" if target == REPLAYING else "trace_file"
+
+        def blocked(*args: Any, **kwargs: Any):
+            forever.wait()
+
+        setattr(services, name, blocked)
     else:
         raise SystemExit(f"no phase {target!r} is declared")
 

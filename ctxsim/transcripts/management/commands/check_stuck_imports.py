@@ -1,6 +1,7 @@
-"""`python manage.py check_stuck_imports`: fail background imports whose worker went away.
+"""`python manage.py check_stuck_imports`: settle background jobs whose worker went away.
 
-Run it periodically (cron, or a systemd timer) in production: it checks every team's jobs. The
+Run it periodically (cron, or a systemd timer) in production: it checks every team's jobs, of
+every kind (`ctxsim.jobs.lifecycle.settle`: queued again once, then failed). The
 upload page and the job status view check only the jobs they show (from the rows they read
 anyway), so a dev setup needs nothing and a page view writes only when a shown job is stuck.
 """

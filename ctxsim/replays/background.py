@@ -11,10 +11,11 @@ request — the same user's poll or another reviewer's — joins the pending rep
 queueing it again. Shorter sessions replay inline as before.
 
 A row left "running" by a worker that died (no heartbeat for longer than the import timeout)
-is queued again by the next request that finds it; a row marked done whose summary is gone
+is settled by the next request that finds it as every kind of job is (`ctxsim.jobs.lifecycle`:
+queued again once, then failed); a row marked done whose summary is gone
 (dropped by the replay store's bounds) is queued again too, and so is one that failed longer
 than that ago (the page says why meanwhile, without polling). The worker writes its progress
-and outcome only while the row is still its own attempt (claimed at `started_at`).
+and outcome only while the row is still its own attempt (`ctxsim.jobs.lifecycle.run`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from django.http import QueryDict
 from django.tasks import task
 from django.utils import timezone
 
-from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
-from ctxsim.jobs import policy
-from ctxsim.overview.models import BackgroundReplay, Status
+from ctxsim.jobs import lifecycle, policy
+from ctxsim.jobs.models import Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
+from ctxsim.replays.models import BackgroundReplay
 from ctxsim.replays.state import ReplaySettings, settings_from_query
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.tasks import import_timeout
@@ -55,8 +56,8 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
     needed; None when the request may go on: a session short enough to replay inline, or a
     summary this process or the database holds.
 
-    Queueing takes one of the user's tickets (`ctxsim.jobs.policy`: QueueFull past their or
-    their team's quota); joining a replay already queued takes none. When it queues, the
+    Queueing counts as one of the user's pending jobs (`ctxsim.jobs.policy`: QueueFull past
+    their or their team's quota); joining a replay already queued takes none. When it queues, the
     user's own replays of this session for other settings that have not started yet are
     dropped first (a newer threshold supersedes an older one: issue 31); a `poll` of the
     pending page never does, and never queues a superseded replay again (the page says it
@@ -74,16 +75,18 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
         with transaction.atomic():
             row, created = BackgroundReplay.objects.get_or_create(
                 session=session, key=settings.key,
-                defaults={"query": settings.query(), "total": session.model_call_count})
+                defaults={"query": settings.query(), "total": session.model_call_count,
+                          "user_id": policy.user_id(user)})
             if created:
-                _enqueue(row, user)
+                enqueue(row)
         return row
     if row.status == Status.DONE:
         if replays.stored_summary(session, settings) is not None:
             return None  # stored between the two reads
         return _queue_again(row, Status.DONE, user)  # stored once, dropped since
-    if row.status == Status.RUNNING and _older(row.heartbeat_at or row.started_at):
-        return _queue_again(row, Status.RUNNING, user)  # its worker went away
+    if row.status == Status.RUNNING and lifecycle.settle(among=[row]):
+        row.refresh_from_db()  # its worker went away: queued again (or, lost twice, failed)
+        return row
     if row.status == Status.FAILED and _older(row.finished_at):
         return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
     if row.status == Status.CANCELLED and not poll:
@@ -95,25 +98,15 @@ SUPERSEDED = ("superseded: newer settings of this session were asked for before 
               "started")
 
 
-def _subject(session: Session) -> str:
-    return f"session:{session.pk}"
-
-
 def _drop_superseded(session: Session, keep: Iterable[str], user: Any) -> None:
-    """Drop the user's queued (not started) replays of this session for settings not in
-    `keep`."""
-    tickets = policy.superseded("replay", user, _subject(session), keep)
-    if not tickets:
+    """Drop (cancel: counted no more by the quotas) the user's queued, not started, replays
+    of this session for settings not in `keep`; a started one runs to its end."""
+    uid = policy.user_id(user)
+    if uid is None:
         return
-    for ticket in tickets:
-        BackgroundReplay.objects.filter(session=session, key=ticket.key, status=Status.QUEUED,
-                                        task_id=ticket.task_id).update(
-            status=Status.CANCELLED, message=SUPERSEDED, finished_at=timezone.now())
-    # A started one keeps its ticket until it ends; the others are given back.
-    started = set(BackgroundReplay.objects.filter(
-        session=session, status=Status.RUNNING,
-        task_id__in=[t.task_id for t in tickets]).values_list("task_id", flat=True))
-    policy.release([t.task_id for t in tickets if t.task_id not in started])
+    BackgroundReplay.objects.filter(session=session, user_id=uid, status=Status.QUEUED).exclude(
+        key__in=list(keep)).update(status=Status.CANCELLED, message=SUPERSEDED,
+                                   finished_at=timezone.now())
 
 
 def _older(moment) -> bool:
@@ -131,22 +124,17 @@ def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
     with transaction.atomic():
         if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
                 status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
-                finished_at=None):
-            if was == Status.RUNNING:  # the task backend's row of the dead worker's task
-                settle_lost_tasks([row.task_id], "the worker stopped: no heartbeat for over "
-                                  f"{int(import_timeout().total_seconds())} s")
-                policy.release([row.task_id])
-            _enqueue(row, user)
+                finished_at=None, created_at=timezone.now(), user_id=policy.user_id(user)):
+            enqueue(row)
     row.refresh_from_db()
     return row
 
 
-def _enqueue(row: BackgroundReplay, user: Any = None) -> None:
+def enqueue(row: BackgroundReplay) -> None:
+    """Its task (first queued, queued again by a request, or by `ctxsim.jobs.lifecycle`)."""
     result = store_replay.enqueue(row.session_id, row.key)
     BackgroundReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
     row.task_id = str(result.id)[:64]
-    policy.record("replay", user, row.session.team, [result.id],
-                  subject=_subject(row.session), key=row.key)
 
 
 def progress_of(row: BackgroundReplay) -> dict[str, Any]:
@@ -168,33 +156,15 @@ def store_replay(session_id: int, key: str) -> dict:
 
 
 def run_background_replay(session_id: int, key: str) -> dict:
-    started = timezone.now()
-    claim = BackgroundReplay.objects.filter(session_id=session_id, key=key, status=Status.QUEUED)
-    if not claim.update(status=Status.RUNNING, started_at=started, heartbeat_at=started, done=0):
-        return {"status": "skipped"}  # done already, or taken by another worker
-    row = BackgroundReplay.objects.select_related("session__team").get(session_id=session_id,
-                                                                      key=key)
-    ours = BackgroundReplay.objects.filter(pk=row.pk, status=Status.RUNNING, started_at=started)
-    done = [0]
+    return lifecycle.run(BackgroundReplay, _replay, every=HEARTBEAT_EVERY,
+                         session_id=session_id, key=key)
 
-    def beat() -> None:
-        ours.update(done=done[0], heartbeat_at=timezone.now())
 
-    def replayed(calls: int) -> None:
-        done[0] = calls
-
-    try:
-        settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
-        if settings.key != row.key:
-            raise ValueError("the settings changed before the replay ran (a team profile was "
-                             "edited or deleted); open the page again")
-        with Heartbeat(beat, HEARTBEAT_EVERY, f"replay-{row.pk}-heartbeat"):
-            run = replays.summary_for(row.session, settings, progress=replayed)
-    except Exception as exc:  # the row must say it failed, whatever went wrong
-        logger.exception("background replay of session %s failed", session_id)
-        ours.update(status=Status.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000],
-                    finished_at=timezone.now())
-        return {"status": "failed"}
-    ours.update(status=Status.DONE, done=len(run.calls), finished_at=timezone.now(),
-                heartbeat_at=timezone.now())
+def _replay(row: BackgroundReplay, attempt: lifecycle.Attempt) -> dict:
+    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    if settings.key != row.key:
+        raise ValueError("the settings changed before the replay ran (a team profile was "
+                         "edited or deleted); open the page again")
+    run = replays.summary_for(row.session, settings, progress=attempt.progress)
+    attempt.finish(Status.DONE, done=len(run.calls))
     return {"status": "done", "calls": len(run.calls)}
