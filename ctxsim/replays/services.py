@@ -13,8 +13,9 @@ import contextlib
 import json
 import logging
 import tempfile
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -298,13 +299,33 @@ def call_detail(
 ) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
     chosen, rep = _replay_to(session, settings, index, user)
+    memo = _view_memo(rep)
+    if memo.last is not None and memo.last[0] is chosen:
+        return CallDetail(chosen, memo.last[1])
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
-    view = analysis.call_view(chosen, rep.cost, capped)
-    written = spills.spills_in_call(run, index)
-    for row in view.rows:
-        if row.spill is not None:
-            row.spill = written.get(row.spill.name)
+    view = analysis.call_view(chosen, rep.cost, capped, rep.costs, memo.tools)
+    view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
+    memo.last = (chosen, view)
     return CallDetail(chosen, view)
+
+
+@dataclass
+class _ViewMemo:
+    tools: dict = field(default_factory=dict)
+    last: tuple[CallResult, analysis.CallView] | None = None
+
+
+# Per replay this process keeps (paused or kept), what its call views remember: each
+# message's tools, and the last view (a page reads the rows of its call more than once).
+_VIEW_MEMOS: dict[int, _ViewMemo] = {}
+
+
+def _view_memo(rep: Replay) -> _ViewMemo:
+    memo = _VIEW_MEMOS.get(id(rep))
+    if memo is None:
+        memo = _VIEW_MEMOS[id(rep)] = _ViewMemo()
+        weakref.finalize(rep, _VIEW_MEMOS.pop, id(rep), None)
+    return memo
 
 
 def default_settings(session: Session) -> ReplaySettings:
