@@ -221,6 +221,11 @@ class CallView:
     def __len__(self) -> int:
         return len(self.statuses)
 
+    @property
+    def rows_made(self) -> int:
+        """How many rows were read whole so far (a step renders a few dozen)."""
+        return len(self._rows)
+
     def tool_name(self, i: int) -> str:
         """The tool a tool result answers, named by the raw history's tool calls."""
         m = self.messages[i]

@@ -299,6 +299,13 @@ def call_detail(
 ) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
     chosen, rep = _replay_to(session, settings, index, user)
+    # The summary every step reads outlives the loaded session, whose messages the paused
+    # replay holds anyway: put back after the replay, it is not what the budget lets go
+    # first (at 16,000 calls the session and the replay fill the default budget, and each
+    # step read the summary from the database again: 0.4 s of 0.6, issue 31).
+    key = ReplayKey.of(session, settings.key)
+    if REPLAYS.runs.get(key) is None:
+        REPLAYS.runs.put(key, run)
     memo = _view_memo(rep)
     if memo.last is not None and memo.last[0] is chosen:
         return CallDetail(chosen, memo.last[1])
