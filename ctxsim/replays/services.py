@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import tempfile
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -322,17 +321,11 @@ class _ViewMemo:
     last: tuple[CallResult, analysis.CallView] | None = None
 
 
-# Per replay this process keeps (paused or kept), what its call views remember: each
-# message's tools, and the last view (a page reads the rows of its call more than once).
-_VIEW_MEMOS: dict[int, _ViewMemo] = {}
-
-
 def _view_memo(rep: Replay) -> _ViewMemo:
-    memo = _VIEW_MEMOS.get(id(rep))
-    if memo is None:
-        memo = _VIEW_MEMOS[id(rep)] = _ViewMemo()
-        weakref.finalize(rep, _VIEW_MEMOS.pop, id(rep), None)
-    return memo
+    """What the call views of a replay this process keeps (paused or kept) remember: each
+    message's tools, and the last view (a page reads the rows of its call more than once).
+    Kept on the replay, so it goes with it."""
+    return vars(rep).setdefault("_call_views", _ViewMemo())
 
 
 def default_settings(session: Session) -> ReplaySettings:
