@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter, gt, is_, itemgetter
 from typing import Any, overload
 
@@ -118,6 +118,24 @@ def tools_of(message: Message, tool_name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n))
 
 
+@dataclass
+class ViewMemo:
+    """What the call views of one replay remember between its calls: each message's tools
+    (by identity, holding the message) and the tool names of the raw history's calls, read
+    once (the raw history only grows)."""
+
+    tools: dict[int, tuple[Message, tuple[str, ...]]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    scanned: int = 0
+    last: tuple[CallResult, CallView] | None = None  # the last view made (services)
+
+    def names_of(self, raw: Sequence[Message]) -> dict[str, str]:
+        if len(raw) > self.scanned:
+            self.names.update((c.id, c.name) for m in raw[self.scanned:] for c in m.tool_calls)
+            self.scanned = len(raw)
+        return self.names
+
+
 class CallView:
     """Every row of one call. Per row, for all of them: `statuses`, `carried`, `messages`
     (what is shown: the sent message, or the raw one for a removed row), `origins`, `roles`,
@@ -128,9 +146,9 @@ class CallView:
 
     def __init__(self, call: CallResult, cost: Callable[[Message], int],
                  capped: set[int], costs: Callable[[list[Message]], list[int]],
-                 memo: dict[int, tuple[Message, tuple[str, ...]]] | None = None) -> None:
+                 memo: ViewMemo | None = None) -> None:
         self._call, self._cost, self._capped = call, cost, capped
-        self._memo = {} if memo is None else memo
+        self._memo = ViewMemo() if memo is None else memo
         raw_by_origin = by_origin(call.raw_history)
         started = by_origin(call.input_history)
         sent = list(call.sent)
@@ -209,7 +227,7 @@ class CallView:
 
     def tool_names(self) -> list[tuple[str, ...]]:
         """Each row's tools (`tools_of`), from the memo for the messages it holds."""
-        memo = self._memo
+        memo = self._memo.tools
         found = list(map(memo.get, map(id, self.messages)))
         if None in found:
             for i, hit in enumerate(found):
@@ -232,8 +250,7 @@ class CallView:
         if m.role != "tool":
             return ""
         if self._names is None:
-            self._names = {c.id: c.name for raw in self._call.raw_history
-                           for c in raw.tool_calls}
+            self._names = self._memo.names_of(self._call.raw_history)
         return self._names.get(m.tool_call_id, "")  # type: ignore[arg-type]
 
     def tools(self, i: int) -> tuple[str, ...]:
@@ -315,7 +332,7 @@ def call_view(
     cost: Callable[[Message], int],
     capped_at_dispatch: Iterable[int] = (),
     costs: Callable[[list[Message]], list[int]] | None = None,
-    memo: dict[int, tuple[Message, tuple[str, ...]]] | None = None,
+    memo: ViewMemo | None = None,
 ) -> CallView:
     """Align what was sent at one call with the raw history, message by message.
 

@@ -14,7 +14,7 @@ import json
 import logging
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -31,6 +31,7 @@ from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
 from ctxsim.replays import analysis, spills
+from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
@@ -309,23 +310,17 @@ def call_detail(
     if memo.last is not None and memo.last[0] is chosen:
         return CallDetail(chosen, memo.last[1])
     capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
-    view = analysis.call_view(chosen, rep.cost, capped, rep.costs, memo.tools)
+    view = analysis.call_view(chosen, rep.cost, capped, rep.costs, memo)
     view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
     memo.last = (chosen, view)
     return CallDetail(chosen, view)
 
 
-@dataclass
-class _ViewMemo:
-    tools: dict = field(default_factory=dict)
-    last: tuple[CallResult, analysis.CallView] | None = None
-
-
-def _view_memo(rep: Replay) -> _ViewMemo:
+def _view_memo(rep: Replay) -> ViewMemo:
     """What the call views of a replay this process keeps (paused or kept) remember: each
     message's tools, and the last view (a page reads the rows of its call more than once).
     Kept on the replay, so it goes with it."""
-    return vars(rep).setdefault("_call_views", _ViewMemo())
+    return vars(rep).setdefault("_call_views", ViewMemo())
 
 
 def default_settings(session: Session) -> ReplaySettings:
