@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import attrgetter, gt, is_, itemgetter
 from typing import Any, overload
 
@@ -125,9 +126,22 @@ class ViewMemo:
     once (the raw history only grows)."""
 
     tools: dict[int, tuple[Message, tuple[str, ...]]] = field(default_factory=dict)
+    # A sent message differs from its raw one (both never change), by the message's identity.
+    changed: dict[int, tuple[Message, bool]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     scanned: int = 0
+    raw_origins: dict[int, Message] = field(default_factory=dict)
+    raw_read: int = 0
     last: tuple[CallResult, CallView] | None = None  # the last view made (services)
+
+    def raw_by_origin(self, raw: Sequence[Message]) -> dict[int, Message]:
+        """`by_origin(raw)`, extended from the last call's (a shorter history: read anew)."""
+        if len(raw) < self.raw_read:
+            return by_origin(raw)
+        for origin, m in by_origin(raw[self.raw_read:]).items():
+            self.raw_origins.setdefault(origin, m)
+        self.raw_read = len(raw)
+        return self.raw_origins
 
     def names_of(self, raw: Sequence[Message]) -> dict[str, str]:
         if len(raw) > self.scanned:
@@ -149,7 +163,7 @@ class CallView:
                  memo: ViewMemo | None = None) -> None:
         self._call, self._cost, self._capped = call, cost, capped
         self._memo = ViewMemo() if memo is None else memo
-        raw_by_origin = by_origin(call.raw_history)
+        raw_by_origin = self._memo.raw_by_origin(call.raw_history)
         started = by_origin(call.input_history)
         sent = list(call.sent)
         sent_origins = list(map(_origin, sent))
@@ -158,26 +172,7 @@ class CallView:
         # from (rewritten at an earlier call, carried): told apart by identity, in C.
         raw_for = list(map(raw_by_origin.get, sent_origins))
         started_for = list(map(started.get, sent_origins))
-        same = list(map(is_, sent, raw_for))
-        statuses = list(map({True: "unchanged", False: ""}.__getitem__, same))
-        carried = list(map(gt, map(is_, sent, started_for), same))  # and not the raw one
-        spill_paths = [(s.path.encode("utf-8", "surrogatepass"), s) for s in call.spills]
-        spilled: dict[int, Any] = {}
-        for i in [i for i, status in enumerate(statuses) if not status]:
-            m, raw = sent[i], raw_for[i]
-            if raw is None:
-                statuses[i], carried[i] = "injected", False
-            elif not _changed(raw, m):
-                statuses[i], carried[i] = "unchanged", False
-            else:
-                statuses[i] = "rewritten"
-                for path, record in spill_paths:
-                    if path in m.content:
-                        statuses[i] = "spilled"
-                        spilled[i] = record
-                        break
-                before = started_for[i]
-                carried[i] = before is not None and not _changed(before, m)
+        statuses, carried, spilled = self._statuses(sent, raw_for, started_for, call)
         weights = costs(sent)
         self._positions: list[int | None] = list(range(len(sent)))
         if removed:
@@ -201,6 +196,40 @@ class CallView:
         self._rows: dict[int, MessageRow] = {}
         self.spill_records: Mapping[str, Any] | None = None
         self.rows = _Rows(self)
+
+    def _statuses(self, sent: list[Message], raw_for: list[Message | None],
+                  started_for: list[Message | None], call: CallResult):
+        """Each sent message's status and carried flag, and the spilled ones' records. Python
+        work goes to the messages changed at this call only: a carried one (the very message
+        the call started from) is told rewritten or not by the memo of its earlier calls."""
+        same = list(map(is_, sent, raw_for))
+        statuses = list(map({True: "unchanged", False: "rewritten"}.__getitem__, same))
+        carried = list(map(gt, map(is_, sent, started_for), same))  # and not the raw one
+        at = list(compress(range(len(sent)), carried))
+        changed = self._memo.changed
+        messages = list(map(sent.__getitem__, at))
+        for i, m, hit in zip(at, messages, map(changed.get, map(id, messages)), strict=True):
+            if hit is None or hit[0] is not m:
+                hit = changed[id(m)] = (m, _changed(raw_for[i], m))  # type: ignore[arg-type]
+            if not hit[1]:
+                statuses[i], carried[i] = "unchanged", False
+        for i in [i for i, (s, c) in enumerate(zip(same, carried, strict=True))
+                  if not (s or c)]:
+            m, raw = sent[i], raw_for[i]
+            if raw is None:
+                statuses[i] = "injected"
+            elif not _changed(raw, m):
+                statuses[i] = "unchanged"
+            else:
+                before = started_for[i]
+                carried[i] = before is not None and not _changed(before, m)
+        spilled: dict[int, Any] = {}
+        for path, record in [(s.path.encode("utf-8", "surrogatepass"), s)
+                             for s in call.spills]:
+            for i, status in enumerate(statuses):
+                if status == "rewritten" and path in sent[i].content and i not in spilled:
+                    statuses[i], spilled[i] = "spilled", record
+        return statuses, carried, spilled
 
     def _merge(self, sent, sent_origins, raw_for, statuses, carried, weights, spilled,
                removed: list[Message], started, costs):

@@ -9,6 +9,7 @@ import pytest
 from ctxsim.generator import generate_session
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.tokens import get_counter, isolated_counters
+from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.analysis import STATUSES, call_view
 
 
@@ -39,8 +40,13 @@ PROFILES = ["chatcli", "claude-code", "anthropic-context-management", "opencode"
 def test_every_row_of_the_call_view_reads_as_its_raw_sent_and_started_messages_say(profile):
     session = generate_session(40, seed=7)
     rep = replay(session.messages, profile, {"counter": "bytes4"})
+    memo = ViewMemo()  # what a paused replay's views remember from call to call
     for call in rep.calls():
         view = call_view(call, rep.cost, costs=rep.costs)
+        remembered = call_view(call, rep.cost, costs=rep.costs, memo=memo)
+        assert (remembered.statuses, remembered.carried, remembered.origins,
+                remembered.weights, remembered.tool_names()) == (
+            view.statuses, view.carried, view.origins, view.weights, view.tool_names())
         raw = {m.origin: m for m in reversed(call.raw_history)}
         started = {m.origin: m for m in reversed(call.input_history) if m.origin is not None}
         sent = list(call.sent)
