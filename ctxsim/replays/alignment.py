@@ -132,6 +132,8 @@ class ViewMemo:
     scanned: int = 0
     raw_origins: dict[int, Message] = field(default_factory=dict)
     raw_read: int = 0
+    capped: set[int] = field(default_factory=set)
+    dispatch_read: int = 0
     last: tuple[CallResult, CallView] | None = None  # the last view made (services)
 
     def raw_by_origin(self, raw: Sequence[Message]) -> dict[int, Message]:
@@ -142,6 +144,14 @@ class ViewMemo:
             self.raw_origins.setdefault(origin, m)
         self.raw_read = len(raw)
         return self.raw_origins
+
+    def capped_of(self, dispatch: Sequence[Mapping[str, Any]]) -> set[int]:
+        """The inputs a dispatch stage capped (`Replay.dispatch`, which only grows)."""
+        if len(dispatch) > self.dispatch_read:
+            self.capped.update(d["input_index"] for d in dispatch[self.dispatch_read:]
+                               if d.get("stored_len") != d.get("input_len"))
+            self.dispatch_read = len(dispatch)
+        return self.capped
 
     def names_of(self, raw: Sequence[Message]) -> dict[str, str]:
         if len(raw) > self.scanned:
@@ -374,4 +384,5 @@ def call_view(
     removed) and every sent message without an origin is marked injected.
     """
     each = costs if costs is not None else (lambda ms: [cost(m) for m in ms])
-    return CallView(call, cost, set(capped_at_dispatch), each, memo)
+    capped = capped_at_dispatch if isinstance(capped_at_dispatch, set) else set(capped_at_dispatch)
+    return CallView(call, cost, capped, each, memo)

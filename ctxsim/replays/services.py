@@ -309,8 +309,7 @@ def call_detail(
     memo = _view_memo(rep)
     if memo.last is not None and memo.last[0] is chosen:
         return CallDetail(chosen, memo.last[1])
-    capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
-    view = analysis.call_view(chosen, rep.cost, capped, rep.costs, memo)
+    view = analysis.call_view(chosen, rep.cost, memo.capped_of(rep.dispatch), rep.costs, memo)
     view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
     memo.last = (chosen, view)
     return CallDetail(chosen, view)
