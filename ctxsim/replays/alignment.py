@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import attrgetter, gt, is_, itemgetter
+from operator import attrgetter, gt, is_, itemgetter, not_
 from typing import Any, overload
 
 from ctxsim.pipeline.messages import Message
@@ -218,11 +218,14 @@ class CallView:
         at = list(compress(range(len(sent)), carried))
         changed = self._memo.changed
         messages = list(map(sent.__getitem__, at))
-        for i, m, hit in zip(at, messages, map(changed.get, map(id, messages)), strict=True):
-            if hit is None or hit[0] is not m:
-                hit = changed[id(m)] = (m, _changed(raw_for[i], m))  # type: ignore[arg-type]
-            if not hit[1]:
-                statuses[i], carried[i] = "unchanged", False
+        # A hit by id is that very message: the memo holds it, so its id is not reused.
+        hits = list(map(changed.get, map(id, messages)))
+        if None in hits:
+            for k in [k for k, hit in enumerate(hits) if hit is None]:
+                m = messages[k]
+                hits[k] = changed[id(m)] = (m, _changed(raw_for[at[k]], m))  # type: ignore[arg-type]
+        for i in compress(at, map(not_, map(itemgetter(1), hits))):  # type: ignore[arg-type]
+            statuses[i], carried[i] = "unchanged", False
         for i in [i for i, (s, c) in enumerate(zip(same, carried, strict=True))
                   if not (s or c)]:
             m, raw = sent[i], raw_for[i]
@@ -234,11 +237,14 @@ class CallView:
                 before = started_for[i]
                 carried[i] = before is not None and not _changed(before, m)
         spilled: dict[int, Any] = {}
-        for path, record in [(s.path.encode("utf-8", "surrogatepass"), s)
-                             for s in call.spills]:
-            for i, status in enumerate(statuses):
-                if status == "rewritten" and path in sent[i].content and i not in spilled:
+        rewritten = [i for i, status in enumerate(statuses) if status == "rewritten"] \
+            if call.spills else []
+        paths = [(r.path.encode("utf-8", "surrogatepass"), r) for r in call.spills]
+        for i in rewritten:  # the first of the call's spills whose path the message names
+            for path, record in paths:
+                if path in sent[i].content:
                     statuses[i], spilled[i] = "spilled", record
+                    break
         return statuses, carried, spilled
 
     def _merge(self, sent, sent_origins, raw_for, statuses, carried, weights, spilled,
