@@ -6,22 +6,28 @@ INSERTs for its messages alone), so the queries an import issues grew with its s
 list of values travels as *one* parameter (a JSON array on SQLite, an array on PostgreSQL), and
 rows go through one `executemany` (pipelined by psycopg; one statement for Django's query log).
 
-Each `executemany` runs inside `transaction.atomic()`. Django's foreign keys are `DEFERRABLE
-INITIALLY DEFERRED`: outside a transaction every pipelined statement commits on its own, and a
-row whose parent a concurrent request has just deleted fails at that implicit commit, inside the
-pipeline, where psycopg 3.3 cannot leave pipeline mode and leaves the connection stuck ACTIVE
-(every later query of the request then fails: a 500). Inside a transaction the check runs at
-the COMMIT, a plain statement, and raises a clean `IntegrityError` (a savepoint, when the caller
-is in a transaction already).
+Each `executemany` outside a transaction runs inside `transaction.atomic()` (`_transaction`).
+Django's foreign keys are `DEFERRABLE INITIALLY DEFERRED`: outside a transaction every pipelined
+statement commits on its own, and a row whose parent a concurrent request has just deleted fails
+at that implicit commit, inside the pipeline, where psycopg 3.3 cannot leave pipeline mode and
+leaves the connection stuck ACTIVE (every later query of the request then fails: a 500). Inside
+a transaction the check runs at the COMMIT, a plain statement, and raises a clean
+`IntegrityError`; inside a caller's transaction the check waits for the caller's COMMIT, so no
+savepoint is added (an import's query count stays what it was).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 
 from django.db import connection, transaction
 from django.db.models.expressions import RawSQL
+
+
+def _transaction():
+    return nullcontext() if connection.in_atomic_block else transaction.atomic()
 
 
 def values_in(values: Iterable[int | str]) -> RawSQL:
@@ -74,7 +80,7 @@ def insert_rows(model, fields: Sequence[str], rows: Sequence[Sequence], *,
     if ignore_conflicts:
         sql += " ON CONFLICT DO NOTHING"
     values = _prepared(model, fields, rows) if prepare else list(rows)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with _transaction(), connection.cursor() as cursor:
         cursor.executemany(sql, values)
 
 
@@ -87,5 +93,5 @@ def update_rows(model, fields: Sequence[str], rows: Sequence[Sequence]) -> None:
     assignments = ", ".join(f"{quote(meta.get_field(f).column)} = %s" for f in fields)
     sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
     values = _prepared(model, fields, (row[1:] for row in rows))
-    with transaction.atomic(), connection.cursor() as cursor:
+    with _transaction(), connection.cursor() as cursor:
         cursor.executemany(sql, [(*v, row[0]) for v, row in zip(values, rows, strict=True)])

@@ -14,12 +14,18 @@ import threading
 import pytest
 from django.db import connections
 from django_tasks_db.management.commands.db_worker import Worker
+from playwright.sync_api import expect
 
 from tests.factories import password_for, use_fast_password_hashing
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # inside one unless told that this (single-threaded test) use is safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# What a page shows is asserted here, how fast it shows it in `make bench`: an expectation
+# waits up to 15 s (Playwright's 5 s default failed a compare swap once while CI shared the two
+# cores with other work).
+expect.set_options(timeout=15_000)
 
 CHROMIUM = os.environ.get("CTXSIM_CHROMIUM") or shutil.which("chromium") or ""
 

@@ -27,7 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agents_common import COMPACTION_EVENTS, compaction_event, marker_positions
+from ..agents_common import (
+    COMPACTION_EVENTS,
+    assistant_positions,
+    compaction_event,
+    marker_positions,
+)
 from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
@@ -222,6 +227,45 @@ def era_values(ctx: Any, eras: Sequence[Era], version_param: str) -> tuple[dict[
             value = era.values[name]
         out[name] = value
     return out, era
+
+
+class AgentRun:
+    """What a part-2 agent stage's run reads once per call before its fold (Gemini CLI,
+    OpenCode, Roo Code, Cline, Aider): the input, the session's figures, the leading system
+    block, message costs and their prefix sums, the assistant positions, and — for an agent
+    with a token source (`agent`) — the source its limit compares and whether it replays the
+    recorded compactions; for an agent whose summaries are recorded (`source`), where they
+    are."""
+
+    def __init__(self, h: Sequence[Message], ctx: Any, agent: str | None = None,
+                 source: str | None = None):
+        p = ctx.params
+        self.h, self.ctx = h, ctx
+        self.session: Mapping[str, Any] = ctx.session if isinstance(ctx.session, Mapping) \
+            else {}
+        self.placeholder = p.get("summary_placeholder_tokens", 2000)
+        self.lead = lead_len(h)
+        self.costs = Costs(ctx)
+        self.positions = assistant_positions(h, ctx)
+        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
+        if agent is not None:
+            self.source = p.get(f"{agent}_token_source", "anchored")
+            self.recorded_mode = p.get(f"{agent}_mode", "predict") == "recorded"
+        self.summaries = recorded_summaries(h, ctx, source) if source is not None else []
+
+    def counted(self, n: int, start: int, head_tokens: int, drops: Sequence[int] = ()) -> int:
+        """The counter's full prompt of the leading block, a head costing `head_tokens` and
+        `h[start:n]` without `drops`, from the prefix sums (no scan)."""
+        return (self.costs.extras + self.sums[self.lead] + head_tokens
+                + self.sums[n] - self.sums[start]
+                - sum(self.costs.cost(self.h[i]) for i in drops))
+
+
+def measures_billed_by(agent: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A stage's `measures_billed`: whether its limit compares the agent's recorded usage."""
+    def measures_billed(values: Mapping[str, Any]) -> bool:
+        return values.get(f"{agent}_token_source", "anchored") == "usage"
+    return measures_billed
 
 
 # --- recorded summaries ----------------------------------------------------------------------

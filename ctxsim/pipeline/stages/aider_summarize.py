@@ -21,7 +21,6 @@ from typing import Any
 
 from ..agents_common import (
     COMPACTION_EVENTS,
-    assistant_positions,
     compaction_event,
     fold,
     placeholder_text,
@@ -30,10 +29,8 @@ from ..history import frozen
 from ..messages import Message
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
-    Costs,
-    Sums,
+    AgentRun,
     compaction_activity,
-    lead_len,
     quiet_peak,
 )
 
@@ -99,16 +96,10 @@ class State:
     count: int = 0
 
 
-class _Run:
+class _Run(AgentRun):
     def __init__(self, h: Sequence[Message], ctx: StageContext):
-        self.h, self.ctx = h, ctx
-        session = ctx.session if isinstance(ctx.session, Mapping) else {}
-        self.limit = history_limit(ctx.params, session)
-        self.placeholder = ctx.params.get("summary_placeholder_tokens", 2000)
-        self.lead = lead_len(h)
-        self.costs = Costs(ctx)
-        self.positions = assistant_positions(h, ctx)
-        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
+        super().__init__(h, ctx)
+        self.limit = history_limit(ctx.params, self.session)
 
     def view(self, n: int, s: State) -> list[Message]:
         start = self.lead if s.next is None else s.next
@@ -117,8 +108,7 @@ class _Run:
     def prompt(self, n: int, s: State) -> int:
         """The full prompt of view(n, s) from the prefix sums."""
         start = self.lead if s.next is None else s.next
-        return (self.costs.extras + self.sums[self.lead] + self.costs.of(s.head)
-                + self.sums[n] - self.sums[start])
+        return self.counted(n, start, self.costs.of(s.head))
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
              ) -> tuple[State, list[Message], dict[str, Any]]:

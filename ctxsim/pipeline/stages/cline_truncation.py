@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    assistant_positions,
     fold,
     marker_positions,
 )
@@ -33,14 +32,14 @@ from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
-    Costs,
+    AgentRun,
     Sums,
     add_late_events,
     compaction_activity,
     compared_tokens,
     describe_compaction,
     event_kind,
-    lead_len,
+    measures_billed_by,
     quiet_peak,
     token_fields,
 )
@@ -103,21 +102,13 @@ class State:
     count: int = 0
 
 
-class _Run:
+class _Run(AgentRun):
     def __init__(self, h: Sequence[Message], ctx: StageContext):
-        p = ctx.params
-        self.h, self.ctx = h, ctx
-        session = ctx.session if isinstance(ctx.session, Mapping) else {}
-        self.window = context_window(p, session)
+        super().__init__(h, ctx, "cline")
+        self.window = context_window(ctx.params, self.session)
         self.limit = max_allowed(self.window)
-        self.source = p.get("cline_token_source", "anchored")
-        self.recorded_mode = p.get("cline_mode", "predict") == "recorded"
-        self.lead = lead_len(h)
-        self.costs = Costs(ctx)
         self.markers = [i for i in marker_positions(h, ctx, "compaction")
                         if _range(h[i]) is not None]
-        self.positions = assistant_positions(h, ctx)
-        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
         lead = self.lead
         self.groups = Sums(h, ctx, "groups", lambda h, i: starts_group(h, i, lead)).sums
 
@@ -302,5 +293,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
     return "maxAllowedSize", max_allowed(context_window(values, {}))
 
 
-def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("cline_token_source", "anchored") == "usage"
+measures_billed = measures_billed_by("cline")

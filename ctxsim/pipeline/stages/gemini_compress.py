@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    assistant_positions,
     fold,
     placeholder_text,
     u16len,
@@ -30,8 +29,7 @@ from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
-    Costs,
-    Sums,
+    AgentRun,
     add_fold_event,
     compaction_activity,
     compared_tokens,
@@ -40,9 +38,8 @@ from ._agents2 import (
     era_values,
     event_kind,
     late_call,
-    lead_len,
+    measures_billed_by,
     quiet_compaction,
-    recorded_summaries,
     recorded_usage,
     step_markers,
     text,
@@ -120,21 +117,12 @@ def budget_truncate(contents: Sequence[Message], budget: int, cap: int,
     return out, truncated
 
 
-class _Run:
+class _Run(AgentRun):
     def __init__(self, h: Sequence[Message], ctx: StageContext):
-        self.h, self.ctx, p = h, ctx, ctx.params
+        super().__init__(h, ctx, "gemini", SOURCE)
         self.values, self.era = era_values(ctx, ERAS, "gemini_version")
-        self.session = ctx.session if isinstance(ctx.session, Mapping) else {}
-        self.limit = token_limit(p, self.session)
+        self.limit = token_limit(ctx.params, self.session)
         self.threshold = int(self.values["gemini_compression_threshold"] * self.limit)
-        self.source = p.get("gemini_token_source", "anchored")
-        self.recorded_mode = p.get("gemini_mode", "predict") == "recorded"
-        self.placeholder = p.get("summary_placeholder_tokens", 2000)
-        self.lead = lead_len(h)
-        self.costs = Costs(ctx)
-        self.summaries = recorded_summaries(h, ctx, SOURCE)
-        self.positions = assistant_positions(h, ctx)
-        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i]))
         first = h[self.lead] if len(h) > self.lead else None
         self.env = first if first is not None and first.role == "user" and \
             text(first).lstrip().startswith(ENV_PREFIXES) else None
@@ -154,9 +142,7 @@ class _Run:
             # A recorded acknowledgement that came as the next message goes right after its
             # summary, before the kept messages, as Gemini's checkpoint orders them.
             head.insert(at + 1, body.pop(0))
-        counted = (self.costs.extras + self.sums.between(0, self.lead)
-                   + s.head_tokens + self.sums.between(start, n)
-                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        counted = self.counted(n, start, s.head_tokens, drops)
         return [*self.h[:self.lead], *head, *body], self.lead + len(s.head), counted
 
     def cost_of(self, messages: Sequence[Message]) -> int:
@@ -322,5 +308,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
     return "compression threshold", int(values.get("gemini_compression_threshold", 0.5) * limit)
 
 
-def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("gemini_token_source", "anchored") == "usage"
+measures_billed = measures_billed_by("gemini")

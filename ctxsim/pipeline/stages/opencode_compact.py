@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    assistant_positions,
     fold,
     placeholder_text,
 )
@@ -27,8 +26,7 @@ from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
-    Costs,
-    Sums,
+    AgentRun,
     add_fold_event,
     compaction_activity,
     compared_tokens,
@@ -36,9 +34,8 @@ from ._agents2 import (
     describe_compaction,
     event_kind,
     late_call,
-    lead_len,
+    measures_billed_by,
     quiet_compaction,
-    recorded_summaries,
     step_markers,
     token_fields,
 )
@@ -55,23 +52,13 @@ class State:
     head_tokens: int = 0  # the head's cost under the counter
 
 
-class _Run:
+class _Run(AgentRun):
     def __init__(self, h: Sequence[Message], ctx: StageContext):
-        p = ctx.params
-        self.h, self.ctx = h, ctx
-        session = ctx.session if isinstance(ctx.session, Mapping) else {}
-        self.limit = usable(p, session)
-        self.keep = p.get("opencode_keep_tokens", 15000)
-        self.source = p.get("opencode_token_source", "anchored")
-        self.recorded_mode = p.get("opencode_mode", "predict") == "recorded"
-        self.placeholder = p.get("summary_placeholder_tokens", 2000)
-        self.lead = lead_len(h)
-        self.costs = Costs(ctx)
-        self.summaries = recorded_summaries(h, ctx, SOURCE)
-        self.positions = assistant_positions(h, ctx)
+        super().__init__(h, ctx, "opencode", SOURCE)
+        self.limit = usable(ctx.params, self.session)
+        self.keep = ctx.params.get("opencode_keep_tokens", 15000)
         self.hidden = sorted(set(self.summaries) | {
             i - 1 for i in self.summaries if i > 0 and is_compaction_prompt(h[i - 1])})
-        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
 
     def view(self, n: int, s: State) -> tuple[list[Message], int, int]:
         """V(input[:n], s), where recorded usage is valid again, and the counter's figure
@@ -81,9 +68,7 @@ class _Run:
         drops = [i for i in self.hidden[bisect_left(self.hidden, start):]
                  if i < n and i not in shown]
         body = cut_out(self.h, start, n, drops)
-        counted = (self.costs.extras + self.sums[self.lead] + s.head_tokens
-                   + self.sums[n] - self.sums[start]
-                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        counted = self.counted(n, start, s.head_tokens, drops)
         return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head), counted
 
     def step(self, s: State, h: Sequence[Message], n: int, j: int
@@ -176,5 +161,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
     return "compaction limit", usable(values, {})
 
 
-def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("opencode_token_source", "anchored") == "usage"
+measures_billed = measures_billed_by("opencode")

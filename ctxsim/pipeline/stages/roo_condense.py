@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
-    assistant_positions,
     fold,
     marker_positions,
     placeholder_text,
@@ -30,9 +29,8 @@ from ..messages import Message
 from ..token_model import step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
-    Costs,
+    AgentRun,
     Era,
-    Sums,
     add_fold_event,
     compaction_activity,
     compared_tokens,
@@ -41,9 +39,8 @@ from ._agents2 import (
     era_values,
     event_kind,
     late_call,
-    lead_len,
+    measures_billed_by,
     quiet_compaction,
-    recorded_summaries,
     step_markers,
     token_fields,
 )
@@ -86,31 +83,22 @@ class State:
     count: int = 0
 
 
-class _Run:
+class _Run(AgentRun):
     def __init__(self, h: Sequence[Message], ctx: StageContext):
+        super().__init__(h, ctx, "roo", SOURCE)
         p = ctx.params
-        self.h, self.ctx = h, ctx
         self.values, self.era = era_values(ctx, ERAS, "roo_version")
-        session = ctx.session if isinstance(ctx.session, Mapping) else {}
-        self.window = context_window(p, session)
+        self.window = context_window(p, self.session)
         reserved = p.get("roo_reserved_tokens")
         self.reserved = 8192 if reserved is None else reserved
         self.allowed = allowed_tokens(self.window, self.reserved)
         self.percent = p.get("roo_condense_percent", 100)
         self.auto = p.get("roo_auto_condense", True)
         self.style = self.values["roo_condense_style"]
-        self.source = p.get("roo_token_source", "anchored")
-        self.recorded_mode = p.get("roo_mode", "predict") == "recorded"
-        self.placeholder = p.get("summary_placeholder_tokens", 2000)
-        self.lead = lead_len(h)
-        self.costs = Costs(ctx)
-        self.summaries = recorded_summaries(h, ctx, SOURCE)
         self.slides = [i for i in marker_positions(h, ctx, "compaction")
                        if _is_slide(h[i].meta["compaction"])]
-        self.positions = assistant_positions(h, ctx)
         self.skip = set(self.summaries) | set(self.slides)
         self.skip_sorted = sorted(self.skip)
-        self.sums = Sums(h, ctx, "sums", lambda h, i: self.costs.cost(h[i])).sums
 
     def view(self, n: int, s: State) -> tuple[list[Message], int, int]:
         """V(input[:n], s), where recorded usage is valid again, and the counter's figure
@@ -120,9 +108,7 @@ class _Run:
         drops = [i for i in self.skip_sorted[bisect_left(self.skip_sorted, start):]
                  if i < n and i != s.next]
         body = cut_out(self.h, start, n, drops)
-        counted = (self.costs.extras + self.sums[self.lead] + self.costs.of(s.head)
-                   + self.sums[n] - self.sums[start]
-                   - sum(self.costs.cost(self.h[i]) for i in drops))
+        counted = self.counted(n, start, self.costs.of(s.head), drops)
         return [*self.h[:self.lead], *s.head, *body], self.lead + len(s.head), counted
 
     def recorded_slide(self, i: int, s: State) -> State:
@@ -274,5 +260,4 @@ def limit_line(values: Mapping[str, Any]) -> tuple[str, int | None]:
                                             8192 if reserved is None else reserved)
 
 
-def measures_billed(values: Mapping[str, Any]) -> bool:
-    return values.get("roo_token_source", "anchored") == "usage"
+measures_billed = measures_billed_by("roo")
