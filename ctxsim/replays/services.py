@@ -30,7 +30,7 @@ from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
-from ctxsim.replays import analysis, spills
+from ctxsim.replays import analysis, rendering, spills
 from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
@@ -79,6 +79,9 @@ def warm_up(sessions: int | None = None) -> int:
         sessions = django_settings.CTXSIM_WARM_SESSIONS
     counter = ReplaySettings().counter
     get_counter(counter).count(b"warm")  # loads the BPE table
+    # Pygments compiles every lexer's file-name patterns at its first look-up: 0.3-0.4 s that
+    # the first call view showing a file's content paid (issue 31, a first step).
+    rendering.lexer_for_path("warm.py")
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:
         for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:
