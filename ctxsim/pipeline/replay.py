@@ -97,12 +97,13 @@ class _CostCache:
         return tokens_by_identity(self._costs, m, self.counter, self.image_rule)
 
     def total(self, history: Sequence[Message]) -> int:
-        return self._sum(list(history))
+        return sum(self.each(list(history)))
 
-    def _sum(self, messages: list[Message]) -> int:
-        """Their tokens, looked up in C (a message held in the dict keeps its id, so an entry
-        found by id is that very message); only the ones never measured are measured first
-        (a gateway stage hands out a new placeholder or two among thousands at each call)."""
+    def each(self, messages: list[Message]) -> list[int]:
+        """Each message's tokens, looked up in C (a message held in the dict keeps its id, so
+        an entry found by id is that very message); only the ones never measured are measured
+        first (a gateway stage hands out a new placeholder or two among thousands at each
+        call)."""
         costs = self._costs
         found = list(map(costs.get, map(id, messages)))
         if None in found:
@@ -110,7 +111,10 @@ class _CostCache:
             for m in compress(messages, map(not_, found)):
                 cost(m)
             found = list(map(costs.get, map(id, messages)))
-        return sum(map(itemgetter(1), found))  # type: ignore[arg-type]
+        return list(map(itemgetter(1), found))  # type: ignore[arg-type]
+
+    def _sum(self, messages: list[Message]) -> int:
+        return sum(self.each(messages))
 
     def after(self, before: Sequence[Message], after: Sequence[Message], tokens: int,
               changed: Sequence[int] | None) -> int:
@@ -286,6 +290,10 @@ class Replay:
         """A message's tokens as this replay measures them (by identity: a message it already
         measured is looked up, never counted again)."""
         return self._costs.cost(m)
+
+    def costs(self, messages: list[Message]) -> list[int]:
+        """`cost` of each of `messages`, in one pass (a call view weighs every row)."""
+        return self._costs.each(messages)
 
     @property
     def spilled_files(self) -> list[SpillRecord]:

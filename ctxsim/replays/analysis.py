@@ -7,8 +7,7 @@ rules are tested on their own.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxsim.pipeline.calibration import Calibration
@@ -17,11 +16,17 @@ from ctxsim.pipeline.registry import STAGES
 from ctxsim.pipeline.replay import CallResult
 from ctxsim.pipeline.stages import ReplayFacts
 from ctxsim.pipeline.token_model import TokenModel, call_figures
+from ctxsim.replays.alignment import (  # noqa: F401 - the call view's names, read from here
+    STATUSES,
+    CallView,
+    ContentDiff,
+    MessageRow,
+    call_view,
+    content_diff,
+)
 
 # Report lists can hold one entry per message; the cached summary keeps their length only.
 MAX_LIST_IN_SUMMARY = 20
-
-STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
 
 
 def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
@@ -146,189 +151,7 @@ def notes(
     return out
 
 
-# --- the call view: every message of what was sent, with its status --------------------------
-
-
-@dataclass
-class MessageRow:
-    """One row of the call view."""
-
-    status: str
-    message: Message  # what was sent (for removed rows: the raw message)
-    raw: Message | None
-    sent_position: int | None
-    stage: str = ""  # the stage that changed, removed or injected it
-    tokens: int = 0
-    raw_tokens: int = 0
-    tool_name: str = ""
-    spill: Any = None  # the spill record whose path the preview names
-    diff: ContentDiff | None = None
-    # Rewritten before this call (an earlier call's persistent stage, or the dispatch cap) and
-    # sent as this call's stages found it; for a removed row, removed at an earlier call.
-    carried: bool = False
-
-    @property
-    def origin(self) -> int | None:
-        return self.message.origin
-
-
-@dataclass
-class ContentDiff:
-    """old = prefix + removed + suffix, new = prefix + added + suffix (bytes)."""
-
-    prefix: bytes
-    removed: bytes
-    added: bytes
-    suffix: bytes
-
-    @property
-    def removed_bytes(self) -> int:
-        return len(self.removed)
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, by bisection over slice comparisons (done in C): a
-    character loop over 90 KB results made the call view's diffs its slowest part."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
-    low, high = 0, limit
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def content_diff(old: bytes, new: bytes) -> ContentDiff:
-    """Common head and tail kept, the middle shown as removed/added: exactly how truncation
-    previews, spills and summaries rewrite a result."""
-    head = _common_prefix(old, new)
-    tail = _common_suffix(old, new, min(len(old), len(new)) - head)
-    return ContentDiff(
-        prefix=old[:head],
-        removed=old[head : len(old) - tail],
-        added=new[head : len(new) - tail],
-        suffix=old[len(old) - tail :] if tail else b"",
-    )
-
-
-@dataclass
-class CallView:
-    rows: list[MessageRow] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-
-
-def _by_origin(history: Iterable[Message]) -> dict[int, Message]:
-    out: dict[int, Message] = {}
-    for m in history:
-        if m.origin is not None and m.origin not in out:
-            out[m.origin] = m
-    return out
-
-
-def _changed(a: Message, b: Message) -> bool:
-    return a.content != b.content or a.tool_calls != b.tool_calls
-
-
-def call_view(
-    call: CallResult,
-    cost: Callable[[Message], int],
-    capped_at_dispatch: Iterable[int] = (),
-) -> CallView:
-    """Align what was sent at one call with the raw history, message by message.
-
-    `cost` is the replay's own measure of a message (`Replay.cost`): every message a call
-    shows was measured by the replay that made it, so a view never counts one again (issue 31:
-    a step at 16,000 calls spent 27.6 of 28.3 s recounting raw messages).
-
-    Invariant: every raw message appears exactly once (sent as is, rewritten, spilled or
-    removed) and every sent message without an origin is marked injected.
-    """
-    raw_by_origin = _by_origin(call.raw_history)
-    started = _by_origin(call.input_history)
-    sent_origins = {m.origin for m in call.sent if m.origin is not None}
-    capped = set(capped_at_dispatch)
-    names = {c.id: c.name for m in call.raw_history for c in m.tool_calls}
-    # Which stage first changed / removed each message at this call.
-    stage_of: dict[int, str] = {}
-    removed_by: dict[int, str] = {}
-    previous = raw_by_origin
-    for run in call.stages:
-        current = _by_origin(run.history)
-        for origin, before in previous.items():
-            after = current.get(origin)
-            if after is None:
-                removed_by.setdefault(origin, run.stage)
-            elif _changed(before, after) and origin not in stage_of:
-                stage_of[origin] = "tool_cap" if origin in capped else run.stage
-        previous = current
-    spill_paths = [(s.path.encode("utf-8", "surrogatepass"), s) for s in call.spills]
-
-    rows: list[MessageRow] = []
-    removed = sorted(o for o in raw_by_origin if o not in sent_origins)
-    r = 0
-    for position, m in enumerate(call.sent):
-        while r < len(removed) and m.origin is not None and removed[r] < m.origin:
-            rows.append(_removed_row(raw_by_origin[removed[r]], removed_by, cost, names,
-                                     started))
-            r += 1
-        raw = raw_by_origin.get(m.origin) if m.origin is not None else None
-        row = MessageRow(
-            status="unchanged",
-            message=m,
-            raw=raw,
-            sent_position=position,
-            tokens=cost(m),
-            tool_name=names.get(m.tool_call_id, "") if m.role == "tool" else "",
-        )
-        if raw is None:
-            row.status = "injected"
-            row.stage = "pairing" if m.role == "tool" else "anchor"
-        else:
-            row.raw_tokens = cost(raw)
-            if _changed(raw, m):
-                row.stage = stage_of.get(m.origin, "tool_cap" if m.origin in capped else "")
-                row.status = "rewritten"
-                for path, record in spill_paths:
-                    if path in m.content:
-                        row.status, row.spill = "spilled", record
-                        break
-                before = started.get(m.origin)
-                row.carried = before is not None and not _changed(before, m)
-                if not row.carried:  # a carried row's diff is asked for on its own
-                    row.diff = content_diff(raw.content, m.content)
-        rows.append(row)
-    for origin in removed[r:]:
-        rows.append(_removed_row(raw_by_origin[origin], removed_by, cost, names, started))
-    counts = dict.fromkeys(STATUSES, 0)
-    for row in rows:
-        counts[row.status] += 1
-    return CallView(rows, counts)
-
-
-def _removed_row(raw: Message, removed_by, cost, names, started) -> MessageRow:
-    # Gone from the history this call started from: removed at an earlier call (carried).
-    return MessageRow(
-        carried=raw.origin not in started,
-        status="removed",
-        message=raw,
-        raw=raw,
-        sent_position=None,
-        stage=removed_by.get(raw.origin, ""),
-        raw_tokens=cost(raw),
-        tool_name=names.get(raw.tool_call_id, "") if raw.role == "tool" else "",
-    )
+# --- the call view (`alignment`): every message of what was sent, with its status -------
 
 
 def display(data: bytes, limit: int | None = None) -> tuple[str, int]:

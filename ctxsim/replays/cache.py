@@ -273,7 +273,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 7  # 7: spill links name the run's key and the spill's position
+CALL_PACK_VERSION = 8  # 8: the rows' marks as columns
 CALL_PACK_SECONDS = 24 * 3600
 
 

@@ -489,8 +489,24 @@ def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
     ctxsim's estimates at the recorded and the predicted call are calibrated (SPEC §11) when
     the session is and `numbers` asks for it, so they compare with the agent's own count;
     `compaction_numbers` says which they are."""
-    marks = analysis.recorded_compaction_calls(run.calls, recorded or [])
-    rows = analysis.recorded_vs_simulated(run.calls, recorded or []) if marks else []
+    # Read from every call's reports: once per summary this process keeps, not at each step
+    # (at 16,000 calls it was a tenth of one, issue 31). A run is of one session: `recorded`
+    # is its session's.
+    memo = vars(run).setdefault("_compactions", {})
+    if numbers not in memo:
+        memo[numbers] = _compactions(run, recorded or [], numbers)
+    marks, rows, unit = memo[numbers]
+    return {
+        "compaction_rows": rows,
+        "compaction_numbers": unit,
+        "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
+                          for m in marks if m["call_index"] == call],
+    }
+
+
+def _compactions(run: ReplayRun, recorded: list[dict[str, Any]], numbers: str):
+    marks = analysis.recorded_compaction_calls(run.calls, recorded) if recorded else []
+    rows = analysis.recorded_vs_simulated(run.calls, recorded) if marks else []
     calibration = Calibration.from_json(run.totals.get("calibration"))
     # A stage measuring in recorded usage, or anchored on the bill, already counts what the
     # provider billed.
@@ -503,14 +519,10 @@ def compactions_context(run: ReplayRun, recorded: list[dict[str, Any]] | None,
     for row in rows:
         row["at_recorded"] = shown(row["tokens_at_recorded"])
         row["at_predicted"] = shown(row["tokens_at_predicted"])
-    return {
-        "compaction_rows": rows,
-        "compaction_numbers": ("billed" if billed else "provider" if anchored
-                               else "uncalibrated" if calibration is None
-                               else "calibrated" if numbers == "calibrated" else "raw"),
-        "recorded_here": [{**m, "pre_tokens_text": _thousands(m.get("pre_tokens"))}
-                          for m in marks if m["call_index"] == call],
-    }
+    unit = ("billed" if billed else "provider" if anchored
+            else "uncalibrated" if calibration is None
+            else "calibrated" if numbers == "calibrated" else "raw")
+    return marks, rows, unit
 
 
 def _same(n: int | None) -> int | None:

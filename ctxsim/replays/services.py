@@ -30,7 +30,8 @@ from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
-from ctxsim.replays import analysis, spills
+from ctxsim.replays import analysis, rendering, spills
+from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
@@ -78,6 +79,9 @@ def warm_up(sessions: int | None = None) -> int:
         sessions = django_settings.CTXSIM_WARM_SESSIONS
     counter = ReplaySettings().counter
     get_counter(counter).count(b"warm")  # loads the BPE table
+    # Pygments compiles every lexer's file-name patterns at its first look-up: 0.3-0.4 s that
+    # the first call view showing a file's content paid (issue 31, a first step).
+    rendering.lexer_for_path("warm.py")
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:
         for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:
@@ -298,13 +302,27 @@ def call_detail(
 ) -> CallDetail:
     """Replay up to call `index` and align what was sent with the raw history."""
     chosen, rep = _replay_to(session, settings, index, user)
-    capped = {d["input_index"] for d in rep.dispatch if d.get("stored_len") != d.get("input_len")}
-    view = analysis.call_view(chosen, rep.cost, capped)
-    written = spills.spills_in_call(run, index)
-    for row in view.rows:
-        if row.spill is not None:
-            row.spill = written.get(row.spill.name)
+    # The summary every step reads outlives the loaded session, whose messages the paused
+    # replay holds anyway: put back after the replay, it is not what the budget lets go
+    # first (at 16,000 calls the session and the replay fill the default budget, and each
+    # step read the summary from the database again: 0.4 s of 0.6, issue 31).
+    key = ReplayKey.of(session, settings.key)
+    if REPLAYS.runs.get(key) is None:
+        REPLAYS.runs.put(key, run)
+    memo = _view_memo(rep)
+    if memo.last is not None and memo.last[0] is chosen:
+        return CallDetail(chosen, memo.last[1])
+    view = analysis.call_view(chosen, rep.cost, memo.capped_of(rep.dispatch), rep.costs, memo)
+    view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
+    memo.last = (chosen, view)
     return CallDetail(chosen, view)
+
+
+def _view_memo(rep: Replay) -> ViewMemo:
+    """What the call views of a replay this process keeps (paused or kept) remember: each
+    message's tools, and the last view (a page reads the rows of its call more than once).
+    Kept on the replay, so it goes with it."""
+    return vars(rep).setdefault("_call_views", ViewMemo())
 
 
 def default_settings(session: Session) -> ReplaySettings:

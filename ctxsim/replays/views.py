@@ -214,7 +214,7 @@ def page_context(request, session, membership, settings, errors, run, call,
         "landing": landing,
         "highlight": highlight,
         "shown": len(shown),
-        "total_rows": len(pack.marks),
+        "total_rows": len(pack.statuses),
         "first_of": (first := pack.first_of({index for index, _o, _h in shown})),
         "badges": [{"status": status, "n": n, "first": first.get(status)}
                    for status, n in pack.counts.items() if n],

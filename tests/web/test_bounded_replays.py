@@ -263,3 +263,35 @@ def test_a_viewers_50_new_thresholds_stay_within_the_database_and_memory_bounds(
     assert grown / 50 <= run_byte_bound(calls), grown / 50
     print(f"database +{grown / 50 / 1024:.0f} KB per GET, RSS +{(peak - memory) >> 20} MB")
     assert peak - memory <= budget + TOKEN_CACHE + TRANSIENT, (peak - memory) >> 20
+
+
+def test_a_step_reads_its_summary_from_memory_when_the_session_and_replay_fill_the_budget(
+        personas) -> None:
+    """Issue 31: at 16,000 calls the loaded session and the paused replay fill the default
+    budget; the summary, read first by every request, went first, and each step read it from
+    the database again. A call view puts it back after the replay: the session goes."""
+    from django.core.cache import cache
+    from django.test.utils import CaptureQueriesContext
+
+    from ctxsim.generator import generate_session
+    from ctxsim.replays.services import compute_default_stats
+
+    row = save_sessions([generate_session(60, seed=4)], team=personas.team)[0]
+    compute_default_stats(row)  # the stored summary a visit finds
+    client = personas.client("viewer")
+    step = {"HX-Request": "true", "HX-Target": "div#call-view"}
+    with REPLAYS.resized(1024 * 1024 * 1024):
+        assert client.get(page(row, "call=30"), follow=True).status_code == 200
+        sizes = REPLAYS.sessions.total, REPLAYS.live.total, REPLAYS.runs.total
+    assert all(sizes)
+    # Room for the session and the replay, not for the summary beside them.
+    cache.clear()  # the call views every process shares: this one replays to the call
+    with REPLAYS.resized(sizes[0] + sizes[1] + sizes[2] // 2):
+        assert client.get(page(row, "call=30"), follow=True).status_code == 200
+        assert REPLAYS.runs.total == sizes[2] and REPLAYS.live.total
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(page(row, "call=31"), headers=step)
+        assert response.status_code == 200 and b'id="msg-31-' in response.content
+    table = ReplayRun._meta.db_table
+    assert not [q for q in queries.captured_queries
+                if f'FROM "{table}"' in q["sql"] and "SELECT" in q["sql"]]

@@ -225,8 +225,13 @@ def test_the_gunicorn_master_warms_the_newest_sessions_before_forking_workers(
     assert config["preload_app"] is True and callable(config["when_ready"])
     rows = [save_sessions([generate_session(3, seed=n)], team=personas.team)[0]
             for n in range(3)]
+    from pygments.lexers import _pattern_cache
+
+    _pattern_cache.clear()
+    services.rendering.lexer_for_path.cache_clear()
     with REPLAYS.another_process():
         assert services.warm_up(2) == 2
+        assert len(_pattern_cache) > 100  # the lexers' file-name patterns, compiled once
         # The two newest, each with its stored token counts handed to the default counter.
         counters = REPLAYS.loaded_sessions()
         loaded = set(counters)
