@@ -335,6 +335,9 @@ CTXSIM_TRACE_MAX_BYTES = _int("CTXSIM_TRACE_MAX_BYTES", 512 * 1024 * 1024, minim
 # team, may have queued or running at once; a request that would queue more gets a 429
 # (ctxsim/jobs/policy.py).
 CTXSIM_PENDING_PER_USER = _int("CTXSIM_PENDING_PER_USER", 4, minimum=1)
+# Tasks queued per overview column (each starting at another session), so that as many workers
+# share it; the quota counts the column once.
+CTXSIM_OVERVIEW_TASKS_PER_COLUMN = _int("CTXSIM_OVERVIEW_TASKS_PER_COLUMN", 2, minimum=1)
 CTXSIM_PENDING_PER_TEAM = _int("CTXSIM_PENDING_PER_TEAM", 16, minimum=1)
 # The most memory (address space, MB) one background task may take: each runs in a child of
 # the worker limited to it (ctxsim/jobs/worker.py); a task over it fails with a message and the

@@ -25,7 +25,12 @@ from ctxsim.jobs import lifecycle, policy
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
-from ctxsim.overview.tasks import compute_figures_many, enqueue_many, run_corpus_part
+from ctxsim.overview.tasks import (
+    compute_figures_many,
+    enqueue_many,
+    run_corpus_part,
+    shared_copies,
+)
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.replays import profiles
 from ctxsim.replays.models import SavedProfile
@@ -238,9 +243,10 @@ def _by_key(pairs: Sequence[tuple[int, str]]) -> dict[str, list[int]]:
 
 def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, ReplaySettings],
            cache: CacheChoice, team, user: Any, api: bool = False) -> None:
-    """Create the rows and one task per column, in one transaction (a worker sees both or
-    neither). A pair another request queued meanwhile keeps its row; the second task finds
-    it claimed and does nothing for it."""
+    """Create the rows and the tasks of each column, in one transaction (a worker sees both
+    or neither). A pair another request queued meanwhile keeps its row; the second task
+    finds it claimed and does nothing for it. The quota counts a column once: its helper
+    tasks (`tasks.shared_copies`) do the same column's work, not more."""
     columns = _by_key([(sid, key) for sid, _, key in missing])
     policy.admit("overview", user, team, tasks=len(columns), api=api)
     rows = [SessionFigures(session_id=sid, key=key, query=settings[ref].query(),
@@ -248,6 +254,7 @@ def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, Repla
     with transaction.atomic():
         SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
         ids = enqueue_many(compute_figures_many, list(columns.items()))
+        enqueue_many(compute_figures_many, shared_copies(columns))
         policy.record("overview", user, team, ids, api=api)
 
 
@@ -264,7 +271,8 @@ def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
             SessionFigures.objects.filter(session_id=session_id, key=key,
                                           status=Status.RUNNING).update(
                 status=Status.QUEUED, started_at=None)
-        enqueue_many(compute_figures_many, list(_by_key(pairs).items()))
+        columns = _by_key(pairs)
+        enqueue_many(compute_figures_many, [*columns.items(), *shared_copies(columns)])
 
 
 _LOST = "the worker stopped: its rows were left running past the import timeout"

@@ -14,9 +14,10 @@ module; nothing here imports `services`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.http import QueryDict
 from django.tasks import task
@@ -34,6 +35,25 @@ from ctxsim.replays.state import settings_from_query
 logger = logging.getLogger(__name__)
 
 BULK_BATCH = 500
+
+
+SHARED_COLUMN_SESSIONS = 8
+
+
+def shared_copies(columns: Mapping[str, list[int]]) -> list[tuple[str, list[int]]]:
+    """The helper tasks of the columns: each column of at least `SHARED_COLUMN_SESSIONS`
+    sessions is queued `CTXSIM_OVERVIEW_TASKS_PER_COLUMN` times, each copy starting at another
+    point of its list, so that many workers share it (a row is claimed by one of them; the
+    others skip it). One task per column left a second worker idle."""
+    ways = settings.CTXSIM_OVERVIEW_TASKS_PER_COLUMN
+    out = []
+    for key, ids in columns.items():
+        if len(ids) < SHARED_COLUMN_SESSIONS:
+            continue
+        for k in range(1, ways):
+            at = k * len(ids) // ways
+            out.append((key, ids[at:] + ids[:at]))
+    return out
 
 
 def enqueue_many(target: Task, arg_lists: Sequence[Sequence[Any]]) -> list[str]:
