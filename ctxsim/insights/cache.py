@@ -21,7 +21,6 @@ import math
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from operator import is_
 
 from ctxsim.pipeline.messages import Message
 
@@ -276,7 +275,7 @@ def _edits(old: list[Message], sent: Sequence[Message], position: int) -> list[E
     n, size = len(old), len(sent)
     if position >= n:
         return [(n, n, list(sent[n:]))] if size > n else []
-    where = dict(zip(map(id, old[position:]), range(position, n)))
+    where = dict(zip(map(id, old[position:]), range(position, n), strict=True))
     edits: list[Edit] = []
     i, j = position, position  # old[:i] and sent[:j] are accounted for
     while i < n:

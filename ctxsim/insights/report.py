@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from ctxsim.pipeline.messages import Message
@@ -220,6 +221,8 @@ class _Prompt:
         self.first = True
         self.keys: list[Hashable] = []
         self.costs: list[int] = []  # per key
+        # origin -> the cost of its last copy in the prompt, 0 once it has none (not None)
+        self._last: dict[int | None, int] = {}
 
     @property
     def sent(self) -> list[Message]:
@@ -232,11 +235,18 @@ class _Prompt:
         if not keys:  # the first prompt: a placeholder for the tool definitions' key
             keys.append(None)
             costs.append(0)
-        of = self.cost.of
+        of, old = self.cost.of, self.index.messages
+        touched = set()
         for start, end, put in reversed(self.index.take(call.sent, position)):
             new = [of(m) for m in put]
             keys[start + 1:end + 1] = [key for _, _, key in new]
             costs[start + 1:end + 1] = [c for _, c, _ in new]
+            touched.update(m.origin for m in (*old[start:end], *put))
+        touched.discard(None)
+        last, index = self._last, self.index
+        for origin in touched:
+            now = index.last(origin)
+            last[origin] = of(now)[1] if now is not None else 0
         self.first = False
         # Tool definitions (and the gateway's instructions) lead the prompt and never change.
         extras = call.sent_tokens - (sum(costs) - costs[0])
@@ -250,16 +260,11 @@ class _Prompt:
         """Tokens the messages of an earlier prompt's tail cost now: a message still sent at
         its origin's last position, one without an origin as it was, a removed one nothing
         (an injected one is assumed still there)."""
-        last, cost = self.index.last, self.cost
-        total = 0
-        for m, c in zip(old, old_costs, strict=True):
-            if m.origin is None:
-                total += c
-            else:
-                now = last(m.origin)
-                if now is not None:
-                    total += cost(now)
-        return total
+        # In C: an origin's last cost now, a message without one its own.
+        return sum(map(self._last.get, map(_origin, old), old_costs))
+
+
+_origin = attrgetter("origin")
 
 
 # --- stored results ----------------------------------------------------------------------------
