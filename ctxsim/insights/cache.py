@@ -112,16 +112,26 @@ class CacheSimulator:
         del path[kept:]
         del self._keys[kept:]
         node = path[-1] if path else self.root
-        for i in range(kept, len(keys)):
-            key = keys[i]
-            child = node.children.get(key)
+        n = len(keys)
+        i = kept
+        while i < n:
+            child = node.children.get(keys[i])
             if child is None:
-                child = node.children[key] = _Node(node.tokens + costs[i])
-            elif anthropic and child.used is not None and now - child.used <= ttl:
+                break
+            if anthropic and child.used is not None and now - child.used <= ttl:
                 marks.append(i)
             path.append(child)
-            self._keys.append(key)
             node = child
+            i += 1
+        if i < n:  # past the first new key every node is new (a sliding window: most)
+            tokens = node.tokens
+            append = path.append
+            for key, c in zip(keys[i:], costs[i:], strict=True):
+                tokens += c
+                child = node.children[key] = _Node(tokens)
+                append(child)
+                node = child
+        self._keys.extend(keys[kept:])
         total = node.tokens
         if anthropic:
             while marks and not self._alive(path[marks[-1]].used, now):
