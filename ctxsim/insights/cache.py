@@ -112,9 +112,9 @@ class CacheSimulator:
         del path[kept:]
         del self._keys[kept:]
         node = path[-1] if path else self.root
-        n = len(keys)
+        size = len(keys)
         i = kept
-        while i < n:
+        while i < size:
             child = node.children.get(keys[i])
             if child is None:
                 break
@@ -123,7 +123,7 @@ class CacheSimulator:
             path.append(child)
             node = child
             i += 1
-        if i < n:  # past the first new key every node is new (a sliding window: most)
+        if i < size:  # past the first new key every node is new (a sliding window: most)
             tokens = node.tokens
             append = path.append
             for key, c in zip(keys[i:], costs[i:], strict=True):

@@ -22,6 +22,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult
@@ -224,9 +225,9 @@ class LossTracker:
         old = index.messages
         kept = call.sent_kept if call.sent_kept is not None else 0
         position = shared_prefix(old, sent, min(kept, len(old), len(sent)))
-        touched = set()
+        touched: set[int] = set()
         for start, end, put in index.take(sent, position):
-            touched.update(m.origin for m in (*old[start:end], *put) if m.origin is not None)
+            touched.update(o for o in map(_origin, (*old[start:end], *put)) if o is not None)
         return touched
 
     def _sent_as(self, origin: int | None) -> Message | None:
@@ -331,6 +332,9 @@ class LossTracker:
                                 break
             self._generic[ident] = known
         return known
+
+
+_origin = attrgetter("origin")
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:

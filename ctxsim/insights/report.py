@@ -236,7 +236,7 @@ class _Prompt:
             keys.append(None)
             costs.append(0)
         of, old = self.cost.of, self.index.messages
-        touched = set()
+        touched: set[int | None] = set()
         for start, end, put in reversed(self.index.take(call.sent, position)):
             new = [of(m) for m in put]
             keys[start + 1:end + 1] = [key for _, _, key in new]
