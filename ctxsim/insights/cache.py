@@ -225,10 +225,20 @@ class PromptIndex:
     def take(self, sent: Sequence[Message], position: int) -> list[Edit]:
         """Take `sent`, the same as the previous prompt up to `position`. Returns what
         changed, in order: each edit replaces `old[start:end]` by `put` (an edit at the old
-        prompt's end appends)."""
+        prompt's end appends). `messages` is a new list, unless `sent` only appended."""
         old, serials = self.messages, self._serials
         edits = _edits(old, sent, position)
         at, by_serial = self.at, self._by_serial
+        if len(edits) == 1 and edits[0][0] == len(old):  # appended only: in place
+            put = edits[0][2]
+            base = serials[-1] if serials else -_STEP
+            for k, m in enumerate(put, 1):
+                by_serial[base + k * _STEP] = m
+                if m.origin is not None:
+                    at.setdefault(m.origin, []).append(base + k * _STEP)
+            old += put
+            serials += range(base + _STEP, base + _STEP * (len(put) + 1), _STEP)
+            return edits
         messages: list[Message] = []
         numbers: list[int] = []
         done = 0

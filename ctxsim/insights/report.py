@@ -175,6 +175,7 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
             continue
         first = prompt.first
         prev = prompt.sent
+        prev_len = len(prev)  # `update` may append to it
         position = shared_prefix(prev, call.sent, kept or 0)
         old_tail, old_costs = prev[position:], prompt.costs[position + 1:]
         resume = prompt.update(call, position)
@@ -182,7 +183,7 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
         cause = None
         expired = False
         if not first:
-            if position < len(prev):
+            if position < prev_len:
                 cause = explain_break(call, prev, position, prompt.index)
                 if cause.is_compaction:
                     rewritten = sum(old_costs)
@@ -221,6 +222,7 @@ class _Prompt:
         self.first = True
         self.keys: list[Hashable] = []
         self.costs: list[int] = []  # per key
+        self.total = 0  # of the messages' costs
         # origin -> the cost of its last copy in the prompt, 0 once it has none (not None)
         self._last: dict[int | None, int] = {}
 
@@ -239,8 +241,10 @@ class _Prompt:
         touched: set[int | None] = set()
         for start, end, put in reversed(self.index.take(call.sent, position)):
             new = [of(m) for m in put]
+            added = [c for _, c, _ in new]
+            self.total += sum(added) - sum(costs[start + 1:end + 1])
             keys[start + 1:end + 1] = [key for _, _, key in new]
-            costs[start + 1:end + 1] = [c for _, c, _ in new]
+            costs[start + 1:end + 1] = added
             touched.update(m.origin for m in (*old[start:end], *put))
         touched.discard(None)
         last, index = self._last, self.index
@@ -249,7 +253,7 @@ class _Prompt:
             last[origin] = of(now)[1] if now is not None else 0
         self.first = False
         # Tool definitions (and the gateway's instructions) lead the prompt and never change.
-        extras = call.sent_tokens - (sum(costs) - costs[0])
+        extras = call.sent_tokens - self.total
         lead = ("tools+instructions", extras)
         if keys[0] == lead:
             return position + 1
