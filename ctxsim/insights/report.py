@@ -154,9 +154,10 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
     call (context overflow) sends nothing and leaves the cache as it was.
 
     Work per call is proportional to what changed since the previous prompt (issue 21): the
-    replay says how much of it was kept (`CallResult.sent_kept`), the prompt's costs, prefix
-    sums and positions by origin are updated from the first changed message on, and the cache
-    resumes its walk there.
+    replay says how much of it was kept (`CallResult.sent_kept`); the prompt's costs and
+    positions by origin are updated by the edits that turn the previous prompt into this one
+    (a sliding window removes or puts back a run and keeps the rest, issue 31), and the cache
+    resumes its walk at the first changed message (past the first new key, in one loop).
     """
     out = ProfileInsights(rule)
     prompt = _Prompt(_Costs(replay.counter))
