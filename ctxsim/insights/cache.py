@@ -18,6 +18,7 @@ An entry lives `ttl_seconds` from its last use, and a read refreshes it.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -111,16 +112,26 @@ class CacheSimulator:
         del path[kept:]
         del self._keys[kept:]
         node = path[-1] if path else self.root
-        for i in range(kept, len(keys)):
-            key = keys[i]
-            child = node.children.get(key)
+        size = len(keys)
+        i = kept
+        while i < size:
+            child = node.children.get(keys[i])
             if child is None:
-                child = node.children[key] = _Node(node.tokens + costs[i])
-            elif anthropic and child.used is not None and now - child.used <= ttl:
+                break
+            if anthropic and child.used is not None and now - child.used <= ttl:
                 marks.append(i)
             path.append(child)
-            self._keys.append(key)
             node = child
+            i += 1
+        if i < size:  # past the first new key every node is new (a sliding window: most)
+            tokens = node.tokens
+            append = path.append
+            for key, c in zip(keys[i:], costs[i:], strict=True):
+                tokens += c
+                child = node.children[key] = _Node(tokens)
+                append(child)
+                node = child
+        self._keys.extend(keys[kept:])
         total = node.tokens
         if anthropic:
             while marks and not self._alive(path[marks[-1]].used, now):
@@ -183,19 +194,141 @@ def shared_prefix(previous: Sequence[Hashable], current: Sequence[Hashable],
     return n
 
 
-def forget_from(at: dict[int, list[int]], old: Sequence[Message], position: int) -> set[int]:
-    """Drop the positions `position` onwards of the prompt `old` from `at` (origin -> its
-    ascending positions in that prompt); returns the origins whose positions changed."""
-    touched = set()
-    for i in range(len(old) - 1, position - 1, -1):
-        origin = old[i].origin
-        if origin is not None:
-            places = at[origin]
-            places.pop()
-            if not places:
-                del at[origin]
-            touched.add(origin)
-    return touched
+_STEP = 1 << 20  # between the serials of consecutive copies when numbered afresh
+
+
+class PromptIndex:
+    """The last prompt taken, as a list, and where each origin's copies are in it.
+
+    `take` updates it from the previous prompt by what changed: a prompt mostly keeps a prefix
+    and resends the rest, but a sliding window (AIVAX's truncation, issue 31) keeps the end of
+    the previous prompt after its first messages, having removed a run before it or put back
+    some it had removed, then appends; a rewrite in the middle replaces one message. Found in
+    C (identities), so a call costs time proportional to the messages removed and added, not
+    to the window: each copy has a serial number, ascending along the prompt, that a change
+    elsewhere leaves alone (spaced out, renumbered when a gap is full)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._serials: list[int] = []
+        self._by_serial: dict[int, Message] = {}
+        self.at: dict[int, list[int]] = {}  # origin -> serials of its copies, ascending
+
+    def __contains__(self, origin: object) -> bool:
+        return origin in self.at
+
+    def last(self, origin: int | None) -> Message | None:
+        """The origin's last copy in the prompt (None: none)."""
+        places = self.at.get(origin) if origin is not None else None
+        return self._by_serial[places[-1]] if places else None
+
+    def take(self, sent: Sequence[Message], position: int) -> list[Edit]:
+        """Take `sent`, the same as the previous prompt up to `position`. Returns what
+        changed, in order: each edit replaces `old[start:end]` by `put` (an edit at the old
+        prompt's end appends). `messages` is a new list, unless `sent` only appended."""
+        old, serials = self.messages, self._serials
+        edits = _edits(old, sent, position)
+        at, by_serial = self.at, self._by_serial
+        if len(edits) == 1 and edits[0][0] == len(old):  # appended only: in place
+            put = edits[0][2]
+            base = serials[-1] if serials else -_STEP
+            for k, m in enumerate(put, 1):
+                by_serial[base + k * _STEP] = m
+                if m.origin is not None:
+                    at.setdefault(m.origin, []).append(base + k * _STEP)
+            old += put
+            serials += range(base + _STEP, base + _STEP * (len(put) + 1), _STEP)
+            return edits
+        messages: list[Message] = []
+        numbers: list[int] = []
+        done = 0
+        full = False
+        for start, end, put in edits:
+            messages += old[done:start]
+            numbers += serials[done:start]
+            for m, s in zip(old[start:end], serials[start:end], strict=True):
+                del by_serial[s]
+                if m.origin is not None:
+                    places = at[m.origin]
+                    del places[bisect_left(places, s)]
+                    if not places:
+                        del at[m.origin]
+            low = numbers[-1] if numbers else -_STEP
+            high = (serials[end] if end < len(old)
+                    else max(low, serials[-1] if serials else 0) + (len(put) + 1) * _STEP)
+            gap = (high - low) // (len(put) + 1)
+            full = full or gap < 1
+            fresh = [low + gap * (k + 1) for k in range(len(put))]
+            for m, s in zip(put, fresh, strict=True):
+                by_serial[s] = m
+                if m.origin is not None:
+                    places = at.setdefault(m.origin, [])
+                    if places and places[-1] > s:
+                        places.insert(bisect_left(places, s), s)
+                    else:
+                        places.append(s)
+            messages += put
+            numbers += fresh
+            done = end
+        messages += old[done:]
+        numbers += serials[done:]
+        self.messages, self._serials = messages, numbers
+        if full:  # no room was left between two copies: number them all afresh
+            self._renumber()
+        return edits
+
+    def _renumber(self) -> None:
+        self._serials = list(range(0, len(self.messages) * _STEP, _STEP))
+        self._by_serial = dict(zip(self._serials, self.messages, strict=True))
+        self.at = {}
+        for m, s in zip(self.messages, self._serials, strict=True):
+            if m.origin is not None:
+                self.at.setdefault(m.origin, []).append(s)
+
+
+Edit = tuple[int, int, list[Message]]  # old[start:end] replaced by these
+
+
+def _edits(old: list[Message], sent: Sequence[Message], position: int) -> list[Edit]:
+    """How `sent` differs from `old` from `position` on: runs of `old` it keeps (its very
+    objects, or equal ones), found by identity in C, and what it holds between them."""
+    n, size = len(old), len(sent)
+    if position >= n:
+        return [(n, n, list(sent[n:]))] if size > n else []
+    where = dict(zip(map(id, old[position:]), range(position, n), strict=True))
+    edits: list[Edit] = []
+    i, j = position, position  # old[:i] and sent[:j] are accounted for
+    while i < n:
+        start, end = j, None
+        while start < size:
+            end = where.get(id(sent[start]))
+            if end is not None and end >= i:
+                break
+            start += 1
+        if start >= size or end is None:
+            edits.append((i, n, list(sent[j:])))
+            return edits
+        edits.append((i, end, list(sent[j:start])))
+        length = _run(old, end, sent, start)
+        i, j = end + length, start + length
+    if j < size:
+        edits.append((n, n, list(sent[j:])))
+    return edits
+
+
+def _run(a: Sequence[Message], i: int, b: Sequence[Message], j: int) -> int:
+    """How many items `a[i:]` and `b[j:]` share at their start (the same object or equal),
+    compared in doubling blocks, in C."""
+    n = min(len(a) - i, len(b) - j)
+    k, step = 0, 8
+    while k < n:
+        stop = min(k + step, n)
+        if tuple(a[i + k:i + stop]) != tuple(b[j + k:j + stop]):
+            while k < stop and (a[i + k] is b[j + k] or a[i + k] == b[j + k]):
+                k += 1
+            return k
+        k, step = stop, step * 2
+    return n
 
 
 def break_even(rewritten: int, saved: int, rule: CacheRule, remaining_calls: int

@@ -22,11 +22,12 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult
 
-from .cache import forget_from, shared_prefix
+from .cache import PromptIndex, shared_prefix
 from .words import WordIndex
 
 _EXT = (r"py|pyi|go|js|mjs|ts|tsx|jsx|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md|rst|json|"
@@ -145,9 +146,8 @@ class LossTracker:
         self._results = [m for m in messages if m.role == "tool"]
         self._generic_at = max(GENERIC_MIN_RESULTS, -(-len(self._results) * GENERIC_SHARE // 1))
         self._generic: dict[str, bool] = {}
-        # The previous call's prompt, and the positions of each origin in it.
-        self._sent: list[Message] = []
-        self._sent_at: dict[int, list[int]] = {}
+        # The previous call's prompt, and where each origin is in it.
+        self._sent = PromptIndex()
         self._raw_history: Sequence[Message] = ()
         self._positions: dict[int, list[int]] = {}  # origin -> raw positions of its results
         self._by_key: dict[tuple[str, str], list[int]] = {}  # call key -> raw positions
@@ -214,30 +214,25 @@ class LossTracker:
         self._lost_references(call, answer_index, answer)
 
     def _forget(self) -> None:
-        self._sent, self._sent_at, self._raw_history = [], {}, ()
+        self._sent, self._raw_history = PromptIndex(), ()
         self._positions, self._by_key = {}, {}
         self._dropped, self._dropped_origins = set(), {}
 
     def _resend(self, call: CallResult) -> set[int]:
-        """Take this call's prompt; returns the origins it may send differently."""
-        old, sent = self._sent, call.sent
+        """Take this call's prompt; returns the origins it may send differently: those of the
+        messages removed or added (a sliding window keeps the rest as it was)."""
+        index, sent = self._sent, call.sent
+        old = index.messages
         kept = call.sent_kept if call.sent_kept is not None else 0
         position = shared_prefix(old, sent, min(kept, len(old), len(sent)))
-        at = self._sent_at
-        touched = forget_from(at, old, position)
-        del old[position:]
-        for i in range(position, len(sent)):
-            m = sent[i]
-            old.append(m)
-            if m.origin is not None:
-                at.setdefault(m.origin, []).append(i)
-                touched.add(m.origin)
+        touched: set[int] = set()
+        for start, end, put in index.take(sent, position):
+            touched.update(o for o in map(_origin, (*old[start:end], *put)) if o is not None)
         return touched
 
     def _sent_as(self, origin: int | None) -> Message | None:
         """What this call sent for a transcript message (its last copy), None: nothing."""
-        places = self._sent_at.get(origin) if origin is not None else None
-        return self._sent[places[-1]] if places else None
+        return self._sent.last(origin)
 
     def _count(self, origin: int | None, by: int) -> None:
         if origin is None:
@@ -337,6 +332,9 @@ class LossTracker:
                                 break
             self._generic[ident] = known
         return known
+
+
+_origin = attrgetter("origin")
 
 
 def _sent_mentions(sent: Sequence[Message], needle: bytes) -> bool:

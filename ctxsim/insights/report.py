@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from ctxsim.pipeline.messages import Message
@@ -18,7 +19,7 @@ from ctxsim.pipeline.replay import CallResult, Replay
 from ctxsim.pipeline.tokens import TokenCounter, message_tokens
 
 from .breaks import BreakCause, explain_break
-from .cache import BreakEven, CacheSimulator, break_even, forget_from, shared_prefix
+from .cache import BreakEven, CacheSimulator, PromptIndex, break_even, shared_prefix
 from .loss import Drop, LossReport, LossTracker, LostReference, ReRead
 from .prices import CacheRule
 
@@ -121,23 +122,29 @@ def call_time(call: CallResult, messages: Sequence[Message]) -> float | None:
 
 
 class _Costs:
-    """Message costs by identity; the engine shares unchanged messages between calls."""
+    """Message costs by identity; the engine shares unchanged messages between calls. Each
+    message also gets the cache a key: a small number, the same for equal messages (hashing a
+    message walks all its fields, at every trie step)."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self._by_id: dict[int, tuple[Message, int]] = {}
+        self._by_id: dict[int, tuple[Message, int, int]] = {}
         # Stateless stages build equal messages anew at every call: also cache by value.
-        self._by_value: dict[Message, int] = {}
+        self._by_value: dict[Message, tuple[int, int]] = {}
 
     def __call__(self, m: Message) -> int:
+        return self.of(m)[1]
+
+    def of(self, m: Message) -> tuple[Message, int, int]:
+        """The message, its cost and its key."""
         hit = self._by_id.get(id(m))
         if hit is not None and hit[0] is m:
-            return hit[1]
+            return hit
         value = self._by_value.get(m)
         if value is None:
-            value = self._by_value[m] = message_tokens(m, self.counter)
-        self._by_id[id(m)] = (m, value)
-        return value
+            value = self._by_value[m] = (message_tokens(m, self.counter), len(self._by_value))
+        hit = self._by_id[id(m)] = (m, *value)
+        return hit
 
 
 def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
@@ -147,9 +154,10 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
     call (context overflow) sends nothing and leaves the cache as it was.
 
     Work per call is proportional to what changed since the previous prompt (issue 21): the
-    replay says how much of it was kept (`CallResult.sent_kept`), the prompt's costs, prefix
-    sums and positions by origin are updated from the first changed message on, and the cache
-    resumes its walk there.
+    replay says how much of it was kept (`CallResult.sent_kept`); the prompt's costs and
+    positions by origin are updated by the edits that turn the previous prompt into this one
+    (a sliding window removes or puts back a run and keeps the rest, issue 31), and the cache
+    resumes its walk at the first changed message (past the first new key, in one loop).
     """
     out = ProfileInsights(rule)
     prompt = _Prompt(_Costs(replay.counter))
@@ -166,8 +174,9 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
         if call.error:
             out.calls.append(CallRow(call.call_index, failed=True))
             continue
-        first = prompt.sent is None
-        prev = prompt.sent or ()
+        first = prompt.first
+        prev = prompt.sent
+        prev_len = len(prev)  # `update` may append to it
         position = shared_prefix(prev, call.sent, kept or 0)
         old_tail, old_costs = prev[position:], prompt.costs[position + 1:]
         resume = prompt.update(call, position)
@@ -175,8 +184,8 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
         cause = None
         expired = False
         if not first:
-            if position < len(prev):
-                cause = explain_break(call, prev, position, prompt.at)
+            if position < prev_len:
+                cause = explain_break(call, prev, position, prompt.index)
                 if cause.is_compaction:
                     rewritten = sum(old_costs)
                     saved = rewritten - prompt.still(old_tail, old_costs)
@@ -205,62 +214,62 @@ _ALL = sys.maxsize  # nothing known to differ yet
 
 class _Prompt:
     """The last prompt sent, as the cache sees it: keys (tool definitions and instructions,
-    then one per message), their costs with prefix sums, and the positions of each origin.
-    Updated in place from the first changed message on."""
+    then one per message), their costs, and the positions of each origin (`index`). Updated in
+    place by what changed (`PromptIndex.take`): a run removed, messages appended."""
 
     def __init__(self, cost: _Costs) -> None:
         self.cost = cost
-        self.sent: Sequence[Message] | None = None
+        self.index = PromptIndex()
+        self.first = True
         self.keys: list[Hashable] = []
         self.costs: list[int] = []  # per key
-        self.sums: list[int] = [0]  # sums[i]: the first i costs
-        self.at: dict[int, list[int]] = {}  # origin -> positions in `sent`, ascending
+        self.total = 0  # of the messages' costs
+        # origin -> the cost of its last copy in the prompt, 0 once it has none (not None)
+        self._last: dict[int | None, int] = {}
+
+    @property
+    def sent(self) -> list[Message]:
+        return self.index.messages
 
     def update(self, call: CallResult, position: int) -> int:
         """Take `call.sent`, the same as the last prompt up to `position`; returns how many
         leading keys are unchanged."""
-        old = self.sent or ()
-        keys, costs, sums, at = self.keys, self.costs, self.sums, self.at
-        forget_from(at, old, position)
-        del keys[position + 1:], costs[position + 1:], sums[position + 2:]
-        sent = call.sent
-        cost = self.cost
+        keys, costs = self.keys, self.costs
         if not keys:  # the first prompt: a placeholder for the tool definitions' key
             keys.append(None)
             costs.append(0)
-            sums.append(0)
-        for i in range(position, len(sent)):
-            m = sent[i]
-            c = cost(m)
-            keys.append(m)
-            costs.append(c)
-            sums.append(sums[-1] + c)
-            if m.origin is not None:
-                at.setdefault(m.origin, []).append(i)
-        self.sent = sent
+        of, old = self.cost.of, self.index.messages
+        touched: set[int | None] = set()
+        for start, end, put in reversed(self.index.take(call.sent, position)):
+            new = [of(m) for m in put]
+            added = [c for _, c, _ in new]
+            self.total += sum(added) - sum(costs[start + 1:end + 1])
+            keys[start + 1:end + 1] = [key for _, _, key in new]
+            costs[start + 1:end + 1] = added
+            touched.update(m.origin for m in (*old[start:end], *put))
+        touched.discard(None)
+        last, index = self._last, self.index
+        for origin in touched:
+            now = index.last(origin)
+            last[origin] = of(now)[1] if now is not None else 0
+        self.first = False
         # Tool definitions (and the gateway's instructions) lead the prompt and never change.
-        extras = call.sent_tokens - (sums[-1] - sums[1])
+        extras = call.sent_tokens - self.total
         lead = ("tools+instructions", extras)
         if keys[0] == lead:
             return position + 1
-        delta = extras - costs[0]
         keys[0], costs[0] = lead, extras
-        for i in range(1, len(sums)):
-            sums[i] += delta
         return 0
 
     def still(self, old: Sequence[Message], old_costs: Sequence[int]) -> int:
         """Tokens the messages of an earlier prompt's tail cost now: a message still sent at
         its origin's last position, one without an origin as it was, a removed one nothing
         (an injected one is assumed still there)."""
-        at, costs = self.at, self.costs
-        total = 0
-        for m, c in zip(old, old_costs, strict=True):
-            if m.origin is None:
-                total += c
-            elif m.origin in at:
-                total += costs[at[m.origin][-1] + 1]
-        return total
+        # In C: an origin's last cost now, a message without one its own.
+        return sum(map(self._last.get, map(_origin, old), old_costs))
+
+
+_origin = attrgetter("origin")
 
 
 # --- stored results ----------------------------------------------------------------------------
