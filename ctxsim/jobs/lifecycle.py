@@ -129,9 +129,10 @@ def _settle(job: Job, why: str) -> int:
     return settled
 
 
-def ours(job: Job):
-    """The job's row while it is still this attempt's running job."""
-    return Job.objects.filter(pk=job.pk, status=Status.RUNNING, attempts=job.attempts)
+def ours(job: Job, model: type[Job] = Job):
+    """The job's row while it is still this attempt's running job (through `model`, a kind's
+    own queryset: an update may then set its payload's fields too)."""
+    return model.objects.filter(pk=job.pk, status=Status.RUNNING, attempts=job.attempts)
 
 
 def fail(job: Job, message: str) -> bool:
@@ -178,9 +179,7 @@ class Attempt:
     def __init__(self, job: Job) -> None:
         self.job = job
         self.done: int | None = None
-        # The kind's own queryset: an update may set its payload's fields too.
-        self.ours = type(job).objects.filter(pk=job.pk, status=Status.RUNNING,
-                                             attempts=job.attempts)
+        self.ours = ours(job, type(job))
 
     def progress(self, done: int) -> None:
         """What the next heartbeat writes as the job's progress."""

@@ -31,6 +31,10 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# A job not ended yet: waiting for a worker or running.
+PENDING = (Status.QUEUED, Status.RUNNING)
+
+
 class JobQuerySet(models.QuerySet):
     """A kind's rows, whose `update` is one conditional update however its fields are split
     between `Job` and the kind's table.
@@ -106,7 +110,7 @@ class Job(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.status in (Status.QUEUED, Status.RUNNING)
+        return self.status in PENDING
 
     @property
     def percent(self) -> int:

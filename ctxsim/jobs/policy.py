@@ -35,13 +35,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from ctxsim.jobs.models import Job, Status
+from ctxsim.jobs.models import PENDING, Job, Status
 
 KINDS = ("replay", "overview", "sweep", "corpus", "trace", "insights")
 # Kinds whose job is a bare `Job`, ended with its task.
 BARE = ("overview", "corpus")
 UNCOUNTED = ("import",)
-PENDING = (Status.QUEUED, Status.RUNNING)
 TICKET_SECONDS = 3600
 RETRY_AFTER_SECONDS = 10
 
