@@ -1,4 +1,5 @@
-"""What the transcript views do: list a team's sessions, import uploads, queue background jobs.
+"""What the transcript views do: import uploads, queue background jobs, and (from `listing`)
+list a team's sessions.
 
 Views parse the request and render; everything that touches several models or the task queue
 lives here (the worker's side of a job is `tasks.py`, which this module imports, never the
@@ -19,19 +20,24 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
-from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from ctxsim.importers.errors import TranscriptError
 from ctxsim.teams.models import Team
-from ctxsim.transcripts import bundles, claims, redaction, search
+from ctxsim.transcripts import bundles, claims, redaction
 from ctxsim.transcripts.imports import finish_import, import_transcript
+from ctxsim.transcripts.listing import (
+    SessionFilters,
+    filter_sessions,
+    list_sessions,
+    session_totals,
+    team_formats,
+)
 from ctxsim.transcripts.models import Content, ImportJob, Message, Session
 from ctxsim.transcripts.signals import session_deleting
 from ctxsim.transcripts.tasks import (
@@ -49,82 +55,6 @@ __all__ = [
     "requeue", "run_import_job", "session_totals", "size_error", "size_limit_text",
     "team_formats",
 ]
-
-
-SESSIONS_PER_PAGE = 50
-
-
-# -- the sessions list -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SessionFilters:
-    format: str = ""
-    status: str = ""
-    query: str = ""
-    contents: bool = False  # the query also searches inside contents and tool-call arguments
-    uploader: str = ""  # a username
-    since: date | None = None  # uploaded on or after this day
-    until: date | None = None  # uploaded on or before this day
-    project: str = ""  # the origin's cwd, whole or its last folder name
-    host: str = ""  # the origin's host name
-
-
-def team_formats(team: Team) -> list[str]:
-    """The formats the team's sessions have, for the filter's choices."""
-    return list(
-        Session.objects.filter(team=team).order_by("format").values_list("format", flat=True)
-        .distinct()
-    )
-
-
-def list_sessions(team: Team, filters: SessionFilters, page: str | int | None) -> Page:
-    """One page of the team's top-level sessions, each with its sidechains prefetched.
-
-    Sidechains are listed under their parent, so filters and search pick the parent when the
-    parent or one of its sidechains matches.
-    """
-    sidechains = Session.objects.select_related("uploaded_by").order_by("created_at", "pk")
-    rows = (
-        filter_sessions(team, filters)
-        .select_related("uploaded_by")
-        .prefetch_related(Prefetch("sidechains", queryset=sidechains))
-    )
-    return Paginator(rows.order_by("-created_at", "-pk"), SESSIONS_PER_PAGE).get_page(page)
-
-
-def filter_sessions(team: Team, filters: SessionFilters) -> QuerySet[Session]:
-    """The team's top-level sessions the filters pick (the list's rows, and the overview's):
-    a parent matches when it or one of its sidechains does."""
-    rows = Session.objects.filter(team=team, parent__isnull=True)
-    if filters.uploader:
-        rows = rows.filter(uploaded_by__username=filters.uploader)
-    if filters.since is not None:
-        rows = rows.filter(created_at__date__gte=filters.since)
-    if filters.until is not None:
-        rows = rows.filter(created_at__date__lte=filters.until)
-    if filters.host:
-        rows = rows.filter(origin_host=filters.host)
-    if filters.project:
-        project = filters.project.rstrip("/") or "/"
-        rows = rows.filter(Q(origin_cwd=project) | Q(origin_cwd__endswith=f"/{project}"))
-    if filters.format:
-        rows = rows.filter(Q(format=filters.format) | Q(sidechains__format=filters.format))
-    if filters.status:
-        rows = rows.filter(review_status=filters.status)
-    if filters.query:
-        match = (Q(title__icontains=filters.query) | Q(sidechains__title__icontains=filters.query)
-                 | Q(source_name__icontains=filters.query))
-        if filters.contents:
-            try:
-                holding = search.matching_session_ids(team, filters.query)
-            except search.SearchError:  # nothing a contents search can look up: titles only
-                holding = []
-            match |= Q(pk__in=holding) | Q(sidechains__pk__in=holding)
-        rows = rows.filter(match)
-    if filters.format or filters.query:
-        rows = rows.distinct()
-    return rows
 
 
 # -- uploads -----------------------------------------------------------------------------------
@@ -154,15 +84,6 @@ class FileResult:
     @property
     def totals(self) -> dict[str, int]:
         return session_totals(self.sessions)
-
-
-def session_totals(sessions: Iterable[Session]) -> dict[str, int]:
-    rows = list(sessions)
-    return {
-        "sessions": len(rows),
-        "tool_calls": sum(r.tool_call_count for r in rows),
-        "tool_results": sum(r.tool_result_count for r in rows),
-    }
 
 
 def _megabytes(size: int) -> str:
