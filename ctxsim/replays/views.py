@@ -35,10 +35,26 @@ from django_htmx.http import (
 from ctxsim.htmx import partial_for, render_page_or_partial, target_id
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, background, call_view, page, profiles, services, spills, traces
+from ctxsim.replays import (
+    background,
+    call_view,
+    deep_calls,
+    page,
+    profiles,
+    services,
+    spills,
+    traces,
+)
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.models import ReplayRun, SavedProfile
-from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying
+from ctxsim.replays.pending import (
+    CALL_PENDING_REGION,
+    PENDING_REGION,
+    ReplayPending,
+    call_pending,
+    pending_page,
+    still_replaying,
+)
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -82,7 +98,13 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         landing = call_view.Landing.from_query(request.GET)
         return redirect(url + settings.query(call) + numbers_q + view.query_suffix()
                         + landing.query_suffix())
-    context = page_context(request, session, membership, settings, errors, run, call, numbers)
+    try:  # a deep call of a long session is the worker's (issue 28 item 4)
+        context = page_context(request, session, membership, settings, errors, run, call,
+                               numbers)
+    except deep_calls.CallPending as pending:
+        return call_pending(request, session, settings, pending.row, PAGE_PARTIALS)
+    if target_id(request) == CALL_PENDING_REGION:
+        return HttpResponseClientRefresh()  # made now: the pending page reloads as the page
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
@@ -148,20 +170,19 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
 
 def page_context(request, session, membership, settings, errors, run, call,
                  numbers: str = "calibrated") -> dict:
-    pack = call_view.call_pack(session, settings, run, call, request.user)
+    pack = deep_calls.call_pack(session, settings, run, call, request.user)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
     view = call_view.CallFilter.from_query(request.GET)
     landing = call_view.Landing.from_query(request.GET)
 
     def render(positions, reach=None):
-        return call_view.rows_html(session, settings, run, call, positions, request.user, reach)
+        return deep_calls.rows_html(session, settings, run, call, positions, request.user, reach)
 
     found = None
     if view.active:  # exactly the rows the filter keeps, folded or not
         if view.q:
-            detail = services.call_detail(session, settings, run, call, request.user)
-            found = call_view.search_rows(detail, view.q)
+            found = deep_calls.search_rows(session, settings, run, call, view.q, request.user)
         shown, folds = call_view.filtered_rows(pack, view, found, render), []
     else:  # a commented message is always shown, even where its call folds it away, and so
         # is the message a search hit lands on
@@ -242,8 +263,13 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
     if start_at is None or end_at is None or start_at >= end_at:
         raise Http404("No such rows in this call.")
     stop = min(end_at, start_at + call_view.FOLD_PAGE)
-    rows = call_view.rows_html(session, settings, run, call, range(start_at, stop),
-                                request.user)
+    try:
+        rows = deep_calls.rows_html(session, settings, run, call, range(start_at, stop),
+                                    request.user)
+    except deep_calls.CallPending as pending:
+        return call_pending(request, session, settings, pending.row)
+    if target_id(request) == CALL_PENDING_REGION:
+        return HttpResponseClientRefresh()  # made now: the pending page reloads as the rows
     if not rows:
         raise Http404("No such rows in this call.")
     # The rest of the fold, unless these rows reached the call's end.
@@ -273,20 +299,24 @@ def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
         run, call = _run_and_call(request, session, settings)
     except ReplayPending:
         return still_replaying()
-    detail = services.call_detail(session, settings, run, call, request.user)
     position = ascii_index(request.GET.get("row"))
-    if position is None or position >= len(detail.view.rows):
+    diff, head = request.GET.get("diff") == "1", request.GET.get("part") == "head"
+    try:
+        parts = None if position is None else deep_calls.message_body(
+            session, settings, run, call, position,
+            ("diff", "head" if head else "full") if diff else ("head" if head else "full",),
+            request.user)
+    except deep_calls.CallPending as pending:
+        return call_pending(request, session, settings, pending.row)
+    if target_id(request) == CALL_PENDING_REGION:
+        return HttpResponseClientRefresh()  # made now: the pending page reloads as the body
+    if parts is None or position is None:
         raise Http404("No such message in this call.")
-    row = detail.view.rows[position]
-    if request.GET.get("diff") == "1" and row.raw is not None and row.status != "removed":
+    if diff and parts["diff"] is not None:
         # The change of a message rewritten before this call (its row shows the sent text).
-        diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
-        return HttpResponse(diff_html(page.diff_entry(diff), f"body-{call}-{position}"))
+        return HttpResponse(diff_html(parts["diff"], f"body-{call}-{position}"))
     # "show all" and "show less" swap the body and, out of band, the link for the other one.
-    head = request.GET.get("part") == "head"
-    quiet = row.status == "unchanged" or row.carried
-    text, hidden = analysis.display(page.tool_output(row.message)[0], (
-        page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES) if head else None)
+    text, hidden = parts["head" if head else "full"]
     others = request.GET.copy()
     others.pop("part", None)
     toggle_url = f"{request.path}?{others.urlencode()}" + ("" if head else "&part=head")
