@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from ctxsim.jobs.models import PENDING, Job, Status
 
-KINDS = ("replay", "overview", "sweep", "corpus", "trace", "insights")
+KINDS = ("replay", "overview", "sweep", "corpus", "trace", "insights", "call")
 # Kinds whose job is a bare `Job`, ended with its task.
 BARE = ("overview", "corpus")
 UNCOUNTED = ("import",)

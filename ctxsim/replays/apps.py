@@ -18,11 +18,13 @@ class ReplaysConfig(AppConfig):
 
         from ctxsim.jobs import lifecycle
         from ctxsim.jobs.models import TraceFile
-        from ctxsim.replays import background, traces
-        from ctxsim.replays.models import BackgroundReplay
+        from ctxsim.replays import background, deep_calls, traces
+        from ctxsim.replays.models import BackgroundReplay, CallReplay
         from ctxsim.transcripts.tasks import import_timeout
 
         lifecycle.register(lifecycle.Kind("replay", BackgroundReplay, import_timeout,
                                           background.enqueue, doing="replaying"))
         lifecycle.register(lifecycle.Kind("trace", TraceFile, traces.trace_timeout,
                                           traces.enqueue_again, doing="writing the trace"))
+        lifecycle.register(lifecycle.Kind("call", CallReplay, import_timeout,
+                                          deep_calls.enqueue, doing="replaying to the call"))

@@ -87,7 +87,7 @@ def pending_for(session: Session, settings: ReplaySettings, user: Any = None, *,
     if row.status == Status.RUNNING and lifecycle.settle(among=[row]):
         row.refresh_from_db()  # its worker went away: queued again (or, lost twice, failed)
         return row
-    if row.status == Status.FAILED and _older(row.finished_at):
+    if row.status == Status.FAILED and older(row.finished_at):
         return _queue_again(row, Status.FAILED, user)  # said so for a while; try once more
     if row.status == Status.CANCELLED and not poll:
         return _queue_again(row, Status.CANCELLED, user, keep)  # superseded, asked again
@@ -109,7 +109,7 @@ def _drop_superseded(session: Session, keep: Iterable[str], user: Any) -> None:
                                    finished_at=timezone.now())
 
 
-def _older(moment) -> bool:
+def older(moment) -> bool:
     """Longer ago than the import timeout (a worker that beats no more is gone)."""
     return moment is not None and moment < timezone.now() - import_timeout()
 
@@ -166,5 +166,9 @@ def _replay(row: BackgroundReplay, attempt: lifecycle.Attempt) -> dict:
         raise ValueError("the settings changed before the replay ran (a team profile was "
                          "edited or deleted); open the page again")
     run = replays.summary_for(row.session, settings, progress=attempt.progress)
+    from ctxsim.replays import deep_calls  # it hands deep calls on like this module
+
+    # The call the page opens on, while this replay holds it (issue 28 item 4).
+    deep_calls.keep_default_call(row.session, settings, run)
     attempt.finish(Status.DONE, done=len(run.calls))
     return {"status": "done", "calls": len(run.calls)}

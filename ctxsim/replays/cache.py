@@ -383,15 +383,21 @@ class ReplayCache:
     def call_pack[P](self, key: ReplayKey, query: str, build: Callable[[], P]) -> P:
         """The call view of `key`'s call under `query`, from Django's cache when any process
         built it before, else built by `build` and shared."""
-        name = "ctxsim:call:" + hashlib.sha256(
-            f"{CALL_PACK_VERSION}|{key.session}|{key.created.isoformat()}|{key.run}|{key.call}|"
-            f"{query}".encode()
-        ).hexdigest()
+        name = self.call_pack_name(key, query)
         pack = django_cache.get(name)
         if pack is None:
             pack = build()
             django_cache.set(name, pack, timeout=CALL_PACK_SECONDS)
         return pack
+
+    @staticmethod
+    def call_pack_name(key: ReplayKey, query: str) -> str:
+        """The Django cache name of `key`'s call view under `query` (the worker's call views
+        go there too, `ctxsim.replays.deep_calls`)."""
+        return "ctxsim:call:" + hashlib.sha256(
+            f"{CALL_PACK_VERSION}|{key.session}|{key.created.isoformat()}|{key.run}|{key.call}|"
+            f"{query}".encode()
+        ).hexdigest()
 
 
 CANONICAL_CACHE_BYTES = django_settings.CTXSIM_SESSION_CACHE_MB * 1024 * 1024

@@ -140,3 +140,33 @@ class BackgroundReplay(Job):
 
     def __str__(self) -> str:
         return f"background replay of session {self.session_id} ({self.key[:8]}, {self.status})"
+
+
+class CallReplay(Job):
+    """A deep call view of a long session handed to the worker (issue 28 item 4): what the
+    session page, a fold's rows or a message's body show of call `call`, when the session is
+    longer than CTXSIM_INLINE_REPLAY_CALLS and no replay of the web process holds that call.
+    One row per (session, run key, call, part): `part` says what is shown (the call pack, some
+    rows, a message's body, a Find's rows; `ctxsim.replays.deep_calls`) and `digest` is its
+    hash, so identical requests join one job. The worker replays to the call and keeps what
+    it made in `result` (compressed; also in Django's cache when that is shared), which every
+    web process reads. Progress: `done` of `total` calls replayed."""
+
+    KIND, QUEUE = "call", "replays"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    query = models.TextField(help_text="the replay settings as the session page's query")
+    call = models.PositiveIntegerField()
+    part = models.TextField(help_text="what is shown of the call (JSON)")
+    digest = models.CharField(max_length=64, help_text="SHA-256 of `part`")
+    result = models.BinaryField(default=b"", help_text="what the worker made, compressed")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key", "call", "digest"],
+                                    name="one_call_replay_per_part")
+        ]
+
+    def __str__(self) -> str:
+        return f"call {self.call} of session {self.session_id} ({self.key[:8]}, {self.status})"

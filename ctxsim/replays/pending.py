@@ -48,6 +48,31 @@ def pending_page(request: HttpRequest, session, settings, row,
     return render(request, TEMPLATE, context, status=202)
 
 
+CALL_TEMPLATE = "replays/call_pending.html"
+# The region of a call's pending page of its own; its poll gets a client refresh once made.
+CALL_PENDING_REGION = "call-pending"
+
+
+def call_pending(request: HttpRequest, session, settings, row,
+                 regions: Mapping[str, str] = {}) -> HttpResponse:  # noqa: B006 - read only
+    """A deep call's progress while the worker replays to it (`ctxsim.replays.deep_calls`):
+    in place of the element the htmx request swaps — a region of the page (one of `regions`),
+    a fold (`fold-…`) or a message body (`body-…`), each polling the same URL, which answers
+    what it stands for once made — or as a page of its own (202)."""
+    target = target_id(request) or ""
+    where = target.split("-", 1)[0] if target.startswith(("fold-", "body-")) else "call"
+    region = target if where != "call" or target in regions else CALL_PENDING_REGION
+    context = {"session": session, "settings": settings, "job": row,
+               "progress": background.progress_of(row), "region": region,
+               "bound": background.inline_bound(), "poll_url": request.get_full_path()}
+    if request.htmx:
+        response = render(request, f"{CALL_TEMPLATE}#{where}-pending", context)
+        if region in regions:
+            push_url(response, request.get_full_path())
+        return response
+    return render(request, CALL_TEMPLATE, context, status=202)
+
+
 def still_replaying() -> HttpResponse:
     """A fragment of a replay that is not stored yet (its rows, a message body)."""
     return HttpResponse("This replay is running in the background; open the session page to "

@@ -1,6 +1,7 @@
 """How the replays app follows the transcripts app (connected in `ReplaysConfig.ready`).
 
-- a finished import gets its list figures from the default profile's replay;
+- a finished import gets its list figures from the default profile's replay (and a long
+  session the call its page opens on, `deep_calls.keep_default_call`);
 - a deleted session takes its spill files along, once the deletion is committed (storage is
   not transactional) and only those no other session's replay still points to (files are
   shared by hash).
@@ -18,12 +19,17 @@ logger = logging.getLogger(__name__)
 def on_import_finished(sender, *, sessions, **kwargs) -> None:
     """Replay each new session with the default profile; a failing replay never fails the
     import (the list then shows "—")."""
-    from ctxsim.replays.services import compute_default_stats
+    from ctxsim.replays import deep_calls
+    from ctxsim.replays.services import compute_default_stats, default_settings, stored_summary
     from ctxsim.transcripts.models import Session
 
     for row in sessions:
         try:
             compute_default_stats(row)
+            # A long session's page opens on the call this replay kept (issue 28 item 4).
+            settings = default_settings(row)
+            if (run := stored_summary(row, settings)) is not None:
+                deep_calls.keep_default_call(row, settings, run)
         except Exception:
             if not Session.objects.filter(pk=row.pk).exists():
                 continue  # replaced by a newer upload of its session key meanwhile: nothing lost

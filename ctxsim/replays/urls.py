@@ -1,11 +1,11 @@
 from django.urls import path
 
-from ctxsim.replays import views
+from ctxsim.replays import call_parts, views
 
 urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session-detail"),
-    path("sessions/<int:session_id>/message/", views.message_body, name="session-message"),
-    path("sessions/<int:session_id>/rows/", views.message_rows, name="session-rows"),
+    path("sessions/<int:session_id>/message/", call_parts.message_body, name="session-message"),
+    path("sessions/<int:session_id>/rows/", call_parts.message_rows, name="session-rows"),
     path("sessions/<int:session_id>/trace/", views.trace_download, name="session-trace"),
     path("sessions/<int:session_id>/compare/", views.compare, name="session-compare"),
     path("sessions/<int:session_id>/export/", views.profile_export, name="profile-export"),

@@ -1,4 +1,5 @@
-"""The session page and what hangs off it (SPEC §8): replay, call view, spills, trace, profiles.
+"""The session page and what hangs off it (SPEC §8): replay, call view, spills, trace, profiles
+(a fold's rows and a message's body: `ctxsim.replays.call_parts`).
 
 Views parse the request, call `services`/`page`, and render the page or one of its partials
 (`ctxsim.htmx.render_page_or_partial`); HX response headers come from `django_htmx.http`.
@@ -14,7 +15,6 @@ from urllib.parse import parse_qsl, urlencode
 from django.contrib import messages
 from django.http import (
     FileResponse,
-    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
@@ -35,10 +35,25 @@ from django_htmx.http import (
 from ctxsim.htmx import partial_for, render_page_or_partial, target_id
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
-from ctxsim.replays import analysis, background, call_view, page, profiles, services, spills, traces
-from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
+from ctxsim.replays import (
+    background,
+    call_view,
+    deep_calls,
+    page,
+    profiles,
+    services,
+    spills,
+    traces,
+)
+from ctxsim.replays.message_list import join_rows
 from ctxsim.replays.models import ReplayRun, SavedProfile
-from ctxsim.replays.pending import PENDING_REGION, ReplayPending, pending_page, still_replaying
+from ctxsim.replays.pending import (
+    CALL_PENDING_REGION,
+    PENDING_REGION,
+    ReplayPending,
+    call_pending,
+    pending_page,
+)
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
@@ -51,7 +66,7 @@ PAGE_PARTIALS = {"call-view": "call-response", "replay": "replay-response"}
 COMPARE_PARTIALS = {"compare-calls": "compare-calls"}
 
 
-def _session(request: HttpRequest, session_id: int, action: str = "read"):
+def scoped_session(request: HttpRequest, session_id: int, action: str = "read"):
     return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
 
 
@@ -60,7 +75,7 @@ def _session(request: HttpRequest, session_id: int, action: str = "read"):
 @vary_on_headers("HX-Request", "HX-Target")
 @require_safe
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
-    session, membership = _session(request, session_id)
+    session, membership = scoped_session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
                                            default_profile_for(session.format),
                                            session=session)
@@ -70,7 +85,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         response = render(request, f"{TEMPLATE}#form-errors", {"errors": errors})
         return reswap(retarget(response, "#form-errors"), "outerHTML")
     try:
-        run, call = _run_and_call(request, session, settings)
+        run, call = run_and_call(request, session, settings)
     except ReplayPending as pending:
         return pending_page(request, session, settings, pending.row, PAGE_PARTIALS)
     if target_id(request) == PENDING_REGION:
@@ -82,7 +97,13 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         landing = call_view.Landing.from_query(request.GET)
         return redirect(url + settings.query(call) + numbers_q + view.query_suffix()
                         + landing.query_suffix())
-    context = page_context(request, session, membership, settings, errors, run, call, numbers)
+    try:  # a deep call of a long session is the worker's (issue 28 item 4)
+        context = page_context(request, session, membership, settings, errors, run, call,
+                               numbers)
+    except deep_calls.CallPending as pending:
+        return call_pending(request, session, settings, pending.row, PAGE_PARTIALS)
+    if target_id(request) == CALL_PENDING_REGION:
+        return HttpResponseClientRefresh()  # made now: the pending page reloads as the page
     context["url"] = url
     response = render_page_or_partial(request, TEMPLATE, PAGE_PARTIALS, context)
     if partial_for(request, PAGE_PARTIALS):
@@ -90,7 +111,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     return response
 
 
-def _run_and_call(request: HttpRequest, session, settings):
+def run_and_call(request: HttpRequest, session, settings):
     """The replay summary for these settings and the call the query asks for (on a miss the
     replay keeps that call, which the request shows next). A long session's replay that is
     not stored is handed to the worker: ReplayPending."""
@@ -123,7 +144,7 @@ def _needs_redirect(request: HttpRequest, settings, call: int) -> bool:
 _ORIGIN = "__origin__"
 
 
-def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
+def comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
     """Each commentable message's comment box (threads and, for writers, the form), rendered
     only for rows that need one; the message list itself is rendered in Python."""
     state = review["review"]
@@ -148,20 +169,19 @@ def _comment_boxes(request, session, call: int, rows, review) -> dict[int, str]:
 
 def page_context(request, session, membership, settings, errors, run, call,
                  numbers: str = "calibrated") -> dict:
-    pack = call_view.call_pack(session, settings, run, call, request.user)
+    pack = deep_calls.call_pack(session, settings, run, call, request.user)
     previous, following = page.neighbours(run, call)
     review = reviews.page_context(session, membership, call)
     view = call_view.CallFilter.from_query(request.GET)
     landing = call_view.Landing.from_query(request.GET)
 
     def render(positions, reach=None):
-        return call_view.rows_html(session, settings, run, call, positions, request.user, reach)
+        return deep_calls.rows_html(session, settings, run, call, positions, request.user, reach)
 
     found = None
     if view.active:  # exactly the rows the filter keeps, folded or not
         if view.q:
-            detail = services.call_detail(session, settings, run, call, request.user)
-            found = call_view.search_rows(detail, view.q)
+            found = deep_calls.search_rows(session, settings, run, call, view.q, request.user)
         shown, folds = call_view.filtered_rows(pack, view, found, render), []
     else:  # a commented message is always shown, even where its call folds it away, and so
         # is the message a search hit lands on
@@ -174,7 +194,7 @@ def page_context(request, session, membership, settings, errors, run, call,
     words = call_view.highlighted(view, landing)
     highlight = json.dumps(words) if words else ""
     messages_html = join_rows(
-        shown, _comment_boxes(request, session, call, shown, review), folds=folds,
+        shown, comment_boxes(request, session, call, shown, review), folds=folds,
         fold_link={"session_id": session.pk, "call_index": call, "query": settings.query()},
     )
     return {
@@ -228,79 +248,9 @@ def page_context(request, session, membership, settings, errors, run, call,
 
 
 @require_safe
-def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
-    """The rows of one fold of a call view (`from`, `to`), at most `call_view.FOLD_PAGE` of them,
-    with a fold for the rest: htmx swaps them in place of the fold; without JavaScript they
-    open on a page of their own."""
-    session, membership = _session(request, session_id)
-    settings, _errors = settings_from_query(request.GET, session.team, session=session)
-    try:
-        run, call = _run_and_call(request, session, settings)
-    except ReplayPending:
-        return still_replaying()
-    start_at, end_at = ascii_index(request.GET.get("from")), ascii_index(request.GET.get("to"))
-    if start_at is None or end_at is None or start_at >= end_at:
-        raise Http404("No such rows in this call.")
-    stop = min(end_at, start_at + call_view.FOLD_PAGE)
-    rows = call_view.rows_html(session, settings, run, call, range(start_at, stop),
-                                request.user)
-    if not rows:
-        raise Http404("No such rows in this call.")
-    # The rest of the fold, unless these rows reached the call's end.
-    rest = [Fold(stop, end_at)] if stop < end_at and rows[-1][0] == stop - 1 else []
-    review = reviews.page_context(session, membership, call)
-    html = join_rows(rows, _comment_boxes(request, session, call, rows, review), folds=rest,
-                     fold_link={"session_id": session.pk, "call_index": call,
-                                "query": settings.query()}, wrap=not request.htmx)
-    if request.htmx:
-        return HttpResponse(html)
-    return render(request, "replays/message_rows.html", {
-        "session": session, "call_index": call, "first": start_at, "last": stop - 1,
-        "messages_html": html,
-        "back": f"{reverse('session-detail', args=[session.pk])}?{settings.query(call)}",
-    })
-
-
-@require_safe
-def message_body(request: HttpRequest, session_id: int) -> HttpResponse:
-    """The whole body of one message of one call ("show all" in the call view), or with
-    `diff=1` its before/after diff ("show the change")."""
-    session, _ = _session(request, session_id)
-    settings, _errors = settings_from_query(request.GET, session.team,
-                                           default_profile_for(session.format),
-                                           session=session)
-    try:
-        run, call = _run_and_call(request, session, settings)
-    except ReplayPending:
-        return still_replaying()
-    detail = services.call_detail(session, settings, run, call, request.user)
-    position = ascii_index(request.GET.get("row"))
-    if position is None or position >= len(detail.view.rows):
-        raise Http404("No such message in this call.")
-    row = detail.view.rows[position]
-    if request.GET.get("diff") == "1" and row.raw is not None and row.status != "removed":
-        # The change of a message rewritten before this call (its row shows the sent text).
-        diff = row.diff or analysis.content_diff(row.raw.content, row.message.content)
-        return HttpResponse(diff_html(page.diff_entry(diff), f"body-{call}-{position}"))
-    # "show all" and "show less" swap the body and, out of band, the link for the other one.
-    head = request.GET.get("part") == "head"
-    quiet = row.status == "unchanged" or row.carried
-    text, hidden = analysis.display(page.tool_output(row.message)[0], (
-        page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES) if head else None)
-    others = request.GET.copy()
-    others.pop("part", None)
-    toggle_url = f"{request.path}?{others.urlencode()}" + ("" if head else "&part=head")
-    return render(request, "replays/message_body.html", {
-        "text": text, "hidden": hidden, "full": not head, "call_index": call,
-        "index": int(position),
-        "toggle": show_all_link(toggle_url, f"toggle-{call}-{position}", more=head, oob=True),
-    })
-
-
-@require_safe
 def trace_download(request: HttpRequest, session_id: int) -> HttpResponse:
     """The trace of SPEC §6 for this session and the page's settings, as a JSON download."""
-    session, _ = _session(request, session_id)
+    session, _ = scoped_session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
                                            default_profile_for(session.format),
                                            session=session)
@@ -361,7 +311,7 @@ def spill_download(request: HttpRequest, session_id: int, run: str, seq: int) ->
 @require_safe
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
-    session, _ = _session(request, session_id)
+    session, _ = scoped_session(request, session_id)
     chosen = services.compare_settings(session, request.GET)
     keys = [settings.key for _side, settings, _bad in chosen]
     # A long session's replays go to the worker, both sides at once.
@@ -397,7 +347,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_safe
 def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
     """The current settings as each real tool's own configuration (one artefact per tool)."""
-    session, _ = _session(request, session_id)
+    session, _ = scoped_session(request, session_id)
     settings, errors = settings_from_query(request.GET, session.team,
                                            default_profile_for(session.format),
                                            session=session)
@@ -417,7 +367,7 @@ def profile_export(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
-    session, membership = _session(request, session_id, "write")
+    session, membership = scoped_session(request, session_id, "write")
     settings, errors = settings_from_query(request.POST, session.team, session=session)
     try:
         saved = profiles.save_profile(session, request.user, settings,
@@ -430,7 +380,7 @@ def profile_save(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
-    session, membership = _session(request, session_id, "write")
+    session, membership = scoped_session(request, session_id, "write")
     tool, text = request.POST.get("format", ""), request.POST.get("text", "")
     try:
         saved = profiles.import_profile(session, request.user, tool, text,
@@ -448,7 +398,7 @@ def profile_import(request: HttpRequest, session_id: int) -> HttpResponse:
 def profile_delete(request: HttpRequest, session_id: int, profile_id: int) -> HttpResponse:
     """Delete a team profile (who may save one may delete it): the way out of one that no
     longer suits, or that broke the page (issue 20 item 14)."""
-    session, _ = _session(request, session_id, "write")
+    session, _ = scoped_session(request, session_id, "write")
     saved, _ = get_scoped(SavedProfile.objects.filter(team=session.team), request.user,
                           "write", pk=profile_id)
     saved.delete()

@@ -13,9 +13,9 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.jobs.models import Status
-from ctxsim.replays import background, limits, services
+from ctxsim.replays import background, deep_calls, limits, receivers, services
 from ctxsim.replays.cache import REPLAYS
-from ctxsim.replays.models import BackgroundReplay, ReplayRun
+from ctxsim.replays.models import BackgroundReplay, CallReplay, ReplayRun
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +55,10 @@ def url(row, query: str = "") -> str:
 def run_queued_replays() -> None:
     """What the worker does, in this process (for tests that keep their transaction)."""
     for task in DBTaskResult.objects.filter(status="READY", queue_name="replays"):
-        background.run_background_replay(*task.args_kwargs["args"])
+        if task.task_path.endswith("replay_call"):  # a deep call view (test_deep_calls.py)
+            deep_calls.run_call_replay(*task.args_kwargs["args"])
+        else:
+            background.run_background_replay(*task.args_kwargs["args"])
         DBTaskResult.objects.filter(pk=task.pk).update(status="SUCCESSFUL")
 
 
@@ -120,8 +123,15 @@ def test_a_threshold_change_and_a_call_step_show_the_progress_in_their_region(
     assert step.lstrip().startswith('<section id="call-view"')
     assert not replays_run and DBTaskResult.objects.count() == 1
     run_queued_replays()
+    replayed = len(replays_run)  # the worker's, run here
+    # The summary is stored; call 3 is no call the worker's summary replay kept here: the
+    # worker replays to it too (issue 28 item 4), in the same region.
+    deep = client.get(url(session, NEW + "&call=3"), headers=CALL_VIEW).content.decode()
+    assert deep.lstrip().startswith('<section id="call-view"')
+    assert "Replaying to call 3 in the background" in deep and len(replays_run) == replayed
+    run_queued_replays()
     done = client.get(url(session, NEW + "&call=3"), headers=CALL_VIEW).content.decode()
-    assert 'id="call-view"' in done and "Replaying in the background" not in done
+    assert 'id="call-view"' in done and "in the background" not in done
     assert "Call 3" in done
     replay = client.get(url(session, NEW), headers=REPLAY).content.decode()
     assert 'id="tokens-chart"' in replay
@@ -138,12 +148,16 @@ def test_a_short_session_still_replays_inline(personas, long_session, replays_ru
 
 def test_a_stored_replay_of_a_long_session_opens_without_the_worker(personas, short_bound):
     session = short_bound
-    services.compute_default_stats(session)  # what an import does: the default replay stored
+    # What an import does: the default replay stored, and the call its page opens on.
+    receivers.on_import_finished(None, sessions=[session])
     REPLAYS.clear()
+    django_cache.clear()  # another process: the default cache is not shared
     response = personas.client("viewer").get(reverse("session-detail", args=[session.pk]),
                                              follow=True)
     assert response.status_code == 200 and 'id="call-view"' in response.content.decode()
     assert not BackgroundReplay.objects.exists()
+    assert not CallReplay.objects.exclude(status=Status.DONE).exists()
+    assert not DBTaskResult.objects.exists()
 
 
 def test_outsiders_get_404_and_queue_nothing(personas, short_bound):

@@ -2,8 +2,8 @@
 (`ctxsim.jobs.lifecycle`): the lost attempt's task row says its worker was lost, the job is
 queued again once, and the next worker finishes it. Imports and sweeps are killed in each of
 their phases in tests/web/test_import_jobs.py and tests/web/test_sweep_jobs.py; here the
-kinds of the `replays` queue: a session page's background replay, a trace file and an insights
-column."""
+kinds of the `replays` queue: a session page's background replay, a trace file, a deep call
+view and an insights column."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django_tasks_db.models import DBTaskResult
 from ctxsim.analysis.models import InsightsJob, InsightsResult
 from ctxsim.jobs.models import Status, TraceFile
 from ctxsim.replays.cache import REPLAYS
-from ctxsim.replays.models import BackgroundReplay
+from ctxsim.replays.models import BackgroundReplay, CallReplay
 from tests.web import workers
 
 PENDING = {"HX-Request": "true", "HX-Target": "section#replay-pending"}
@@ -85,6 +85,31 @@ def test_a_worker_killed_mid_trace_leaves_a_trace_that_finishes(personas, long, 
     assert_settled_the_same_way(row)
     done = viewer.get(url)
     assert done.status_code == 200 and done["Content-Disposition"].startswith("attachment")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_replaying_to_a_deep_call_leaves_a_call_that_opens(personas, long,
+                                                                          settings):
+    from ctxsim.replays import services
+    from ctxsim.replays.state import ReplaySettings
+
+    services.summary_for(long, ReplaySettings())  # stored: only the call is the worker's
+    REPLAYS.clear()
+    url = reverse("session-detail", args=[long.pk]) + "?profile=chatcli&call=12"
+    viewer = personas.client("viewer")
+    assert viewer.get(url).status_code == 202  # replayed to by the worker
+
+    def opened():
+        viewer.get(url, headers={"HX-Request": "true", "HX-Target": "section#call-pending"})
+        row = CallReplay.objects.get(call=12)
+        return row if row.status in (Status.DONE, Status.FAILED) else None
+
+    row = killed_then_finished(settings, CallReplay, workers.REPLAYING_TO_CALL, lambda: None,
+                               opened)
+    assert_settled_the_same_way(row)
+    REPLAYS.clear()
+    page = viewer.get(url, headers={"HX-Request": "true", "HX-Target": "div#call-view"})
+    assert page.status_code == 200 and 'data-call="12"' in page.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,7 +4,8 @@ subprocess on the test's own database, killed with SIGKILL where the test wants 
 `running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
 for good when a job enters PHASE — one of the phases the code declares
 (`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps,
-`REPLAYING`, `WRITING_TRACE` and `COMPUTING_INSIGHTS` for the replays queue's kinds),
+`REPLAYING`, `WRITING_TRACE`, `REPLAYING_TO_CALL` and `COMPUTING_INSIGHTS` for the replays
+queue's kinds),
 after the job's row already says so — so the test sees the phase in the database and kills
 the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
 """
@@ -124,6 +125,8 @@ def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
 REPLAYING = "replaying"
 WRITING_TRACE = "writing the trace"
 COMPUTING_INSIGHTS = "computing the insights"
+# A deep call view's one phase: the worker replays to the call (`ctxsim.replays.deep_calls`).
+REPLAYING_TO_CALL = "replaying to the call"
 
 
 def _stop_at(target: str) -> None:
@@ -179,6 +182,13 @@ def _stop_at(target: str) -> None:
             forever.wait()
 
         setattr(services, name, blocked)
+    elif target == REPLAYING_TO_CALL:
+        from ctxsim.replays import deep_calls
+
+        def stuck(*args: Any, **kwargs: Any):
+            forever.wait()
+
+        deep_calls.replay_to_call = stuck  # inside the call replay's heartbeat
     else:
         raise SystemExit(f"no phase {target!r} is declared")
 

@@ -1,0 +1,350 @@
+"""Deep call views of long sessions, handed to the worker (issue 28 item 4, its last part).
+
+A session longer than CTXSIM_INLINE_REPLAY_CALLS has its summary replayed by the worker
+(`ctxsim.replays.background`). What the call view shows of one call needs a replay up to that
+call, which a web process has at hand only for a call its summary replay kept or one step from
+the replay it left paused (`services.call_is_at_hand`). Anything else — a cold jump to
+`?call=N`, a fold's rows (`from`/`to`), a message's whole body or its change, a Find's rows, a
+folded message shown for its comment — would replay N calls inside the request. Here it is
+handed to the worker instead:
+
+- **One job per thing shown.** A `CallReplay` row per (session, settings, call, part), where
+  the part is what is shown (`PACK`, `ROWS`, `BODY`, `FIND`), created in the transaction that
+  queues its task; it counts against the quotas (`ctxsim.jobs.policy`, kind "call"), and an
+  identical request joins it. The request raises `CallPending`; the views answer with
+  `ctxsim.replays.pending.call_pending`, which polls.
+- **The worker** replays to the call (writing its progress), makes the part with the very
+  functions the inline path uses (so it renders the same), and keeps it on the row,
+  compressed: every web process reads it there whatever Django's cache is (the default
+  local-memory cache is per process) and then from its own cache. A call pack is put into
+  Django's cache as every call pack is, and the worker also makes the packs of the calls
+  around it (`BEFORE`, `AFTER`), so stepping on from a deep call stays instant.
+- **Its life** is every job's (`ctxsim.jobs.lifecycle`: a lost worker's job is queued again
+  once, then failed); a failed one is tried again when asked after the import timeout. Rows
+  finished more than `KEEP_SECONDS` ago are deleted when the session queues another.
+
+Short sessions, and calls at hand, are made inline as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle  # noqa: S403 - only what this module's worker wrote is read back
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.core.cache import cache as django_cache
+from django.db import IntegrityError, transaction
+from django.http import QueryDict
+from django.tasks import task
+from django.utils import timezone
+
+from ctxsim.jobs import lifecycle, policy
+from ctxsim.jobs.models import Status
+from ctxsim.pipeline.profiles import default_profile_for
+from ctxsim.pipeline.replay import replay
+from ctxsim.pipeline.spill import NullSpillSink
+from ctxsim.replays import analysis, background, call_view, page, services
+from ctxsim.replays.cache import CALL_PACK_SECONDS, REPLAYS, LiveReplay, ReplayKey, releases_memory
+from ctxsim.replays.models import CallReplay, ReplayRun
+from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.transcripts.models import Session
+from ctxsim.transcripts.terms import Terms
+
+PACK, ROWS, BODY, FIND = "pack", "rows", "body", "find"
+# A call pack made by the worker comes with the packs of the calls just before and after it.
+BEFORE, AFTER = 1, 2
+# What a message's body is asked as: the whole text, the collapsed one, the change.
+BODY_KEYS = ("full", "head", "diff")
+KEEP_SECONDS = CALL_PACK_SECONDS
+HEARTBEAT_EVERY = 1.0
+VERSION = 1  # bump when what a part holds changes shape
+
+
+class CallPending(Exception):
+    """The call is replayed in the worker: the request shows its progress instead."""
+
+    def __init__(self, row: CallReplay) -> None:
+        super().__init__(row)
+        self.row = row
+
+
+def deferred(session: Session, settings: ReplaySettings, index: int) -> bool:
+    """Whether call `index` is the worker's to replay: a long session's call that no replay
+    of this process holds."""
+    return (session.model_call_count > background.inline_bound()
+            and not services.call_is_at_hand(session, settings, index))
+
+
+# --- what the views ask for -----------------------------------------------------------------
+
+
+def call_pack(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
+              user: Any = None) -> call_view.CallPack:
+    """`call_view.call_pack`, from the worker for a deep call of a long session."""
+    if not deferred(session, settings, index):
+        return call_view.call_pack(session, settings, run, index, user)
+    name = REPLAYS.call_pack_name(ReplayKey.of(session, run.key, index), settings.query())
+    pack = django_cache.get(name)
+    if pack is None:
+        pack = _obtain(session, settings, index, {"what": PACK}, user, remember=False)
+        django_cache.set(name, pack, timeout=CALL_PACK_SECONDS)
+    return pack
+
+
+def rows_html(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
+              positions: Sequence[int], user: Any = None,
+              reach: Terms | None = None) -> list[tuple[int, int | None, str]]:
+    """`call_view.rows_html`, from the worker for a deep call of a long session."""
+    if not deferred(session, settings, index):
+        return call_view.rows_html(session, settings, run, index, positions, user, reach)
+    part = {"what": ROWS, "at": _ranges(positions),
+            "reach": [list(t) for t in reach.terms] if reach is not None else None}
+    return _obtain(session, settings, index, part, user)
+
+
+def search_rows(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
+                text: str, user: Any = None) -> set[int]:
+    """`call_view.search_rows` of call `index`, from the worker for a deep call."""
+    if not deferred(session, settings, index):
+        return call_view.search_rows(services.call_detail(session, settings, run, index, user),
+                                     text)
+    return set(_obtain(session, settings, index, {"what": FIND, "q": text}, user))
+
+
+def message_body(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,
+                 position: int, keys: Iterable[str], user: Any = None) -> dict | None:
+    """`body_parts` of one message of call `index` (None: the call has no such row), from
+    the worker (every key at once) for a deep call of a long session."""
+    if not deferred(session, settings, index):
+        return body_parts(services.call_detail(session, settings, run, index, user), position,
+                          keys)
+    return _obtain(session, settings, index, {"what": BODY, "row": position}, user)
+
+
+def body_parts(detail: services.CallDetail, position: int,
+               keys: Iterable[str]) -> dict[str, Any] | None:
+    """What "show all", "show less" and "show the change" show of one row: `full` and `head`
+    as (text, hidden bytes), `diff` as `page.diff_entry` (None when the row was not rewritten
+    before this call). None when the call has no such row."""
+    if position >= len(detail.view.rows):
+        return None
+    row = detail.view.rows[position]
+    out: dict[str, Any] = {}
+    if "diff" in keys:
+        changed = row.raw is not None and row.status != "removed"
+        out["diff"] = page.diff_entry(row.diff or analysis.content_diff(
+            row.raw.content, row.message.content)) if changed and row.raw is not None else None
+    quiet = row.status == "unchanged" or row.carried
+    for key in ("full", "head"):
+        if key in keys:
+            limit = page.COLLAPSE_UNCHANGED_BYTES if quiet else page.COLLAPSE_BYTES
+            out[key] = analysis.display(page.tool_output(row.message)[0],
+                                        limit if key == "head" else None)
+    return out
+
+
+def _ranges(positions: Iterable[int]) -> list[list[int]]:
+    """Positions as sorted [start, end) runs (a fold's rows are one run)."""
+    runs: list[list[int]] = []
+    for p in sorted(set(positions)):
+        if runs and runs[-1][1] == p:
+            runs[-1][1] = p + 1
+        else:
+            runs.append([p, p + 1])
+    return runs
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+
+def _text(part: dict[str, Any]) -> str:
+    return json.dumps(part, sort_keys=True, separators=(",", ":"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _obtain(session: Session, settings: ReplaySettings, index: int, part: dict[str, Any],
+            user: Any, *, remember: bool = True) -> Any:
+    """What the worker made of `part` at call `index`: from this process's cache, else from
+    its row (then cached); CallPending with the row queued (or joined) when it is not made."""
+    text = _text(part)
+    digest = _digest(text)
+    name = "ctxsim:deep:" + _digest(f"{VERSION}|{session.pk}|{session.created_at.isoformat()}|"
+                                    f"{settings.key}|{index}|{digest}")
+    if remember and (hit := django_cache.get(name)) is not None:
+        return hit[0]
+    row = CallReplay.objects.filter(session=session, key=settings.key, call=index,
+                                    digest=digest).first()
+    if row is not None and row.status == Status.DONE and row.result:
+        value = _loads(row.result)
+        if remember:
+            django_cache.set(name, (value,), timeout=KEEP_SECONDS)
+        return value
+    raise CallPending(_pending(session, settings, index, text, digest, row, user))
+
+
+def _pending(session: Session, settings: ReplaySettings, index: int, text: str, digest: str,
+             row: CallReplay | None, user: Any) -> CallReplay:
+    """The row the request waits for: queued now, joined, or queued again (lost, or failed
+    longer than the import timeout ago)."""
+    if row is None:
+        policy.admit("call", user, session.team)
+        CallReplay.objects.filter(session=session, status__in=(
+            Status.DONE, Status.FAILED, Status.CANCELLED),
+            finished_at__lt=timezone.now() - timedelta(seconds=KEEP_SECONDS)).delete()
+        with transaction.atomic():
+            row, created = CallReplay.objects.get_or_create(
+                session=session, key=settings.key, call=index, digest=digest,
+                defaults={"query": settings.query(), "part": text, "total": index + 1,
+                          "user_id": policy.user_id(user)})
+            if created:
+                enqueue(row)
+        return row
+    if row.status == Status.RUNNING and lifecycle.settle(among=[row]):
+        row.refresh_from_db()  # its worker went away: queued again (or, lost twice, failed)
+    elif row.status == Status.DONE or (row.status in (Status.FAILED, Status.CANCELLED)
+                                       and background.older(row.finished_at)):
+        _queue_again(row, row.status, user)
+    return row
+
+
+def _queue_again(row: CallReplay, was: str, user: Any) -> None:
+    """Queued again once however many requests find it at the same moment."""
+    policy.admit("call", user, row.session.team)
+    with transaction.atomic():
+        if CallReplay.objects.filter(pk=row.pk, status=was).update(
+                status=Status.QUEUED, done=0, message="", result=b"", started_at=None,
+                heartbeat_at=None, finished_at=None, created_at=timezone.now(),
+                user_id=policy.user_id(user)):
+            enqueue(row)
+    row.refresh_from_db()
+
+
+def enqueue(row: CallReplay) -> None:
+    """Its task (first queued, queued again by a request, or by `ctxsim.jobs.lifecycle`)."""
+    result = replay_call.enqueue(row.pk)
+    CallReplay.objects.filter(pk=row.pk).update(task_id=str(result.id)[:64])
+    row.task_id = str(result.id)[:64]
+
+
+def _dumps(value: Any) -> bytes:
+    return zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 6)
+
+
+def _loads(data: Any) -> Any:
+    return pickle.loads(zlib.decompress(bytes(data)))  # noqa: S301 - written by _dumps
+
+
+# --- the worker's side ------------------------------------------------------------------------
+
+
+@task(queue_name="replays")
+@releases_memory
+def replay_call(job_id: int) -> dict:
+    """Replay a stored session to the call of its `CallReplay` row and keep what it shows."""
+    return run_call_replay(job_id)
+
+
+def run_call_replay(job_id: int) -> dict:
+    return lifecycle.run(CallReplay, _work, every=HEARTBEAT_EVERY, pk=job_id)
+
+
+def _work(row: CallReplay, attempt: lifecycle.Attempt) -> dict:
+    session = row.session
+    settings, _ = settings_from_query(QueryDict(row.query), session.team,
+                                      default_profile_for(session.format), session=session)
+    if settings.key != row.key:
+        raise ValueError("the settings changed before the call was replayed (a team profile "
+                         "was edited or deleted); open the page again")
+    run = services.stored_summary(session, settings) or services.summary_for(session, settings)
+    part = json.loads(row.part)
+    pack = part["what"] == PACK
+    first = max(0, row.call - BEFORE) if pack else row.call
+    last = min(len(run.calls) - 1, row.call + AFTER) if pack else row.call
+    replay_to_call(session, settings, first, attempt.progress)
+    value = None
+    for index in range(first, last + 1):
+        if index == row.call:
+            value = _make(part, session, settings, run, index)
+        else:
+            _keep_neighbour(row, index, call_view.call_pack(session, settings, run, index))
+    attempt.finish(Status.DONE, done=row.call + 1, result=_dumps(value))
+    return {"status": "done", "call": row.call}
+
+
+def replay_to_call(session: Session, settings: ReplaySettings, index: int,
+                   progress: Callable[[int], None]) -> None:
+    """Replay up to call `index` in this (the worker's) process, saying how far it got after
+    each call, and leave the replay paused there: `services.call_detail` goes on from it."""
+    canonical = services.canonical_session(session, settings.counter, other_counts=True)
+    rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
+    live = LiveReplay(rep, rep.calls())
+    for call in live.calls:
+        live.last = call
+        progress(call.call_index + 1)
+        if call.call_index >= index:
+            break
+    REPLAYS.live.put(ReplayKey.of(session, settings.key), live)
+
+
+def _make(part: dict[str, Any], session: Session, settings: ReplaySettings, run: ReplayRun,
+          index: int) -> Any:
+    """What the inline path makes of `part`, by the same functions."""
+    what = part["what"]
+    if what == PACK:
+        return call_view.call_pack(session, settings, run, index)
+    if what == ROWS:
+        reach = Terms(tuple(tuple(t) for t in part["reach"])) if part["reach"] else None
+        positions = [p for start, end in part["at"] for p in range(start, end)]
+        return call_view.rows_html(session, settings, run, index, positions, reach=reach)
+    detail = services.call_detail(session, settings, run, index)
+    if what == FIND:
+        return sorted(call_view.search_rows(detail, part["q"]))
+    if what == BODY:
+        return body_parts(detail, part["row"], BODY_KEYS)
+    raise ValueError(f"no such part of a call view: {what!r}")
+
+
+def keep_default_call(session: Session, settings: ReplaySettings, run: ReplayRun) -> None:
+    """The call a long session's page opens on (the one that sent the most), made where the
+    summary replay that kept it ran (the worker: an import, a background replay) and kept as
+    its done row, so the page opens on it without the worker replaying to it again."""
+    if session.model_call_count <= background.inline_bound() or not run.calls:
+        return
+    index = page.selected_call(run, None)
+    if services.call_is_at_hand(session, settings, index):
+        _keep_pack(session, settings.key, settings.query(), index,
+                   call_view.call_pack(session, settings, run, index), None)
+
+
+def _keep_neighbour(row: CallReplay, index: int, pack: call_view.CallPack) -> None:
+    _keep_pack(row.session, row.key, row.query, index, pack, row.user_id)
+
+
+def _keep_pack(session: Session, key: str, query: str, index: int, pack: call_view.CallPack,
+               user_id: int | None) -> None:
+    """A call pack made beside what was asked, kept as that call's own done row (a request
+    queued for it meanwhile is answered: its task then finds nothing to do)."""
+    text = _text({"what": PACK})
+    now = timezone.now()
+    data = _dumps(pack)
+    lookup = {"session_id": session.pk, "key": key, "call": index, "digest": _digest(text)}
+    if CallReplay.objects.filter(**lookup, status=Status.QUEUED).update(
+            status=Status.DONE, result=data, done=index + 1, finished_at=now):
+        return
+    if CallReplay.objects.filter(**lookup).exists():
+        return  # done already, or another worker's
+    try:
+        with transaction.atomic():
+            CallReplay.objects.create(**lookup, query=query, part=text, result=data,
+                                      status=Status.DONE, total=index + 1, done=index + 1,
+                                      user_id=user_id, team_id=session.team_id,
+                                      started_at=now, finished_at=now)
+    except IntegrityError:
+        pass  # made by another worker at the same moment
