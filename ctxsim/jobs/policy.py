@@ -65,7 +65,7 @@ def _team_id(team: Any) -> int | None:
 
 def _live() -> Any:
     return Job.objects.filter(status__in=PENDING, created_at__gte=timezone.now() - timedelta(
-        seconds=TICKET_SECONDS)).exclude(kind__in=UNCOUNTED)
+        seconds=TICKET_SECONDS), counted=True).exclude(kind__in=UNCOUNTED)
 
 
 def pending(user: Any = None, team: Any = None) -> int:
