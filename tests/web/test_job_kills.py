@@ -3,7 +3,7 @@
 queued again once, and the next worker finishes it. Imports and sweeps are killed in each of
 their phases in tests/web/test_import_jobs.py and tests/web/test_sweep_jobs.py; here the
 kinds of the `replays` queue: a session page's background replay, a trace file and an insights
-column."""
+column (the overview's kinds: tests/web/test_overview_kills.py)."""
 
 from __future__ import annotations
 

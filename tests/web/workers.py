@@ -4,7 +4,8 @@ subprocess on the test's own database, killed with SIGKILL where the test wants 
 `running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
 for good when a job enters PHASE — one of the phases the code declares
 (`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps,
-`REPLAYING`, `WRITING_TRACE` and `COMPUTING_INSIGHTS` for the replays queue's kinds),
+`REPLAYING`, `WRITING_TRACE`, `COMPUTING_INSIGHTS` and `COMPUTING_FIGURES` for the replays
+queue's kinds, `SWEEPING_SESSION` for a corpus sweep's part),
 after the job's row already says so — so the test sees the phase in the database and kills
 the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
 """
@@ -124,6 +125,9 @@ def wait_for[T](predicate: Callable[[], T], seconds: float, what: str,
 REPLAYING = "replaying"
 WRITING_TRACE = "writing the trace"
 COMPUTING_INSIGHTS = "computing the insights"
+# An overview column task's and a corpus sweep part's one phase (each inside its heartbeat).
+COMPUTING_FIGURES = "computing an overview column"
+SWEEPING_SESSION = "sweeping a session of a corpus sweep"
 
 
 def _stop_at(target: str) -> None:
@@ -169,6 +173,16 @@ def _stop_at(target: str) -> None:
             forever.wait()
 
         sweep_tasks.insights_for = computing  # inside the insights job's heartbeat
+    elif target in (COMPUTING_FIGURES, SWEEPING_SESSION):
+        from ctxsim.overview import tasks as overview
+
+        def stuck(*args: Any, **kwargs: Any):
+            forever.wait()
+
+        if target == COMPUTING_FIGURES:
+            overview.session_figures = stuck  # the row is claimed by then
+        else:
+            overview.sweeps.evaluate = stuck  # type: ignore[assignment]
     elif target in (REPLAYING, WRITING_TRACE):
         # Both run inside their job's heartbeat: the row says running, beaten, until the kill.
         from ctxsim.replays import services
