@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 BEFORE = [("jobs", "0004_tickets_are_jobs"), ("analysis", "0006_insightsjob_on_job"),
           ("overview", "0003_move_background_replay"),
           ("replays", "0005_backgroundreplay_on_job"), ("transcripts", "0010_drop_old_importjob"),
@@ -23,15 +19,11 @@ AFTER = [("jobs", "0005_job_counted"), ("analysis", "0008_carry_session_figures"
          ("overview", "0004_jobs_and_one_store")]
 WHEN = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
+from tests.web.test_job_migration import _migrate, run_as_script  # noqa: E402
+
 
 def test_figures_and_corpus_parts_move_into_the_one_store_and_onto_jobs(tmp_path):
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'old.sqlite3'}",
-           "PYTHONPATH": str(ROOT)}
-    env.pop("CACHE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "tests.web.test_store_migration"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("carried")
+    run_as_script("tests.web.test_store_migration", tmp_path)
 
 
 def carry_and_check() -> None:
@@ -43,7 +35,6 @@ def carry_and_check() -> None:
     from ctxsim.analysis.results import rule_key
     from ctxsim.replays.state import settings_from_query
     from ctxsim.teams.models import Team
-    from tests.web.test_job_migration import _migrate
 
     carried = import_module("ctxsim.analysis.migrations.0008_carry_session_figures")
     old = _migrate(BEFORE)
