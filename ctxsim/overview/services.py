@@ -245,13 +245,6 @@ def _states(rows: QuerySet[Session], keys: Iterable[tuple[str, str]]
     return out
 
 
-def _by_key(pairs: Sequence[tuple[int, tuple[str, str]]]) -> dict[tuple[str, str], list[int]]:
-    columns: dict[tuple[str, str], list[int]] = {}
-    for session_id, key in pairs:
-        columns.setdefault(key, []).append(session_id)
-    return columns
-
-
 def _queue(missing: Sequence[tuple[int, str, tuple[str, str]]],
            settings: Mapping[str, ReplaySettings], cache: CacheChoice, team, user: Any,
            api: bool = False) -> None:
@@ -260,7 +253,9 @@ def _queue(missing: Sequence[tuple[int, str, tuple[str, str]]],
     none). A pair another request queued meanwhile keeps its row and job; this column's
     tasks find it claimed and leave it. The quota counts a column once: its helper copies do
     the same column's work, not more (`Job.counted`)."""
-    columns = _by_key([(sid, key) for sid, _, key in missing])
+    columns: dict[tuple[str, str], list[int]] = {}
+    for sid, _, key in missing:
+        columns.setdefault(key, []).append(sid)
     policy.admit("overview", user, team, tasks=len(columns), api=api)
     query = {key: settings[ref].query() for _, ref, key in missing}
     uid = policy.user_id(user)
