@@ -54,8 +54,9 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
     from django.urls import reverse
     from django_tasks_db.models import DBTaskResult
 
+    from ctxsim.analysis.models import SessionResult
     from ctxsim.generator import generate_session
-    from ctxsim.overview.models import SessionFigures, Status
+    from ctxsim.jobs.models import Job
     from ctxsim.replays.cache import REPLAYS
     from ctxsim.replays.models import DerivedTokenCount
     from ctxsim.transcripts.models import Content
@@ -80,14 +81,15 @@ def run(folder: str, sessions: int, reps: int, calls: int) -> dict:
 
     def first_open(workers: int) -> float:
         # As if nothing had been computed: no figures, no tasks, no stored token counts.
-        SessionFigures.objects.all().delete()
+        SessionResult.objects.all().delete()
+        Job.objects.filter(kind="overview").delete()
         DBTaskResult.objects.all().delete()
         Content.objects.update(token_counts={})
         DerivedTokenCount.objects.all().delete()
         REPLAYS.clear()
         start = time.perf_counter()
         opened = client.get(url)
-        queued = SessionFigures.objects.filter(status=Status.QUEUED).count()
+        queued = SessionResult.objects.filter(figures__isnull=True).count()
         if opened.status_code != 200 or queued != sessions or not DBTaskResult.objects.exists():
             raise RuntimeError(f"the overview answered {opened.status_code} and queued "
                                f"{queued} of {sessions} sessions")

@@ -32,31 +32,45 @@ class Sweep(Job):
         return [a["name"] for a in self.axes]
 
 
-class InsightsResult(models.Model):
-    """One replay seen through one cache rule (`ctxsim.insights.report.as_data`), stored like
-    replay summaries: a second visit of the cache & information-loss page, or a sweep point
-    already computed, is a lookup instead of a replay and a cache simulation."""
+class SessionResult(models.Model):
+    """One session replayed under one run key and seen through one cache rule: the one store
+    of per-session figures (issue 30), read by the cache & information-loss page, sweeps,
+    the team overview and corpus sweeps' overview links. `data` is the insights report
+    (`ctxsim.insights.report.as_data`), `figures` the overview's figures
+    (`ctxsim.overview.figures`, valid under `figures_version` only: a bump leaves them
+    unread). Each is computed once, by whichever asks first, and read from here after.
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE,
-                                related_name="insights_results")
+    A row the overview queued says which job computes it (`job`; `attempt`: the attempt that
+    claimed it, None while only queued for it). The row keeps no status of its own: its job's
+    life (`ctxsim.jobs.lifecycle`) says whether it is pending, and a job lost for good leaves
+    its unfinished rows failed with the job's message."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="results")
     key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
     rule = models.CharField(max_length=200, help_text="model, lifetime and price")
-    data = models.JSONField()
+    data = models.JSONField(null=True, blank=True, help_text="the insights report")
+    figures = models.JSONField(null=True, blank=True, help_text="the overview's figures")
+    figures_version = models.PositiveSmallIntegerField(default=0)
+    message = models.TextField(blank=True, help_text="why the figures failed")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    attempt = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key", "rule"],
-                                               name="one_insights_result_per_replay_and_rule")]
+                                               name="one_result_per_replay_and_rule")]
+        indexes = [models.Index(fields=["key", "rule", "session"], name="result_key_rule")]
 
     def __str__(self) -> str:
-        return f"insights of session {self.session_id} ({self.rule})"
+        return f"result of session {self.session_id} ({self.key[:8]}, {self.rule})"
 
 
 class InsightsJob(Job):
-    """An `InsightsResult` the task worker is computing, because the session is too long for
-    a request (CTXSIM_INSIGHTS_INLINE_CALLS, issue 20 item 5). At most one per (session,
-    settings, rule): the page polls it instead of queueing another; the worker deletes it
-    once the result is stored, or marks it failed with the reason."""
+    """A `SessionResult`'s insights report the task worker is computing, because the
+    session is too long for a request (CTXSIM_INSIGHTS_INLINE_CALLS, issue 20 item 5). At
+    most one per (session, settings, rule): the page polls it instead of queueing another;
+    the worker deletes it once the result is stored, or marks it failed with the reason."""
 
     KIND, QUEUE = "insights", "replays"
 

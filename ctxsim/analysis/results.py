@@ -1,20 +1,34 @@
-"""Insights results kept in the database, per (session, replay settings, cache rule).
+"""The one store of per-session results (`SessionResult`), per (session, run key, cache rule).
 
-Both the page (`services`) and the worker's sweeps (`tasks`) read them, so they live apart from
-either. A result is computed once, by whichever asks first; the next asks read it.
+The cache & information-loss page and the sweeps (`services`, `tasks`) read and write its
+insights report; the team overview (`ctxsim.overview`) its figures, whose computation stores
+the report beside them (it replays the session anyway), so a session the overview computed
+opens its insights page without a replay. A result is computed once, by whichever asks
+first; the next asks read it.
+
+A row the overview queued is claimed by the job attempt that computes it (`claim`); what the
+row's job says decides whether it is still pending (`figures_state`), so a worker that died
+leaves no row of its own to settle: `ctxsim.jobs.lifecycle` settles the job.
 """
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from typing import Any
 
-from ctxsim.analysis.models import InsightsResult
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from ctxsim.analysis.models import SessionResult
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.report import ProfileInsights, analyse, as_data, from_data
+from ctxsim.jobs.models import PENDING, Job, Status
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings
+
+# What a row's figures are while the job computing them is queued or running.
+DONE, FAILED, WAITING, MISSING = "done", "failed", "pending", "missing"
 
 
 def rule_key(rule: CacheRule) -> str:
@@ -28,30 +42,95 @@ def insights_for(session, settings: ReplaySettings, rule: CacheRule,
     """The session's replay under `settings` seen through `rule`: stored, or replayed,
     simulated and stored."""
     key = rule_key(rule)
-    found = InsightsResult.objects.filter(session=session, key=settings.key,
-                                          rule=key).values_list("data", flat=True).first()
+    found = SessionResult.objects.filter(session=session, key=settings.key, rule=key,
+                                         data__isnull=False).values_list("data",
+                                                                         flat=True).first()
     if found is not None:
         stored = from_data(rule, found)
         if stored is not None:
             return stored
     canonical = canonical or replays.canonical_session(session, settings.counter)
     insights = analyse(replay(canonical, settings.run_config(), sink=NullSpillSink()), rule)
-    data = as_data(insights)
+    store_data(session.pk, settings.key, key, as_data(insights))
+    return insights
+
+
+def store_data(session_id: int, key: str, rule: str, data: dict[str, Any]) -> None:
+    """Write a row's insights report (its figures, if any, stay as they are)."""
     try:
         with transaction.atomic():
-            InsightsResult.objects.update_or_create(
-                session=session, key=settings.key, rule=key, defaults={"data": data})
+            SessionResult.objects.update_or_create(session_id=session_id, key=key, rule=rule,
+                                                   defaults={"data": data})
     except IntegrityError:  # stored concurrently by another request or worker
         pass
-    return insights
 
 
 def stored_insights(session, keys: list[str], rule: CacheRule) -> dict[str, ProfileInsights]:
     """The results already stored for these settings keys under `rule`, by key (one query)."""
-    rows = InsightsResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule))
+    rows = SessionResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule),
+                                        data__isnull=False)
     out = {}
     for key, data in rows.values_list("key", "data"):
         insights = from_data(rule, data)
         if insights is not None:
             out[key] = insights
     return out
+
+
+def stored_keys(session, keys: list[str], rule: CacheRule) -> set[str]:
+    """Which of these settings keys have an insights report stored (without reading it)."""
+    return set(SessionResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule),
+                                            data__isnull=False).values_list("key", flat=True))
+
+
+# --- the overview's figures ---------------------------------------------------------------------
+
+
+def figures_state(version: int, current: int, figures: Any, message: str,
+                  job_status: str | None, job_message: str = "") -> tuple[str, str]:
+    """What a row's figures are (`DONE`, `FAILED`, `WAITING` for its job, `MISSING`: to be
+    queued) and, when failed, why. Figures of another version are not read."""
+    if version == current and figures is not None:
+        return DONE, ""
+    if version == current and message:
+        return FAILED, message
+    if job_status in PENDING:
+        return WAITING, ""
+    if job_status == Status.FAILED:  # its job was lost for good (or failed) before it
+        return FAILED, job_message or "its job failed"
+    return MISSING, ""
+
+
+def claim(row_id: int, job: Job, current: int) -> bool:
+    """Take a row for this attempt of `job`, unless its figures are stored or another live
+    attempt holds it. One compare-and-set on (job, attempt) as read: however many copies try
+    at once, one wins."""
+    row = SessionResult.objects.filter(pk=row_id).values(
+        "figures", "figures_version", "message", "job_id", "attempt").first()
+    if row is None or (row["figures_version"] == current
+                       and (row["figures"] is not None or row["message"])):
+        return False
+    holder, attempt = row["job_id"], row["attempt"]
+    if holder is not None and attempt is not None and not (
+            holder == job.pk and attempt < job.attempts):
+        # Claimed by another attempt: free only once that attempt is over.
+        other = Job.objects.filter(pk=holder).values("status", "attempts").first()
+        if other is not None and other["status"] == Status.RUNNING and (
+                other["attempts"] == attempt):
+            return False
+    seen = Q(job__isnull=True) if holder is None else Q(job_id=holder)
+    seen &= Q(attempt__isnull=True) if attempt is None else Q(attempt=attempt)
+    return bool(SessionResult.objects.filter(seen, pk=row_id).update(job=job.pk,
+                                                                     attempt=job.attempts))
+
+
+def store_figures(row_id: int, job: Job, version: int, figures: dict[str, Any] | None,
+                  message: str = "", data: dict[str, Any] | None = None) -> bool:
+    """Write a claimed row's figures (or why they failed) and its insights report, while the
+    row is still this attempt's."""
+    fields: dict[str, Any] = {"figures": figures, "figures_version": version,
+                              "message": message[:2000]}
+    if data is not None:
+        fields["data"] = data
+    return bool(SessionResult.objects.filter(pk=row_id, job_id=job.pk,
+                                             attempt=job.attempts).update(**fields))

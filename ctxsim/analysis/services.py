@@ -23,8 +23,8 @@ from django.utils import timezone
 from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
-from ctxsim.analysis.models import InsightsJob, InsightsResult, Sweep
-from ctxsim.analysis.results import insights_for, rule_key, stored_insights
+from ctxsim.analysis.models import InsightsJob, Sweep
+from ctxsim.analysis.results import insights_for, rule_key, stored_insights, stored_keys
 from ctxsim.analysis.tasks import enqueue as enqueue_sweep
 from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep_job
 from ctxsim.insights import sweep as sweeps
@@ -186,8 +186,7 @@ def insights_progress(session, query: QueryDict, rule: CacheRule) -> InsightsPro
     stored result's data (every poll re-rendered the 5 MB section before)."""
     wanted, _ = _wanted(session, query)
     keys = list(dict.fromkeys(s.key for _, s in wanted))
-    done = set(InsightsResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule))
-               .values_list("key", flat=True))
+    done = stored_keys(session, keys, rule)
     jobs = _active_jobs(session, [k for k in keys if k not in done], rule)
     pending = [(label, jobs[s.key]) for label, s in wanted if s.key in jobs]
     return InsightsProgress(sum(1 for k in keys if k in done), len(keys), pending)

@@ -77,8 +77,9 @@ def compute_insights(job_id: int) -> dict:
 
 
 def compute_insights_job(job_id: int) -> dict:
-    """Compute and store the job's `InsightsResult` (beating its heartbeat), then delete the
-    job (the page polling it then finds the result); on an error the job says why."""
+    """Compute and store the job's insights report (`SessionResult.data`), beating its
+    heartbeat, then delete the job (the page polling it then finds the result); on an error
+    the job says why."""
     every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
     return lifecycle.run(InsightsJob, _insights, every=every, pk=job_id)
 

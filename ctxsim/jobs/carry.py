@@ -41,7 +41,8 @@ def carry(apps, schema_editor, *, app: str, old: str, new: str, kind: str, queue
         if keep_ids:
             job.pk = row["id"]
         job.save(force_insert=True)
-        job_model.objects.filter(pk=job.pk).update(created_at=row["created_at"])
+        if "created_at" in row:  # (a corpus sweep's parts kept none: created now)
+            job_model.objects.filter(pk=job.pk).update(created_at=row["created_at"])
         new_model(job_ptr_id=job.pk, **{name: row[name] for name in payload}).save_base(
             raw=True, force_insert=True)
         ids[row["id"]] = job.pk

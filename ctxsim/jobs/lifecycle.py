@@ -154,25 +154,6 @@ def requeue(job: Job, message: str = "") -> bool:
     return True
 
 
-def settle_tasks_of(task_path: str, matches: Callable[[list], bool], why: str) -> int:
-    """Rows kept per session under one task (an overview column's figures, a corpus sweep's
-    parts) are queued again by their own pages when their worker went away; this settles the
-    task they were left by: its task row, still "running", whose arguments `matches`, is
-    marked lost (`WorkerLost`) and its bare job failed. Returns how many tasks."""
-    from ctxsim.jobs import policy
-
-    try:
-        from django_tasks_db.models import DBTaskResult
-    except ImportError:  # pragma: no cover - the database backend is a dependency
-        return 0
-    ids = [str(pk) for pk, args in DBTaskResult.objects.filter(
-        task_path=task_path, status="RUNNING").values_list("pk", "args_kwargs")
-        if matches(list((args or {}).get("args") or []))]
-    settle_lost_tasks(ids, why)
-    policy.release(ids, failed=True)
-    return len(ids)
-
-
 class Attempt:
     """A claimed job while its task runs: writes apply only while it is this attempt's."""
 

@@ -9,8 +9,8 @@ and reads on either table work alike, and one piece of code (`ctxsim.jobs.lifecy
 beats, settles and re-queues every kind. Lifecycle writes go to `Job` itself, so a conditional
 update (a claim, "only while still this attempt's") is one statement on one table.
 
-The quotas of `ctxsim.jobs.policy` count pending jobs; work with no table of its own (an
-overview column's task, a corpus sweep) is a bare `Job` of its kind.
+The quotas of `ctxsim.jobs.policy` count pending jobs (`counted`: an overview column's helper
+copies and a corpus sweep's parts but one do the work of a job counted already).
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ class Job(models.Model):
     message = models.TextField(blank=True)
     task_id = models.CharField(max_length=64, blank=True, help_text="the queued task's id")
     attempts = models.PositiveIntegerField(default=0)
+    counted = models.BooleanField(default=True, help_text="counted by the quotas (not the "
+                                  "helper copies of work already counted once)")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -141,3 +143,23 @@ class TraceFile(Job):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key", "summary"],
                                                name="one_trace_file_per_settings")]
+
+
+def bulk_create_kind[J: Job](model: type[J], objs: list[J], batch_size: int = 500) -> list[J]:
+    """Create many jobs of one kind in a few inserts: their `Job` rows in bulk, then the
+    kind's rows beside them (Django's `bulk_create` refuses a model that extends another)."""
+    life = [f for f in Job._meta.concrete_fields if not f.primary_key]
+    for obj in objs:
+        obj.kind, obj.queue = model.KIND, model.QUEUE
+    parents = Job.objects.bulk_create(
+        [Job(**{f.attname: getattr(obj, f.attname) for f in life}) for obj in objs],
+        batch_size=batch_size)
+    for obj, parent in zip(objs, parents, strict=True):
+        obj.job_ptr_id = obj.pk = parent.pk  # type: ignore[attr-defined]
+        obj.created_at = parent.created_at
+        obj._state.adding = False
+    fields = model._meta.local_concrete_fields
+    for start in range(0, len(objs), batch_size):
+        model._base_manager._insert(objs[start:start + batch_size],  # type: ignore[attr-defined]
+                                    fields=fields, using=model.objects.db)
+    return objs

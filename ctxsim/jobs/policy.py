@@ -13,14 +13,17 @@ tickets of issue 28 are the jobs themselves), counted while it is queued or runn
   minutes.)
 - **Joining.** A request for work already queued (the same session and settings, the same
   overview column) joins it and queues nothing: each kind keeps one row per (subject,
-  settings) (`BackgroundReplay`, `SessionFigures`, …).
+  settings) (`BackgroundReplay`, `InsightsJob`; an overview column's rows in
+  `analysis.SessionResult` name the job computing them).
 - **Superseding** (issue 31). A background replay still *queued* for a user is dropped
   (cancelled: counted no more) when the same user asks for other settings of the same
   session (`ctxsim.replays.background`); the page polling it says so and offers to queue it
   again, and its task finds nothing to do.
-- **Work without a table of its own** (an overview column's task, a corpus sweep) is a bare
-  `Job` of its kind (`record`), ended with its task (`release`, from the `task_finished`
-  signal and from the worker when a task's process died).
+- **Helper copies** (an overview column's second task, a corpus sweep's parts but its last)
+  are jobs of their own that are not `counted`: the quota counts the work once.
+- **Bare jobs** (`record`, ended with their task by `release`, from the `task_finished`
+  signal and from the worker when a task's process died) remain for work with no table of
+  its own; the overview's kinds now have tables (`ColumnTask`, `CorpusSweepPart`).
 - **Lost jobs.** A job older than `TICKET_SECONDS` is counted no more; a kind's job whose
   worker died is settled by `ctxsim.jobs.lifecycle`.
 """
@@ -65,7 +68,7 @@ def _team_id(team: Any) -> int | None:
 
 def _live() -> Any:
     return Job.objects.filter(status__in=PENDING, created_at__gte=timezone.now() - timedelta(
-        seconds=TICKET_SECONDS)).exclude(kind__in=UNCOUNTED)
+        seconds=TICKET_SECONDS), counted=True).exclude(kind__in=UNCOUNTED)
 
 
 def pending(user: Any = None, team: Any = None) -> int:

@@ -16,16 +16,14 @@ the file records only session totals, over the whole session).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from ctxsim.analysis.choices import CacheChoice
+from ctxsim.analysis.results import rule_key
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.recorded import recorded_call
-from ctxsim.insights.report import analyse
+from ctxsim.insights.report import analyse, as_data
 from ctxsim.pipeline.calibration import Calibration
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, replay
@@ -38,7 +36,7 @@ from ctxsim.replays import services as replays
 from ctxsim.replays.state import ReplaySettings
 from ctxsim.replays.token_counts import save_counts
 
-# Bump when the figures change meaning: stored rows under the old key are then not read.
+# Bump when the figures change meaning: figures stored under another version are not read.
 FIGURES_VERSION = 3  # 3: calibrated sent tokens are the token model's
 
 # Summed over sessions as they are.
@@ -58,10 +56,11 @@ SUMMED = SIMULATED + BILLED
 UNKNOWN_TOOL = "(unnamed tool)"
 
 
-def figures_key(settings: ReplaySettings, cache: CacheChoice) -> str:
-    """Equal for settings that replay alike under the same cache rule (see `ReplaySettings.key`)."""
-    text = json.dumps([FIGURES_VERSION, settings.key, asdict(cache.rule())], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+def figures_key(settings: ReplaySettings, cache: CacheChoice) -> tuple[str, str]:
+    """Where a session's figures are stored: its result's (run key, cache rule) in
+    `ctxsim.analysis.models.SessionResult`, equal for settings that replay alike under the
+    same rule (see `ReplaySettings.key`); the figures are read only under `FIGURES_VERSION`."""
+    return settings.key, rule_key(cache.rule())
 
 
 class _Observed:
@@ -140,8 +139,10 @@ class _CallTally:
                 self.by_tool[name] = self.by_tool.get(name, 0) + tokens
 
 
-def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> dict[str, Any]:
-    """Replay a stored session under `settings` and return its figures (JSON-ready)."""
+def session_figures(session, settings: ReplaySettings,
+                    cache: CacheChoice) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replay a stored session under `settings` and return its figures and the insights
+    report of the same replay (`ctxsim.insights.report.as_data`), both JSON-ready."""
     canonical = replays.canonical_session(session, settings.counter, other_counts=True)
     rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
     tally = _CallTally(canonical.messages, rep.counter, rep.image_rule)
@@ -171,7 +172,7 @@ def session_figures(session, settings: ReplaySettings, cache: CacheChoice) -> di
     }
     out.update(_billed(insights.calls, tally.recorded, canonical.meta.get("recorded_totals"),
                        calibration, rule, tally.real_sent))
-    return out
+    return out, as_data(insights)
 
 
 def _billed(rows: Sequence[Any], per_call: Mapping[int, Mapping[str, Any]],

@@ -1,9 +1,9 @@
-"""What the worker's `replays` and `sweeps` queues store for the overview: the team overview's
-figures per (session, settings) and corpus sweeps with one part per session.
+"""The overview's jobs: an overview column's tasks and corpus sweeps with one part per session.
 
 A session's figures under one profile and cache rule never change once computed (stored
 sessions are immutable and the key covers everything that decides them), so each is computed
-once by the worker and every later overview reads it.
+once by the worker, stored in the one store of per-session results
+(`ctxsim.analysis.models.SessionResult`), and every later overview reads it.
 """
 
 from __future__ import annotations
@@ -11,36 +11,28 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from ctxsim.jobs.models import Status
+from ctxsim.jobs.models import Job, Status
 from ctxsim.teams.models import Team
 from ctxsim.transcripts.models import Session
 
 
-class SessionFigures(models.Model):
-    """One session replayed under one profile and seen through one cache rule: the overview's
-    figures for it (`ctxsim.overview.figures.FIGURE_FIELDS`). The row exists from the moment
-    it is queued, so a second overview never queues it again."""
+class ColumnTask(Job):
+    """One task of an overview column (issue 30): the figures of these sessions under one
+    run key and cache rule, stored in `ctxsim.analysis.models.SessionResult`. A column of
+    many sessions is queued as CTXSIM_OVERVIEW_TASKS_PER_COLUMN jobs, each starting at
+    another point of its list (the helper copies are not `counted`: the quota counts the
+    column once); each row is claimed by the one attempt that computes it."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
-    # `figures.figures_key`: the run key, the cache rule and the figures' version.
-    key = models.CharField(max_length=64)
+    KIND, QUEUE = "overview", "replays"
+
+    key = models.CharField(max_length=64, help_text="the replay's run key (settings)")
+    rule = models.CharField(max_length=200, help_text="model, lifetime and price")
     query = models.TextField(help_text="the replay settings as the session page's query")
     cache = models.JSONField(help_text='{"model": ..., "lifetime": ..., "price": ...}')
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    figures = models.JSONField(default=dict, blank=True)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["session", "key"], name="one_figures_per_settings")
-        ]
-        indexes = [models.Index(fields=["key", "session"])]
+    sessions = models.JSONField(default=list, help_text="session ids, in the order taken")
 
     def __str__(self) -> str:
-        return f"figures of session {self.session_id} ({self.key[:8]}, {self.status})"
+        return f"overview column task {self.pk} ({self.key[:8]}, {self.status})"
 
 
 class CorpusSweep(models.Model):
@@ -76,18 +68,19 @@ class CorpusSweep(models.Model):
         return [a["name"] for a in self.axes]
 
 
-class CorpusSweepPart(models.Model):
-    """The grid over one session of a corpus sweep (one worker task)."""
+class CorpusSweepPart(Job):
+    """The grid over one session of a corpus sweep: one job, one worker task (issue 30: its
+    life is `Job`'s, settled by `ctxsim.jobs.lifecycle`). Only the sweep's last part is
+    `counted` by the quotas (the sweep is one of its user's pending jobs)."""
 
-    sweep = models.ForeignKey(CorpusSweep, on_delete=models.CASCADE, related_name="parts")
+    KIND, QUEUE = "corpus", "sweeps"
+
+    # ("sweep" is `Job`'s own name for an `analysis.Sweep`.)
+    corpus = models.ForeignKey(CorpusSweep, on_delete=models.CASCADE, related_name="parts")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     points = models.JSONField(default=list, blank=True, help_text="one entry per grid point")
-    message = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["sweep", "session"], name="one_part_per_session")
+            models.UniqueConstraint(fields=["corpus", "session"], name="one_part_per_session")
         ]
-        indexes = [models.Index(fields=["sweep", "status"])]

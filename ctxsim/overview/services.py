@@ -8,7 +8,7 @@ session and sum the parts into one front (`corpus`). The worker's side is `tasks
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -19,18 +19,16 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
+from ctxsim.analysis import results
 from ctxsim.analysis.choices import CacheChoice, cache_choice
+from ctxsim.analysis.models import SessionResult
 from ctxsim.insights import sweep as sweeps
 from ctxsim.jobs import lifecycle, policy
+from ctxsim.jobs.models import PENDING, Job, bulk_create_kind
 from ctxsim.overview import figures as fig
 from ctxsim.overview.forms import OverviewFilterForm
-from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, SessionFigures, Status
-from ctxsim.overview.tasks import (
-    compute_figures_many,
-    enqueue_many,
-    run_corpus_part,
-    shared_copies,
-)
+from ctxsim.overview.models import ColumnTask, CorpusSweep, CorpusSweepPart, Status
+from ctxsim.overview.tasks import compute_column, enqueue_many, run_corpus_part, shared_copies
 from ctxsim.pipeline.params import env_var_of
 from ctxsim.replays import profiles
 from ctxsim.replays.models import SavedProfile
@@ -134,7 +132,7 @@ class Column:
 
     ref: str
     settings: ReplaySettings
-    key: str
+    key: tuple[str, str]  # the stored results' (run key, cache rule)
     totals: dict[str, Any]
     done: int = 0
     failed: int = 0
@@ -200,82 +198,87 @@ class Overview:
 
 def build_overview(team, choice: Choice, user: Any = None, *, api: bool = False) -> Overview:
     """Sum what is stored for the chosen sessions and profiles; queue the rest (each pair
-    once: the row is created with the task, so the next request finds it queued), one task
-    per column, each one of `user`'s pending jobs (`ctxsim.jobs.policy`: QueueFull past their
-    quota, before anything is queued; by an API token, `api`, its team's)."""
+    once: the row is created with its column's job, so the next request finds it pending),
+    one job per column (and its helper copies), each column one of `user`'s pending jobs
+    (`ctxsim.jobs.policy`: QueueFull past their quota, before anything is queued; by an API
+    token, `api`, its team's). A column job whose worker went away is settled here as every
+    kind is (`ctxsim.jobs.lifecycle`); its rows wait for its next attempt."""
     rows = session_rows(team, choice.filters)
     ids = list(rows.values_list("pk", flat=True))
     keys = {ref: fig.figures_key(settings, choice.cache) for ref, settings in choice.profiles}
-    stored: dict[str, dict[int, tuple[str, dict]]] = {k: {} for k in keys.values()}
-    cutoff = timezone.now() - transcripts.import_timeout()
-    stuck = []
-    for session_id, key, status, figures, started in SessionFigures.objects.filter(
-            session__in=rows, key__in=list(keys.values())).values_list(
-            "session_id", "key", "status", "figures", "started_at"):
-        if status == Status.RUNNING and started is not None and started < cutoff:
-            stuck.append((session_id, key))  # its worker went away: queue it again
-            continue
-        stored[key][session_id] = (status, figures)
-    if stuck:
-        _requeue(stuck)
-    again = set(stuck)
+    states = _states(rows, keys.values())
     missing = [(sid, ref, key) for ref, key in keys.items() for sid in ids
-               if sid not in stored[key] and (sid, key) not in again]
+               if states[key].get(sid, (results.MISSING,))[0] == results.MISSING]
     if missing:
         _queue(missing, dict(choice.profiles), choice.cache, team, user, api)
     overview = Overview(choice, len(ids), queued_now=len(missing))
     for ref, settings in choice.profiles:
         key = keys[ref]
-        found = stored[key].values()
-        done = [f for status, f in found if status == Status.DONE]
-        failed = sum(1 for status, _ in found if status == Status.FAILED)
+        found = states[key].values()
+        done = [f for state, f in found if state == results.DONE]
+        failed = sum(1 for state, _ in found if state == results.FAILED)
         overview.columns.append(Column(ref, settings, key, fig.aggregate(done), len(done),
                                        failed, len(ids) - len(done) - failed))
     return overview
 
 
-def _by_key(pairs: Sequence[tuple[int, str]]) -> dict[str, list[int]]:
-    columns: dict[str, list[int]] = {}
-    for session_id, key in pairs:
-        columns.setdefault(key, []).append(session_id)
-    return columns
+def _states(rows: QuerySet[Session], keys: Iterable[tuple[str, str]]
+            ) -> dict[tuple[str, str], dict[int, tuple[str, Any]]]:
+    """Per (run key, rule), each stored session's figures state and figures; the running
+    jobs computing them are settled first when their worker went away."""
+    keys = list(keys)
+    out: dict[tuple[str, str], dict[int, tuple[str, Any]]] = {k: {} for k in keys}
+    if not keys:
+        return out
+    found = SessionResult.objects.filter(
+        session__in=rows, rule__in={r for _, r in keys}, key__in={k for k, _ in keys}).values_list(
+        "session_id", "key", "rule", "figures_version", "figures", "message", "job_id",
+        "job__status", "job__message")
+    running = {row[6] for row in found if row[7] == Status.RUNNING}
+    if running and lifecycle.settle(among=list(Job.objects.filter(pk__in=running))):
+        found = found.all()  # queued again (or failed): read what they say now
+    for sid, key, rule, version, figures, message, _, status, why in found:
+        if (key, rule) in out:
+            state, text = results.figures_state(version, fig.FIGURES_VERSION, figures, message,
+                                                status, why)
+            out[key, rule][sid] = (state, figures if state == results.DONE else text)
+    return out
 
 
-def _queue(missing: Sequence[tuple[int, str, str]], settings: Mapping[str, ReplaySettings],
-           cache: CacheChoice, team, user: Any, api: bool = False) -> None:
-    """Create the rows and the tasks of each column, in one transaction (a worker sees both
-    or neither). A pair another request queued meanwhile keeps its row; the second task
-    finds it claimed and does nothing for it. The quota counts a column once: its helper
-    tasks (`tasks.shared_copies`) do the same column's work, not more."""
-    columns = _by_key([(sid, key) for sid, _, key in missing])
+def _queue(missing: Sequence[tuple[int, str, tuple[str, str]]],
+           settings: Mapping[str, ReplaySettings], cache: CacheChoice, team, user: Any,
+           api: bool = False) -> None:
+    """Create each column's jobs (its task and its helper copies, `tasks.shared_copies`),
+    the rows they are queued for and their tasks, in one transaction (a worker sees all or
+    none). A pair another request queued meanwhile keeps its row and job; this column's
+    tasks find it claimed and leave it. The quota counts a column once: its helper copies do
+    the same column's work, not more (`Job.counted`)."""
+    columns: dict[tuple[str, str], list[int]] = {}
+    for sid, _, key in missing:
+        columns.setdefault(key, []).append(sid)
     policy.admit("overview", user, team, tasks=len(columns), api=api)
-    rows = [SessionFigures(session_id=sid, key=key, query=settings[ref].query(),
-                           cache=cache.as_dict()) for sid, ref, key in missing]
+    query = {key: settings[ref].query() for _, ref, key in missing}
+    uid = policy.user_id(user)
     with transaction.atomic():
-        SessionFigures.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-        ids = enqueue_many(compute_figures_many, list(columns.items()))
-        enqueue_many(compute_figures_many, shared_copies(columns))
-        policy.record("overview", user, team, ids, api=api)
-
-
-def _requeue(pairs: Sequence[tuple[int, str]]) -> None:
-    """Queue again the pairs whose worker stopped without finishing (killed, restarted); the
-    column tasks they were left by are settled as lost (`lifecycle.settle_tasks_of`)."""
-    lost = set(pairs)
-    lifecycle.settle_tasks_of(
-        compute_figures_many.module_path,
-        lambda args: len(args) == 2 and any((sid, args[0]) in lost for sid in args[1]),
-        _LOST)
-    with transaction.atomic():
-        for session_id, key in pairs:
-            SessionFigures.objects.filter(session_id=session_id, key=key,
-                                          status=Status.RUNNING).update(
-                status=Status.QUEUED, started_at=None)
-        columns = _by_key(pairs)
-        enqueue_many(compute_figures_many, [*columns.items(), *shared_copies(columns)])
-
-
-_LOST = "the worker stopped: its rows were left running past the import timeout"
+        lead: dict[tuple[str, str], ColumnTask] = {}
+        jobs = []
+        for key, ids in [*columns.items(), *shared_copies(columns)]:
+            job = ColumnTask.objects.create(
+                user_id=uid, team=team, key=key[0], rule=key[1], query=query[key],
+                cache=cache.as_dict(), sessions=ids, total=len(ids), counted=key not in lead)
+            lead.setdefault(key, job)
+            jobs.append(job)
+        SessionResult.objects.bulk_create(
+            [SessionResult(session_id=sid, key=key[0], rule=key[1], job=lead[key])
+             for sid, _, key in missing], batch_size=500, ignore_conflicts=True)
+        for key, ids in columns.items():  # rows stored before (another version, or insights)
+            SessionResult.objects.filter(
+                Q(job__isnull=True) | ~Q(job__status__in=PENDING), key=key[0], rule=key[1],
+                session_id__in=ids).exclude(job=lead[key]).update(job=lead[key], attempt=None)
+        task_ids = enqueue_many(compute_column, [(job.pk,) for job in jobs])
+        for job, task_id in zip(jobs, task_ids, strict=True):
+            job.task_id = task_id[:64]
+        Job.objects.bulk_update(jobs, ["task_id"])
 
 
 def overview_json(overview: Overview) -> dict[str, Any]:
@@ -335,12 +338,13 @@ def parse_axes(form: CorpusForm, query: Mapping[str, Any]):
 
 
 def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
-    """Store the sweep with one part per chosen session and queue the parts (in bulk). The
-    sweep is one of `user`'s pending jobs (`ctxsim.jobs.policy`), ended with its last
-    part's task."""
+    """Store the sweep with one part per chosen session, each a job of its own, and queue
+    the parts (in bulk). The sweep is one of `user`'s pending jobs (`ctxsim.jobs.policy`):
+    its last part is the one counted."""
     ids = list(session_rows(team, form.choice.filters).values_list("pk", flat=True))
     if ids:
         policy.admit("corpus", user, team)
+    uid = policy.user_id(user)
     with transaction.atomic():
         sweep = CorpusSweep.objects.create(
             team=team, created_by=user if user.is_authenticated else None,
@@ -349,11 +353,13 @@ def create_corpus_sweep(team, user, form: CorpusForm, axes) -> CorpusSweep:
             cache=form.choice.cache.as_dict(), total=len(ids),
             status=Status.QUEUED if ids else Status.DONE,
         )
-        CorpusSweepPart.objects.bulk_create(
-            [CorpusSweepPart(sweep=sweep, session_id=sid) for sid in ids], batch_size=500)
-        part_ids = sweep.parts.values_list("pk", flat=True)
-        queued = enqueue_many(run_corpus_part, [(pk,) for pk in part_ids])
-        policy.record("corpus", user, team, queued[-1:])
+        parts = bulk_create_kind(CorpusSweepPart, [
+            CorpusSweepPart(corpus=sweep, session_id=sid, team=team, user_id=uid,
+                            counted=n == len(ids) - 1) for n, sid in enumerate(ids)])
+        queued = enqueue_many(run_corpus_part, [(part.pk,) for part in parts])
+        for part, task_id in zip(parts, queued, strict=True):
+            part.task_id = task_id[:64]
+        Job.objects.bulk_update(parts, ["task_id"], batch_size=500)
     return sweep
 
 
@@ -365,24 +371,18 @@ def cancel_corpus_sweep(sweep: CorpusSweep) -> bool:
             pk=sweep.pk, status__in=(Status.QUEUED, Status.RUNNING)).update(
             status=Status.CANCELLED)
         if stopped:
-            sweep.parts.filter(status=Status.QUEUED).update(status=Status.CANCELLED)
+            sweep.parts.filter(status=Status.QUEUED).update(status=Status.CANCELLED,
+                                                            finished_at=timezone.now())
     return bool(stopped)
 
 
 def corpus_progress(sweep: CorpusSweep) -> dict[str, int]:
-    """Parts per status; parts left running by a worker that went away (past the import
-    timeout) are queued again first, so the sweep does not wait for them forever."""
+    """Parts per status; parts whose worker went away are settled first, as every kind of job
+    is (`ctxsim.jobs.lifecycle`: queued again once, then failed), so the sweep does not wait
+    for them forever."""
     if sweep.is_active:
-        cutoff = timezone.now() - transcripts.import_timeout()
-        stuck = list(sweep.parts.filter(status=Status.RUNNING, started_at__lt=cutoff)
-                     .values_list("pk", flat=True))
-        if stuck:
-            lifecycle.settle_tasks_of(run_corpus_part.module_path,
-                                      lambda args: bool(args) and args[0] in stuck, _LOST)
-            with transaction.atomic():
-                sweep.parts.filter(pk__in=stuck, status=Status.RUNNING).update(
-                    status=Status.QUEUED, started_at=None)
-                enqueue_many(run_corpus_part, [(pk,) for pk in stuck])
+        running = Job.objects.filter(corpussweeppart__corpus=sweep, status=Status.RUNNING)
+        lifecycle.settle(among=list(running))
     counts = dict.fromkeys(Status.values, 0)
     for status in sweep.parts.values_list("status", flat=True):
         counts[status] += 1

@@ -8,8 +8,8 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.generator import generate_session
-from ctxsim.overview.models import SessionFigures, Status
-from ctxsim.overview.tasks import compute_figures_job
+from ctxsim.overview.models import ColumnTask, Status
+from ctxsim.overview.tasks import compute_column_job
 from ctxsim.transcripts.store import save_sessions
 from tests.factories import bearer
 
@@ -28,9 +28,8 @@ def get(token, query=""):
 
 
 def run_queued_figures():
-    for session_id, key in SessionFigures.objects.filter(status=Status.QUEUED).values_list(
-            "session_id", "key"):
-        compute_figures_job(session_id, key)
+    for pk in ColumnTask.objects.filter(status=Status.QUEUED).values_list("pk", flat=True):
+        compute_column_job(pk)
 
 
 def test_it_queues_then_answers_the_same_numbers_as_the_page(personas, api_tokens):

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.generator import generate_session
-from ctxsim.overview.models import SessionFigures, Status
+from ctxsim.overview.models import ColumnTask, Status
 from ctxsim.transcripts import services
 from ctxsim.transcripts.models import ImportJob
 from ctxsim.transcripts.store import save_sessions
@@ -61,10 +61,10 @@ def test_a_viewers_overview_storm_queues_four_tasks_and_delays_no_import(persona
             assert refused and all(a.status_code in (200, 429) for a in answers)
             assert refused[0]["Retry-After"].isdigit()
             assert "at most 4 per user" in refused[0].content.decode()
-            workers.wait_for(lambda: SessionFigures.objects.filter(
+            workers.wait_for(lambda: ColumnTask.objects.filter(
                 status=Status.RUNNING).exists(), 60, "the replays worker to be busy", replays)
             busy = timed_import(personas)
-            assert SessionFigures.objects.filter(
+            assert ColumnTask.objects.filter(
                 status__in=(Status.QUEUED, Status.RUNNING)).exists(), "the storm was over"
             assert replays.poll() is None and imp.poll() is None
     print(f"import: {idle:.2f} s idle, {busy:.2f} s during the storm")

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.analysis import results
-from ctxsim.analysis.models import InsightsJob, InsightsResult
+from ctxsim.analysis.models import InsightsJob, SessionResult
 from ctxsim.analysis.tasks import compute_insights_job
 from ctxsim.insights.prices import cache_rule
 from ctxsim.replays.state import settings_from_query
@@ -68,7 +68,7 @@ def test_a_long_session_is_queued_once_and_the_page_polls(personas, long_session
     task = DBTaskResult.objects.get()  # the second visit queued nothing more
     assert task.queue_name == "replays" and task.args_kwargs["args"] == [job.pk]
     assert job.task_id == str(task.id) and job.status == InsightsJob.Status.QUEUED
-    assert not InsightsResult.objects.exists()
+    assert not SessionResult.objects.exists()
 
 
 # The real db_worker closes its database connections after each task; inside a test
@@ -82,7 +82,7 @@ def test_the_worker_stores_the_result_and_the_next_visit_shows_it(
         assert "every 2s" in client.get(url(long_session)).content.decode()
     call_command("db_worker", "--batch", "--queue-name", "replays", "--no-startup-delay",
                  "--no-reload", verbosity=0)
-    assert InsightsResult.objects.filter(session=long_session).count() == 1
+    assert SessionResult.objects.filter(session=long_session).count() == 1
     assert not InsightsJob.objects.exists()
     body = client.get(url(long_session)).content.decode()
     assert 'data-profile="chatcli"' in body and "every 2s" not in body
@@ -166,4 +166,4 @@ def test_a_column_already_queued_is_not_computed_in_the_request_as_well(
     with django_capture_on_commit_callbacks(execute=True):
         body = client.get(url(long_session)).content.decode()
     assert 'data-profile-pending="chatcli"' in body and 'data-status="running"' in body
-    assert DBTaskResult.objects.count() == 1 and not InsightsResult.objects.exists()
+    assert DBTaskResult.objects.count() == 1 and not SessionResult.objects.exists()

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from ctxsim.analysis import results
-from ctxsim.analysis.models import InsightsResult
+from ctxsim.analysis.models import SessionResult
 from ctxsim.generator import generate_session
 from ctxsim.replays.cache import REPLAYS
 from ctxsim.transcripts.store import save_sessions
@@ -31,7 +31,7 @@ def test_a_second_visit_reads_the_stored_results_and_shows_the_same_page(persona
     url = reverse("session-insights", args=[row.pk])
     first = client.get(url)
     assert first.status_code == 200
-    assert InsightsResult.objects.filter(session=row).count() == 3  # none, chatcli, aivax
+    assert SessionResult.objects.filter(session=row).count() == 3  # none, chatcli, aivax
     monkeypatch.setattr(results, "replay", _refuse)
     monkeypatch.setattr(results, "analyse", _refuse)
     with REPLAYS.another_process():
@@ -52,10 +52,10 @@ def test_another_price_or_model_is_another_result(personas, row):
     client.get(url + "?profiles=chatcli")
     client.get(url + "?profiles=chatcli&price=1.5")
     client.get(url + "?profiles=chatcli&model=gpt-5")
-    assert InsightsResult.objects.filter(session=row).values("rule").distinct().count() == 3
+    assert SessionResult.objects.filter(session=row).values("rule").distinct().count() == 3
 
 
 def test_stored_results_go_with_their_session(personas, row):
     personas.client("viewer").get(reverse("session-insights", args=[row.pk]))
     row.delete()
-    assert not InsightsResult.objects.exists()
+    assert not SessionResult.objects.exists()

@@ -3,7 +3,7 @@
 queued again once, and the next worker finishes it. Imports and sweeps are killed in each of
 their phases in tests/web/test_import_jobs.py and tests/web/test_sweep_jobs.py; here the
 kinds of the `replays` queue: a session page's background replay, a trace file, a deep call
-view and an insights column."""
+view and an insights column (the overview's kinds: tests/web/test_overview_kills.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
-from ctxsim.analysis.models import InsightsJob, InsightsResult
+from ctxsim.analysis.models import InsightsJob, SessionResult
 from ctxsim.jobs.models import Status, TraceFile
 from ctxsim.replays.cache import REPLAYS
 from ctxsim.replays.models import BackgroundReplay, CallReplay
@@ -128,7 +128,7 @@ def test_a_worker_killed_mid_insights_leaves_a_column_that_finishes(personas, lo
 
     def stored():  # the worker deletes the job once its result is stored
         ask()
-        return not InsightsJob.objects.exists() and InsightsResult.objects.exists()
+        return not InsightsJob.objects.exists() and SessionResult.objects.exists()
 
     killed_then_finished(settings, InsightsJob, workers.COMPUTING_INSIGHTS, ask, stored)
     assert 1 in seen  # queued again once, by the page that found it lost

@@ -25,10 +25,15 @@ WHEN = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
 
 def test_rows_of_every_kind_move_onto_jobs(tmp_path):
+    run_as_script("tests.web.test_job_migration", tmp_path)
+
+
+def run_as_script(module: str, tmp_path) -> None:
+    """Run a migration test module as a script on a new SQLite file; it prints "carried"."""
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'old.sqlite3'}",
            "PYTHONPATH": str(ROOT)}
     env.pop("CACHE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "tests.web.test_job_migration"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", module], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("carried")

@@ -15,10 +15,11 @@ from django_tasks_db.models import DBTaskResult
 
 from ctxsim.analysis import services as analysis
 from ctxsim.analysis.choices import CacheChoice
+from ctxsim.analysis.models import SessionResult
 from ctxsim.generator import generate_session
 from ctxsim.jobs.models import Job
-from ctxsim.overview.models import SessionFigures, Status
-from ctxsim.overview.tasks import compute_figures_job
+from ctxsim.overview.models import ColumnTask, Status
+from ctxsim.overview.tasks import compute_column_job
 from ctxsim.replays.templatetags.numbers import dollars, grouped
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import save_sessions
@@ -41,9 +42,8 @@ def run_worker():
 
 def run_queued_figures():
     """What the worker does, in this process (for tests that keep their transaction)."""
-    for session_id, key in SessionFigures.objects.filter(status=Status.QUEUED).values_list(
-            "session_id", "key"):
-        compute_figures_job(session_id, key)
+    for pk in ColumnTask.objects.filter(status=Status.QUEUED).values_list("pk", flat=True):
+        compute_column_job(pk)
 
 
 def cell(html: str, profile_index: int, field: str) -> str:
@@ -63,8 +63,13 @@ def test_the_page_opens_at_once_and_queues_one_task_per_profile(personas):
     # One task per column (issue 28 item 1: a user's quota counts tasks), each over every
     # session; six rows, one per (session, profile), say what is pending.
     assert tasks.count() == 2 and {t.queue_name for t in tasks} == {"replays"}
-    assert [sorted(t.args_kwargs["args"][1]) for t in tasks] == [sorted(r.pk for r in rows)] * 2
-    assert SessionFigures.objects.filter(status=Status.QUEUED).count() == 6
+    jobs = ColumnTask.objects.order_by("pk")
+    assert sorted(t.args_kwargs["args"] for t in tasks) == [[job.pk] for job in jobs]
+    assert [sorted(job.sessions) for job in jobs] == [sorted(r.pk for r in rows)] * 2
+    assert {t.task_id for t in jobs} == {str(t.id) for t in tasks}
+    # Each row is queued for its column's job, claimed by no attempt yet.
+    assert SessionResult.objects.filter(figures__isnull=True, attempt__isnull=True,
+                                        job__in=jobs).count() == 6
     # A second open (or a poll) finds every pair queued and queues nothing more.
     personas.client("owner").get(URL + "?profiles=none&profiles=chatcli", headers=RESULTS)
     assert DBTaskResult.objects.count() == 2
@@ -110,11 +115,11 @@ def test_tokens_by_tool_and_the_histogram_count_every_session(personas):
     overview = response.context["overview"]
     histogram = overview.histogram()
     assert sum(histogram["counts"][0]) == len(rows)
-    peaks = sorted(f.figures["peak_sent"] for f in SessionFigures.objects.all())
+    peaks = sorted(f.figures["peak_sent"] for f in SessionResult.objects.all())
     assert histogram["edges"][-1] >= peaks[-1]
     tools = {r["tool"]: r["tokens"][0] for r in overview.tools()}
     by_tool = {}
-    for f in SessionFigures.objects.all():
+    for f in SessionResult.objects.all():
         for tool, n in f.figures["by_tool"].items():
             by_tool[tool] = by_tool.get(tool, 0) + n
     assert sum(tools.values()) == sum(by_tool.values()) > 0
@@ -147,15 +152,21 @@ def test_at_most_four_profiles_and_unknown_ones_are_reported(personas):
 def test_a_failing_session_is_counted_as_failed_not_summed(personas, monkeypatch):
     corpus(personas, n=2)
     personas.client("viewer").get(f"{URL}?profiles=none")
-    first = SessionFigures.objects.order_by("session_id").first()
+    first = SessionResult.objects.order_by("session_id").first()
+    from ctxsim.overview import tasks
+
+    real = tasks.session_figures
 
     def broken(session, settings, cache):
-        raise RuntimeError("boom")
+        if session.pk == first.session_id:
+            raise RuntimeError("boom")
+        return real(session, settings, cache)
 
-    monkeypatch.setattr("ctxsim.overview.tasks.session_figures", broken)
-    compute_figures_job(first.session_id, first.key)
-    monkeypatch.undo()
+    monkeypatch.setattr(tasks, "session_figures", broken)
     run_queued_figures()
+    monkeypatch.undo()
+    first.refresh_from_db()
+    assert first.figures is None and first.message == "RuntimeError: boom"
     response = personas.client("viewer").get(f"{URL}?profiles=none")
     column = response.context["overview"].columns[0]
     assert (column.done, column.failed, column.pending) == (1, 1, 0)
@@ -190,15 +201,16 @@ def test_a_thousand_sessions_open_at_once_are_queued_in_bulk_and_complete(person
     # counts the column once.
     tasks = list(DBTaskResult.objects.filter(queue_name="replays"))
     assert len(tasks) == 2
-    lead, copy = (t.args_kwargs["args"][1] for t in tasks)  # either order: a half turn
-    assert sorted(lead) == sorted(Session.objects.values_list("pk", flat=True))
-    assert copy == lead[500:] + lead[:500]
-    assert Job.objects.filter(kind="overview").count() == 1
-    assert SessionFigures.objects.filter(status=Status.QUEUED).count() == 1000
+    lead, copy = ColumnTask.objects.order_by("pk")
+    assert sorted(lead.sessions) == sorted(Session.objects.values_list("pk", flat=True))
+    assert copy.sessions == lead.sessions[500:] + lead.sessions[:500]
+    assert (lead.counted, copy.counted) == (True, False)  # the quota counts the column once
+    assert Job.objects.filter(kind="overview", counted=True).count() == 1
+    assert SessionResult.objects.filter(figures__isnull=True, job=lead).count() == 1000
     # Bulk: a few inserts of 500 rows, not a query per session.
     assert len(queries) < 40, [q["sql"][:80] for q in queries.captured_queries]
     # Nothing was computed in the request: no figures are done, none is running.
-    assert not SessionFigures.objects.exclude(status=Status.QUEUED).exists()
+    assert not SessionResult.objects.filter(attempt__isnull=False).exists()
     with CaptureQueriesContext(connection) as polled:
         client.get(url, headers=RESULTS)
     assert len(polled) < 25 and DBTaskResult.objects.count() == 2
@@ -218,8 +230,9 @@ def test_the_worker_completes_the_overview(personas):
     run_worker()
     response = personas.client("viewer").get(f"{URL}?profiles=none&profiles=aivax")
     assert response.context["overview"].complete
-    assert SessionFigures.objects.filter(status=Status.DONE).count() == 6
+    assert SessionResult.objects.filter(figures__isnull=False).count() == 6
     assert DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 2  # one per column
+    assert set(Job.objects.values_list("status", flat=True)) == {Status.DONE}
 
 
 def test_deleting_a_session_deletes_its_figures(personas):
@@ -227,32 +240,83 @@ def test_deleting_a_session_deletes_its_figures(personas):
     personas.client("viewer").get(f"{URL}?profiles=none")
     run_queued_figures()
     personas.client("owner").post(reverse("session-delete", args=[rows[0].pk]))
-    assert SessionFigures.objects.count() == 1
+    assert SessionResult.objects.count() == 1
     assert personas.client("viewer").get(f"{URL}?profiles=none").context["overview"].complete
 
 
-def test_a_pair_whose_worker_went_away_is_queued_again(personas, settings):
+def test_a_column_task_whose_worker_went_away_is_settled_and_its_live_copy_left_alone(
+        personas, settings):
+    """Issue 30: the job of a dead copy is settled by the lifecycle (its task row lost, queued
+    again once); the other copy of the same column, still beating, is not touched."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    rows = corpus(personas, n=8, calls=4)
+    personas.client("viewer").get(f"{URL}?profiles=none")
+    dead, live = ColumnTask.objects.order_by("pk")
+    first, last = dead.sessions[0], live.sessions[0]  # where each copy starts
+    long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
+    for job, session, beat in ((dead, first, long_ago), (live, last, timezone.now())):
+        Job.objects.filter(pk=job.pk).update(status=Status.RUNNING, started_at=beat,
+                                             heartbeat_at=beat)
+        SessionResult.objects.filter(session_id=session).update(job=job, attempt=0)
+    DBTaskResult.objects.update(status="RUNNING")  # as their workers left them
+    response = personas.client("viewer").get(f"{URL}?profiles=none", headers=RESULTS)
+    dead.refresh_from_db()
+    live.refresh_from_db()
+    assert (dead.status, dead.attempts) == (Status.QUEUED, 1)  # queued again once
+    assert (live.status, live.attempts) == (Status.RUNNING, 0)
+    lost = DBTaskResult.objects.get(status="FAILED")
+    assert str(lost.pk) != dead.task_id and lost.exception_class_path.endswith("WorkerLost")
+    assert DBTaskResult.objects.get(pk=live.task_id).status == "RUNNING"  # left alone
+    assert response.context["overview"].columns[0].pending == len(rows)
+    # The dead copy's next attempt takes its own row back, and leaves the live copy's.
+    compute_column_job(dead.pk)
+    assert SessionResult.objects.filter(figures__isnull=True).get().session_id == last
+    assert SessionResult.objects.filter(session_id=first, attempt=1).exists()
+    column = personas.client("viewer").get(f"{URL}?profiles=none").context["overview"]
+    assert (column.columns[0].done, column.columns[0].pending) == (len(rows) - 1, 1)
+
+
+def test_a_column_lost_twice_leaves_its_rows_failed_with_why(personas, settings):
     from datetime import timedelta
 
     from django.utils import timezone
 
     corpus(personas, n=2)
     personas.client("viewer").get(f"{URL}?profiles=none")
-    first, second = SessionFigures.objects.order_by("session_id")
-    column = DBTaskResult.objects.get()
-    DBTaskResult.objects.update(status="RUNNING")  # as its dead worker left it
+    job = ColumnTask.objects.get()
     long_ago = timezone.now() - timedelta(seconds=settings.CTXSIM_IMPORT_TIMEOUT_SECONDS + 5)
-    SessionFigures.objects.filter(pk=first.pk).update(status=Status.RUNNING, started_at=long_ago)
-    SessionFigures.objects.filter(pk=second.pk).update(status=Status.RUNNING,
-                                                       started_at=timezone.now())
-    personas.client("viewer").get(f"{URL}?profiles=none", headers=RESULTS)
-    first.refresh_from_db()
-    second.refresh_from_db()
-    assert first.status == Status.QUEUED and second.status == Status.RUNNING
-    assert DBTaskResult.objects.count() == 2  # the column at first, one again for the stuck pair
-    column.refresh_from_db()  # the lost column task is settled too (issue 30)
-    assert column.status == "FAILED" and column.exception_class_path.endswith("WorkerLost")
-    assert compute_figures_job(first.session_id, first.key) == {"status": "done"}
+    Job.objects.filter(pk=job.pk).update(status=Status.RUNNING, attempts=1,
+                                         heartbeat_at=long_ago)
+    SessionResult.objects.update(attempt=1)
+    overview = personas.client("viewer").get(f"{URL}?profiles=none").context["overview"]
+    job.refresh_from_db()
+    assert job.status == Status.FAILED and "also after being queued again" in job.message
+    assert (overview.columns[0].failed, overview.columns[0].pending) == (2, 0)
+    assert overview.complete and ColumnTask.objects.count() == 1  # not queued a third time
+
+
+def test_the_overview_stores_the_insights_the_session_page_then_reads(personas, monkeypatch):
+    """One store (issue 30): the overview's replay of a session also stores its insights
+    report, so the cache & information-loss page reads it instead of replaying, and gives
+    what it would have computed itself."""
+    (row,) = corpus(personas, n=1)
+    cache = CacheChoice(model="gpt-5")
+    fresh, _ = analysis.insight_columns(row, QueryDict("profiles=chatcli"), cache.rule())
+    SessionResult.objects.all().delete()
+    personas.client("viewer").get(f"{URL}?profiles=chatcli&model=gpt-5")
+    run_queued_figures()
+    stored = SessionResult.objects.get()
+    assert stored.figures is not None and stored.data is not None
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the insights page replayed a session the overview computed")
+
+    monkeypatch.setattr("ctxsim.analysis.results.replay", refused)
+    columns, _ = analysis.insight_columns(row, QueryDict("profiles=chatcli"), cache.rule())
+    assert columns[0].insights == fresh[0].insights
 
 
 def test_on_another_task_backend_each_pair_is_queued_through_enqueue(personas, settings):
@@ -261,7 +325,7 @@ def test_on_another_task_backend_each_pair_is_queued_through_enqueue(personas, s
                                   "QUEUES": ["default", *settings.TASK_QUEUES]}}
     response = personas.client("viewer").get(f"{URL}?profiles=none")
     # The immediate backend ran each task as it was queued, inside the request.
-    assert SessionFigures.objects.filter(status=Status.DONE).count() == 2
+    assert SessionResult.objects.filter(figures__isnull=False).count() == 2
     assert response.status_code == 200 and not DBTaskResult.objects.exists()
 
 
@@ -276,8 +340,8 @@ def test_settings_in_the_query_get_a_column_of_their_own(personas):
     html = response.content.decode()
     assert '<input type="hidden" name="toolContextCount" value="2">' in html
     run_queued_figures()
-    row = SessionFigures.objects.filter(key=columns[0].key).first()
-    assert "toolContextCount=2" in row.query and row.status == Status.DONE
+    row = SessionResult.objects.filter(key=columns[0].key[0], rule=columns[0].key[1]).first()
+    assert row.figures is not None and "toolContextCount=2" in row.job.columntask.query
 
 
 def test_recorded_and_calibrated_figures_are_the_sums_of_each_sessions_own(personas):

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.analysis import tasks
-from ctxsim.analysis.models import InsightsResult, Sweep
+from ctxsim.analysis.models import SessionResult, Sweep
 
 FORM = {"profile": "aivax", "param1": "toolContextCount", "start1": "1", "stop1": "3",
         "step1": "1", "param2": "contextMaximumSize", "start2": "20000", "stop2": "40000",
@@ -67,4 +67,4 @@ def test_sigterm_stops_a_sweep_between_points_and_the_next_worker_resumes_it(
     assert len(computed) == 6  # the first two points were not computed again
     assert len(set(computed)) == 6
     assert sum(p["front"] for p in sweep.points) >= 1
-    assert InsightsResult.objects.filter(session=long_session).count() == 6
+    assert SessionResult.objects.filter(session=long_session).count() == 6

@@ -4,8 +4,8 @@ subprocess on the test's own database, killed with SIGKILL where the test wants 
 `running(env, stop_at=PHASE)` starts the worker through this module, which pauses the worker
 for good when a job enters PHASE — one of the phases the code declares
 (`ctxsim.transcripts.tasks.PHASES` for imports, `ctxsim.analysis.tasks.PHASES` for sweeps,
-`REPLAYING`, `WRITING_TRACE`, `REPLAYING_TO_CALL` and `COMPUTING_INSIGHTS` for the replays
-queue's kinds),
+`REPLAYING`, `WRITING_TRACE`, `REPLAYING_TO_CALL`, `COMPUTING_INSIGHTS` and `COMPUTING_FIGURES`
+for the replays queue's kinds, `SWEEPING_SESSION` for a corpus sweep's part),
 after the job's row already says so — so the test sees the phase in the database and kills
 the worker there, never by guessing with a sleep. Without `stop_at` it is the plain command.
 """
@@ -127,6 +127,9 @@ WRITING_TRACE = "writing the trace"
 COMPUTING_INSIGHTS = "computing the insights"
 # A deep call view's one phase: the worker replays to the call (`ctxsim.replays.deep_calls`).
 REPLAYING_TO_CALL = "replaying to the call"
+# An overview column task's and a corpus sweep part's one phase (each inside its heartbeat).
+COMPUTING_FIGURES = "computing an overview column"
+SWEEPING_SESSION = "sweeping a session of a corpus sweep"
 
 
 def _stop_at(target: str) -> None:
@@ -137,6 +140,10 @@ def _stop_at(target: str) -> None:
     from ctxsim.transcripts import tasks as imports
 
     forever = threading.Event()
+
+    def blocked(*args: Any, **kwargs: Any) -> None:
+        forever.wait()
+
     if target in imports.PHASES:
         enter = imports.JobReporter.enter
 
@@ -168,27 +175,24 @@ def _stop_at(target: str) -> None:
         sweep_tasks.insights_for = next_point
         sweeps.run_sweep = whole_sweep
     elif target == COMPUTING_INSIGHTS:
-        def computing(*args: Any, **kwargs: Any):
-            forever.wait()
+        sweep_tasks.insights_for = blocked  # inside the insights job's heartbeat
+    elif target in (COMPUTING_FIGURES, SWEEPING_SESSION):
+        from ctxsim.overview import tasks as overview
 
-        sweep_tasks.insights_for = computing  # inside the insights job's heartbeat
+        if target == COMPUTING_FIGURES:
+            overview.session_figures = blocked  # the row is claimed by then
+        else:
+            overview.sweeps.evaluate = blocked  # type: ignore[assignment]
     elif target in (REPLAYING, WRITING_TRACE):
         # Both run inside their job's heartbeat: the row says running, beaten, until the kill.
         from ctxsim.replays import services
 
         name = "summary_for" if target == REPLAYING else "trace_file"
-
-        def blocked(*args: Any, **kwargs: Any):
-            forever.wait()
-
         setattr(services, name, blocked)
     elif target == REPLAYING_TO_CALL:
         from ctxsim.replays import deep_calls
 
-        def stuck(*args: Any, **kwargs: Any):
-            forever.wait()
-
-        deep_calls.replay_to_call = stuck  # inside the call replay's heartbeat
+        deep_calls.replay_to_call = blocked  # inside the call replay's heartbeat
     else:
         raise SystemExit(f"no phase {target!r} is declared")
 
