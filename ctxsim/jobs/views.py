@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+from django_htmx.http import HttpResponseClientRefresh
 
 from ctxsim.jobs import poll
 from ctxsim.jobs.models import Status
@@ -22,12 +23,10 @@ def job_poll(request: HttpRequest, job_id: int) -> HttpResponse:
     if group.is_active:
         return render(request, f"{TEMPLATE}#pending", {"job": group})
     result = poll.result_of(group.jobs[0])
-    url = poll.kept_page(result, request.headers.get("HX-Current-URL"))
+    url = poll.kept_page(result, request.htmx.current_url if request.htmx else None)
     if not request.htmx:
         return redirect(url)  # the kind's own address (or one of its pages): never the query's
     load = group.status == Status.DONE or result.on_failure
-    response = render(request, f"{TEMPLATE}#ended", {
-        "job": group, "url": url, "load": load and not result.refresh})
     if load and result.refresh:
-        response["HX-Refresh"] = "true"
-    return response
+        return HttpResponseClientRefresh()  # the page is the result (a trace downloads)
+    return render(request, f"{TEMPLATE}#ended", {"job": group, "url": url, "load": load})
