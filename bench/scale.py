@@ -19,8 +19,9 @@ worker process, which finds only the database.
   removed first), in a fresh process that finds the token counts the import stored — `replay`.
 - `poll`: one size; the insights page of the session with its columns handed to the worker
   (`CTXSIM_INSIGHTS_INLINE_CALLS=0`, no worker running, so they stay queued), then the bytes
-  of one poll of its progress line (`HX-Target: p#insights-progress`) — `poll_bytes`; the bytes
-  of the section itself once every column is stored are printed beside (`section_bytes`).
+  of one poll of its columns' jobs (the page's status element, `GET /jobs/<pk>/?also=…`) —
+  `poll_bytes`; the bytes of the section itself once every column is stored are printed
+  beside (`section_bytes`).
 - `worker-memory`: one size; a real `manage.py db_worker --queue-name replays` idles
   IDLE_SECONDS (its RSS then: `idle`), then replays the session under its default profile as a
   session page request queues it (`background.pending_for`, the stored summary removed); its
@@ -31,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +45,7 @@ from bench.common import ROOT, bench_owner, emit, median, note, output_dir, setu
 from bench.worker_memory import IDLE_SECONDS, status_kib
 
 STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
-POLL = {"HX-Request": "true", "HX-Target": "p#insights-progress"}
+POLL = {"HX-Request": "true"}  # htmx polling a job from the page
 SECTION = {"HX-Request": "true", "HX-Target": "section#insights"}
 TIMEOUT_SECONDS = 1800
 
@@ -175,11 +178,17 @@ def poll(row, user) -> dict:
     client = Client()
     client.force_login(user)
     url = f"{reverse('session-insights', args=[row.pk])}?profiles=none&profiles=chatcli"
-    check(client.get(url), url)  # queues both columns (no worker runs them)
+    page = client.get(url)  # queues both columns (no worker runs them)
+    check(page, url)
     if not InsightsJob.objects.filter(session=row).exists():
         raise SystemExit("the insights page queued no column")
-    polled = client.get(url, headers=POLL)
-    check(polled, url)
+    # The page's status element polls its columns' jobs (`ctxsim.jobs.poll`).
+    found = re.search(r'<div class="job-poll"[^>]*hx-get="([^"]+)"', page.content.decode())
+    if found is None:
+        raise SystemExit("the insights page polls no job")
+    target = html.unescape(found.group(1))
+    polled = client.get(target, headers={**POLL, "HX-Current-URL": f"http://testserver{url}"})
+    check(polled, target)
     return {"calls": row.model_call_count, "poll_bytes": len(polled.content),
             "jobs": InsightsJob.objects.filter(session=row).count()}
 

@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("ctxsim.overview.urls")),
     path("", include("ctxsim.reviews.urls")),
     path("", include("ctxsim.api.urls")),
+    path("", include("ctxsim.jobs.urls")),
 ]

@@ -77,15 +77,6 @@ def stored_insights(session, keys: list[str], rule: CacheRule) -> dict[str, Prof
     return out
 
 
-def stored_keys(session, keys: list[str], rule: CacheRule) -> set[str]:
-    """Which of these settings keys have an insights report stored (without reading it)."""
-    return set(SessionResult.objects.filter(session=session, key__in=keys, rule=rule_key(rule),
-                                            data__isnull=False).values_list("key", flat=True))
-
-
-# --- the overview's figures ---------------------------------------------------------------------
-
-
 def figures_state(version: int, current: int, figures: Any, message: str,
                   job_status: str | None, job_message: str = "") -> tuple[str, str]:
     """What a row's figures are (`DONE`, `FAILED`, `WAITING` for its job, `MISSING`: to be

@@ -24,7 +24,7 @@ from ctxsim.analysis.choices import CacheChoice, cache_choice
 from ctxsim.analysis.choices import all_lifetimes as all_lifetimes
 from ctxsim.analysis.choices import model_options as model_options
 from ctxsim.analysis.models import InsightsJob, Sweep
-from ctxsim.analysis.results import insights_for, rule_key, stored_insights, stored_keys
+from ctxsim.analysis.results import insights_for, rule_key, stored_insights
 from ctxsim.analysis.tasks import enqueue as enqueue_sweep
 from ctxsim.analysis.tasks import enqueue_insights, insights_timeout, run_sweep_job
 from ctxsim.insights import sweep as sweeps
@@ -169,8 +169,8 @@ def _active_jobs(session, keys: list[str], rule: CacheRule) -> dict[str, Insight
 
 @dataclass
 class InsightsProgress:
-    """What a poll of the insights page answers while the worker computes: how many columns
-    are ready and the jobs still queued or running, read without loading any result."""
+    """What the insights page says while the worker computes: how many columns are ready and
+    the jobs still queued or running (the page polls them: `ctxsim.jobs.poll`)."""
 
     ready: int
     total: int
@@ -179,17 +179,6 @@ class InsightsProgress:
     @property
     def computing(self) -> bool:
         return bool(self.pending)
-
-
-def insights_progress(session, query: QueryDict, rule: CacheRule) -> InsightsProgress:
-    """A poll's answer (issue 31): two small queries, never a computation, a queueing or a
-    stored result's data (every poll re-rendered the 5 MB section before)."""
-    wanted, _ = _wanted(session, query)
-    keys = list(dict.fromkeys(s.key for _, s in wanted))
-    done = stored_keys(session, keys, rule)
-    jobs = _active_jobs(session, [k for k in keys if k not in done], rule)
-    pending = [(label, jobs[s.key]) for label, s in wanted if s.key in jobs]
-    return InsightsProgress(sum(1 for k in keys if k in done), len(keys), pending)
 
 
 def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]],
@@ -225,14 +214,16 @@ def _queue_insights(session, settings: ReplaySettings, rule: CacheRule,
         if lifecycle.settle(among=[found]):
             found.refresh_from_db()  # its worker went away: queued again (or failed)
         return found  # running (beating), or just queued again with its task
-    if found is None or timezone.now() - (found.started_at or found.created_at) > timeout:
+    done = InsightsJob.Status.DONE  # its result is missing: computed again
+    if found is None or found.status == done or timezone.now() - (
+            found.started_at or found.created_at) > timeout:
         policy.admit("insights", user, session.team)  # a new job, not one to join
     job, created = InsightsJob.objects.get_or_create(
         session=session, key=settings.key, rule=key,
         defaults={**fields, "user_id": policy.user_id(user)})
     since = job.started_at or job.created_at
     if not created:
-        if timezone.now() - since <= timeout:
+        if job.status != done and timezone.now() - since <= timeout:
             return job  # queued, running or failed recently: never queued twice
         reset = InsightsJob.objects.filter(pk=job.pk, status=job.status,
                                            started_at=job.started_at)

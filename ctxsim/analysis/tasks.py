@@ -78,8 +78,8 @@ def compute_insights(job_id: int) -> dict:
 
 def compute_insights_job(job_id: int) -> dict:
     """Compute and store the job's insights report (`SessionResult.data`), beating its
-    heartbeat, then delete the job (the page polling it then finds the result); on an error
-    the job says why."""
+    heartbeat, then end the job done (the page polling it, `ctxsim.jobs.poll`, then loads the
+    result); on an error the job says why."""
     every = min(HEARTBEAT_EVERY, insights_timeout().total_seconds() / 4)
     return lifecycle.run(InsightsJob, _insights, every=every, pk=job_id)
 
@@ -88,7 +88,7 @@ def _insights(job: InsightsJob, attempt: lifecycle.Attempt) -> dict:
     settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
     cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
     insights_for(job.session, settings, cache.rule())
-    InsightsJob.objects.filter(pk=job.pk).delete()
+    attempt.finish(InsightsJob.Status.DONE)
     return {"status": "done"}
 
 

@@ -15,8 +15,9 @@ from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.analysis import services, tasks
 from ctxsim.analysis.models import Sweep
-from ctxsim.htmx import render_page_or_partial, target_id
+from ctxsim.htmx import render_page_or_partial
 from ctxsim.insights.prices import PRICES_TAKEN
+from ctxsim.jobs import poll
 from ctxsim.teams.access import get_scoped
 from ctxsim.transcripts.models import Session
 
@@ -31,10 +32,6 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
     columns the task worker is computing show as such, and the section polls until done."""
     session, _ = _session(request, session_id)
     cache, errors = services.cache_choice(request.GET)
-    if target_id(request) == "insights-progress":  # a poll: a status line, never the section
-        progress = services.insights_progress(session, request.GET, cache.rule())
-        return render(request, "analysis/insights.html#insights_progress", {
-            "progress": progress, "poll_url": request.get_full_path()})
     view = services.insights_view(session, request.GET, cache.rule(), user=request.user)
     columns, problems = view.columns, view.errors
     refs, _ = services.profile_refs(request.GET)
@@ -44,7 +41,7 @@ def insights_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "pending": view.pending,
         "computing": view.computing,
         "progress": view.progress,
-        "poll_url": request.get_full_path(),
+        "poll": poll.watch(job for _, job in view.progress.pending),
         "session": session,
         "cache": cache,
         "rule": cache.rule(),

@@ -118,6 +118,25 @@ class Job(models.Model):
     def percent(self) -> int:
         return min(100, self.done * 100 // self.total) if self.total else 0
 
+    @property
+    def poll_url(self) -> str:
+        """Where a page polls this job (`ctxsim.jobs.poll`)."""
+        from ctxsim.jobs.poll import poll_url
+
+        return poll_url([self])
+
+    @property
+    def poll_every(self) -> int:
+        from ctxsim.jobs.poll import EVERY
+
+        return EVERY.get(self.kind or type(self).KIND, 1)
+
+    @property
+    def poll_look(self) -> tuple[str, str, str]:
+        from ctxsim.jobs.poll import look
+
+        return look(self.kind or type(self).KIND)
+
 
 JOB_FIELDS = frozenset(
     name for f in Job._meta.concrete_fields for name in (f.name, f.attname))

@@ -10,12 +10,15 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from ctxsim.analysis.choices import all_lifetimes, model_options
 from ctxsim.htmx import render_page_or_partial
+from ctxsim.jobs import poll
+from ctxsim.jobs.models import PENDING
 from ctxsim.overview import services
-from ctxsim.overview.models import CorpusSweep
+from ctxsim.overview.models import ColumnTask, CorpusSweep
 from ctxsim.replays.profiles import ProfileError, profile_choices
 from ctxsim.teams.access import get_scoped
 from ctxsim.teams.current import current_membership_for
@@ -34,9 +37,30 @@ def team_overview(request: HttpRequest) -> HttpResponse:
     choice = services.parse_choice(membership.team, request.GET)
     overview = services.build_overview(membership.team, choice, request.user)
     context = {**_choice_context(membership.team, choice), "overview": overview,
-               "membership": membership, "query": request.GET.urlencode()}
+               "membership": membership, "query": request.GET.urlencode(),
+               "poll": _columns_poll(membership.team, overview),
+               "again_url": request.get_full_path()}
     return render_page_or_partial(request, "overview/overview.html",
                                   {"overview-results": "overview-results"}, context)
+
+
+def _columns_poll(team, overview) -> poll.Group | None:
+    """The pending jobs of the overview's columns (`ColumnTask`), polled as one
+    (`ctxsim.jobs.poll`)."""
+    if overview.complete:
+        return None
+    keys = {column.key for column in overview.columns}
+    pending = ColumnTask.objects.filter(team=team, status__in=PENDING,
+                                        key__in={key for key, _ in keys}).order_by("pk")
+    return poll.watch(job for job in pending if (job.key, job.rule) in keys)
+
+
+def _sweep_poll(sweep: CorpusSweep) -> poll.Group | None:
+    """The pending job of a running corpus sweep: its last part, the one the quota counts (the
+    page reloads itself after it while other parts still run)."""
+    if not sweep.is_active:
+        return None
+    return poll.watch(sweep.parts.filter(counted=True, status__in=PENDING))
 
 
 @require_safe
@@ -79,12 +103,18 @@ def _sweep(request: HttpRequest, corpus_sweep_id: int, action: str = "read"):
 def corpus_sweep_detail(request: HttpRequest, corpus_sweep_id: int) -> HttpResponse:
     """Progress (polled while it runs), then the summed points, their front and apply forms."""
     sweep, membership = _sweep(request, corpus_sweep_id)
-    points = services.corpus_points(sweep) if sweep.status == "done" else []
-    context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
-                   "changes_nothing": services.corpus_changes_nothing(points),
-               "progress": services.corpus_progress(sweep), "membership": membership}
+    context = _sweep_context(request, sweep, membership)
     return render_page_or_partial(request, "overview/corpus_sweep.html",
                                   {"corpus-status": "corpus-status"}, context)
+
+
+def _sweep_context(request: HttpRequest, sweep: CorpusSweep, membership) -> dict:
+    points = services.corpus_points(sweep) if sweep.status == "done" else []
+    progress = services.corpus_progress(sweep)  # first: parts left running are queued again
+    return {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
+            "changes_nothing": services.corpus_changes_nothing(points),
+            "progress": progress, "membership": membership, "poll": _sweep_poll(sweep),
+            "again_url": reverse("corpus-sweep-detail", args=[sweep.pk])}
 
 
 @require_POST
@@ -109,10 +139,7 @@ def corpus_sweep_apply(request: HttpRequest, corpus_sweep_id: int) -> HttpRespon
                                      request.POST.get("name", ""),
                                      request.POST.get("description", ""))
     except ProfileError as exc:
-        points = services.corpus_points(sweep) if sweep.status == "done" else []
-        context = {"sweep": sweep, "points": points, "chart": services.corpus_chart(points),
-                   "changes_nothing": services.corpus_changes_nothing(points),
-                   "progress": services.corpus_progress(sweep), "membership": membership,
+        context = {**_sweep_context(request, sweep, membership),
                    "apply_errors": exc.errors, "apply_point": point}
         return render(request, "overview/corpus_sweep.html", context, status=400)
     messages.success(request, f"Saved “{saved.name}” as a team profile.")

@@ -2,9 +2,9 @@
 
 `ctxsim.replays.background` decides when a replay is handed to the worker; the views raise
 `ReplayPending` with its row and answer with `pending_page`: "Replaying in the background — N
-of M calls", polled every second, in place of the region an htmx request reloads (the replay
-or the call view, which the poll then receives as usual), or as a page of its own (202) whose
-poll reloads it as the session page once the summary is stored.
+of M calls", its job polled (`ctxsim.jobs.poll`), in place of the region an htmx request
+reloads (the replay or the call view, which the page then loads as usual once the replay is
+stored), or as a page of its own (202) that reloads as the session page once it is stored.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ctxsim.htmx import target_id
 from ctxsim.replays import background
 
 TEMPLATE = "replays/pending.html"
-# The region of the pending page of its own; its poll gets a client refresh once stored.
+# The region of the pending page of its own; loading it once stored gets a client refresh.
 PENDING_REGION = "replay-pending"
 
 
@@ -39,7 +39,7 @@ def pending_page(request: HttpRequest, session, settings, row,
     region = target if target in regions else PENDING_REGION
     context = {"session": session, "settings": settings, "replay": row,
                "progress": background.progress_of(row), "region": region,
-               "bound": background.inline_bound(), "poll_url": request.get_full_path()}
+               "bound": background.inline_bound(), "page_url": request.get_full_path()}
     if request.htmx:
         response = render(request, f"{TEMPLATE}#replay-pending", context)
         if region != PENDING_REGION:

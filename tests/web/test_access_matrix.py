@@ -92,6 +92,8 @@ RULES: dict[str, dict[str, dict]] = {
     "home": {"GET": roles(200, outsider=200), "POST": GET_ONLY},
     "upload": {"GET": roles(200, outsider=200), "POST": roles(200, 200, 403, outsider=200)},
     "import-job": {"GET": READ, "POST": GET_ONLY},
+    # The one poll of every job: a direct visit of an ended job is sent to its result.
+    "job-poll": {"GET": roles(302), "POST": GET_ONLY},
     # an upload's results live in the uploader's session: any other batch is unknown (404);
     # importing a duplicate again is a write
     "upload-results": {"GET": roles(404), "POST": GET_ONLY},

@@ -71,6 +71,8 @@ def test_a_long_session_is_replayed_by_the_worker_and_the_page_answers_at_once(
     assert "Replaying in the background" in html
     assert f"0 of {session.model_call_count} calls" in html
     assert 'id="replay-pending"' in html and 'hx-trigger="every 1s"' in html
+    row = BackgroundReplay.objects.get(session=session)  # the page polls its job
+    assert f'hx-get="{reverse("job-poll", args=[row.pk])}"' in html
     assert not replays_run  # nothing replayed on the request thread
     assert not ReplayRun.objects.filter(session=session).exclude(
         key=services.default_settings(session).key).exists()

@@ -104,8 +104,13 @@ def test_the_trace_download_of_a_long_session_waits_for_the_worker(personas, lon
     waiting = viewer.get(url)
     assert waiting.status_code == 202
     assert "Writing the trace in the background" in waiting.content.decode()
+    row = TraceFile.objects.get()  # the page polls its job; no meta refresh but for noscript
+    poll = reverse("job-poll", args=[row.pk])
+    assert f'hx-get="{poll}"' in waiting.content.decode()
+    assert '<noscript><meta http-equiv="refresh"' in waiting.content.decode()
     no_replay.undo()
     run_worker_tasks()
+    assert viewer.get(poll, headers={"HX-Request": "true"})["HX-Refresh"] == "true"
     done = viewer.get(url)
     assert done.status_code == 200 and done["Content-Disposition"].startswith("attachment")
     assert json.loads(body_of(done))["calls"]

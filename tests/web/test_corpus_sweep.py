@@ -12,6 +12,7 @@ from django_tasks_db.models import DBTaskResult
 
 from ctxsim.generator import generate_session
 from ctxsim.insights import sweep as sweeps
+from ctxsim.jobs.models import Job
 from ctxsim.overview.corpus import pareto_front
 from ctxsim.overview.models import CorpusSweep, CorpusSweepPart, Status
 from ctxsim.overview.tasks import run_corpus_part_job
@@ -62,6 +63,8 @@ def test_nine_points_over_fifty_sessions_complete_on_the_worker_and_apply_as_pro
         response["Location"], headers={"HX-Request": "true", "HX-Target": "div#corpus-status"})
     body = polled.content.decode()
     assert body.lstrip().startswith('<div id="corpus-status"') and "every 1s" in body
+    job = Job.objects.get(kind="corpus")  # the sweep's job, found by its task
+    assert f'hx-get="{reverse("job-poll", args=[job.pk])}"' in body
     assert "0 of 50 sessions swept" in body
 
     run_worker()

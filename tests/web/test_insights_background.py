@@ -83,7 +83,7 @@ def test_the_worker_stores_the_result_and_the_next_visit_shows_it(
     call_command("db_worker", "--batch", "--queue-name", "replays", "--no-startup-delay",
                  "--no-reload", verbosity=0)
     assert SessionResult.objects.filter(session=long_session).count() == 1
-    assert not InsightsJob.objects.exists()
+    assert InsightsJob.objects.get().status == InsightsJob.Status.DONE  # its poll loads it
     body = client.get(url(long_session)).content.decode()
     assert 'data-profile="chatcli"' in body and "every 2s" not in body
     assert "data-profile-pending" not in body
@@ -116,40 +116,67 @@ def test_a_failed_job_says_why_stops_polling_and_is_queued_again_after_the_timeo
     assert job.status == InsightsJob.Status.QUEUED and job.message == ""
 
 
-POLL = {"HX-Request": "true", "HX-Target": "p#insights-progress"}
+def polled(client, job, page: str):
+    """A poll of the insights page's jobs, as htmx sends it from the page."""
+    return client.get(reverse("job-poll", args=[job.pk]),
+                      headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{page}"})
 
 
 def test_a_poll_is_a_status_line_that_never_computes_until_every_column_is_stored(
         personas, long_session, settings, monkeypatch, django_capture_on_commit_callbacks):
-    """Issue 31: every poll re-rendered (and a last one computed) the whole 5 MB section."""
+    """Issue 31: every poll re-rendered (and a last one computed) the whole 5 MB section;
+    issue 30: the page polls its columns' jobs at the one poll of every job."""
     settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
     client = personas.client("viewer")
     query = "profiles=chatcli&profiles=none"
+    page = url(long_session, query)
     none, _ = settings_from_query({"profile": "none"}, personas.team)
     results.insights_for(long_session, none, cache_rule())  # one column is stored already
     with django_capture_on_commit_callbacks(execute=True):
-        first = client.get(url(long_session, query)).content.decode()
+        first = client.get(page).content.decode()
+    job = InsightsJob.objects.get()
     assert 'id="insights-progress"' in first and 'hx-trigger="every 2s"' in first
+    assert "1 of 2 column(s) ready" in first and "computing chatcli" in first
+    assert f'hx-get="{reverse("job-poll", args=[job.pk])}"' in first
     assert DBTaskResult.objects.count() == 1
     monkeypatch.setattr(results, "replay", _refuse)
     for _ in range(3):
         with django_capture_on_commit_callbacks(execute=True):
-            polled = client.get(url(long_session, query), headers=POLL)
-        body = polled.content.decode()
-        assert polled.status_code == 200 and len(polled.content) < 2048, len(polled.content)
-        assert "1 of 2 column(s) ready" in body and "chatcli (queued)" in body
+            answer = polled(client, job, page)
+        body = answer.content.decode()
+        assert answer.status_code == 200 and len(answer.content) < 2048, len(answer.content)
+        assert 'data-job-status="queued"' in body and "waiting for the worker" in body
         assert 'hx-trigger="every 2s"' in body and "data-profile" not in body
     assert DBTaskResult.objects.count() == 1  # polls queue nothing either
     chatcli, _ = settings_from_query({"profile": "chatcli"}, personas.team)
     monkeypatch.undo()
     results.insights_for(long_session, chatcli, cache_rule())  # as the worker stores it
-    InsightsJob.objects.all().delete()
-    done = client.get(url(long_session, query), headers=POLL).content.decode()
-    # Done: the line loads the section once (which renders without a poll).
-    assert 'hx-trigger="load"' in done and 'hx-target="#insights"' in done
+    InsightsJob.objects.update(status=InsightsJob.Status.DONE)  # and ends its job
+    done = polled(client, job, page).content.decode()
+    # Done: the line loads the section once, with the page's own profiles (no poll in it).
+    assert 'hx-trigger="load"' in done and 'hx-target="closest .job-region"' in done
+    assert f'hx-get="{page.replace("&", "&amp;")}"' in done
     assert "every 2s" not in done and len(done) < 2048
-    assert personas.client("outsider").get(url(long_session, query),
-                                           headers=POLL).status_code == 404
+    section = client.get(page, headers={"HX-Request": "true", "HX-Target": "section#insights"})
+    assert 'data-profile="chatcli"' in section.content.decode()
+    assert "job-poll" not in section.content.decode()
+    assert polled(personas.client("outsider"), job, page).status_code == 404
+
+
+def test_a_done_job_whose_result_is_gone_is_queued_again(
+        personas, long_session, settings, django_capture_on_commit_callbacks):
+    """A column's job stays as its kind's row once done (its page's poll reads it): should
+    its result be gone, the next visit queues the job again instead of waiting for it."""
+    settings.CTXSIM_INSIGHTS_INLINE_CALLS = 0
+    client = personas.client("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(url(long_session))
+    InsightsJob.objects.update(status=InsightsJob.Status.DONE)  # no result stored
+    with django_capture_on_commit_callbacks(execute=True):
+        body = client.get(url(long_session)).content.decode()
+    assert 'data-profile-pending="chatcli"' in body and "every 2s" in body
+    assert InsightsJob.objects.get().status == InsightsJob.Status.QUEUED
+    assert DBTaskResult.objects.count() == 2
 
 
 def test_a_column_already_queued_is_not_computed_in_the_request_as_well(

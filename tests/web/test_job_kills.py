@@ -17,7 +17,7 @@ from ctxsim.replays.cache import REPLAYS
 from ctxsim.replays.models import BackgroundReplay, CallReplay
 from tests.web import workers
 
-PENDING = {"HX-Request": "true", "HX-Target": "section#replay-pending"}
+POLL = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -69,8 +69,9 @@ def test_a_worker_killed_mid_replay_leaves_a_replay_that_finishes(personas, long
            + "?profile=chatcli&env.CHATCLI_TOOL_RESULT_MAX_CHARS=4321")
     viewer = personas.client("viewer")
     assert viewer.get(url).status_code == 202  # handed to the worker
+    poll = reverse("job-poll", args=[BackgroundReplay.objects.get().pk])
     row = killed_then_finished(settings, BackgroundReplay, workers.REPLAYING,
-                               lambda: viewer.get(url, headers=PENDING))
+                               lambda: viewer.get(poll, headers=POLL))  # the page's poll
     assert_settled_the_same_way(row)
     assert viewer.get(url).status_code == 200  # the summary is stored: the page itself
 
@@ -123,12 +124,13 @@ def test_a_worker_killed_mid_insights_leaves_a_column_that_finishes(personas, lo
     seen = []
 
     def ask():
-        viewer.get(url, headers={"HX-Request": "true", "HX-Target": "p#insights-progress"})
+        viewer.get(reverse("job-poll", args=[job.pk]), headers=POLL)  # the page's poll
         seen.extend(InsightsJob.objects.values_list("attempts", flat=True))
 
-    def stored():  # the worker deletes the job once its result is stored
+    def stored():  # the worker ends the job once its result is stored
         ask()
-        return not InsightsJob.objects.exists() and SessionResult.objects.exists()
+        return (InsightsJob.objects.get().status == InsightsJob.Status.DONE
+                and SessionResult.objects.exists())
 
     killed_then_finished(settings, InsightsJob, workers.COMPUTING_INSIGHTS, ask, stored)
     assert 1 in seen  # queued again once, by the page that found it lost

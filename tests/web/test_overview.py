@@ -58,6 +58,9 @@ def test_the_page_opens_at_once_and_queues_one_task_per_profile(personas):
     assert response.status_code == 200
     html = response.content.decode()
     assert 'data-complete="false"' in html and 'hx-trigger="every 1s"' in html
+    first, second = Job.objects.filter(kind="overview").order_by("pk")  # its columns' jobs
+    poll = f'{reverse("job-poll", args=[first.pk])}?also={second.pk}'
+    assert f'hx-get="{poll}"' in html
     assert "<progress" in html and "0 of 6 session replays stored" in html
     tasks = DBTaskResult.objects.all()
     # One task per column (issue 28 item 1: a user's quota counts tasks), each over every
@@ -73,6 +76,22 @@ def test_the_page_opens_at_once_and_queues_one_task_per_profile(personas):
     # A second open (or a poll) finds every pair queued and queues nothing more.
     personas.client("owner").get(URL + "?profiles=none&profiles=chatcli", headers=RESULTS)
     assert DBTaskResult.objects.count() == 2
+
+
+def test_figures_still_missing_once_the_jobs_ended_reload_the_region_after_a_pause(personas):
+    """A column's last rows may be stored by a helper task no job records (or queued again
+    after their worker died): the region then reloads itself, slowly, until complete."""
+    corpus(personas, n=2)
+    client = personas.client("viewer")
+    client.get(URL + "?profiles=none")
+    Job.objects.filter(kind="overview").update(status="done")  # its task ended
+    html = client.get(URL + "?profiles=none", headers=RESULTS).content.decode()
+    assert 'data-complete="false"' in html and "job-again" in html
+    assert 'hx-trigger="load delay:2s"' in html and 'hx-get="/overview/?profiles=none"' in html
+    assert "every 1s" not in html
+    run_queued_figures()
+    html = client.get(URL + "?profiles=none", headers=RESULTS).content.decode()
+    assert 'data-complete="true"' in html and "job-poll" not in html
 
 
 def test_totals_equal_the_sum_of_the_sessions_own_figures(personas):

@@ -86,7 +86,8 @@ def test_the_task_row_of_a_sweep_whose_worker_died_is_settled_too(personas, long
 def test_a_running_sweep_with_a_fresh_heartbeat_is_left_alone(personas, long_session):
     """issue 20 item 12: only a silent sweep is given up."""
     sweep = make_sweep(long_session, status=Sweep.Status.RUNNING, heartbeat_at=timezone.now())
-    assert "every 1s" in polled(personas.client("viewer"), sweep)
+    body = polled(personas.client("viewer"), sweep)
+    assert "every 1s" in body and f'hx-get="{reverse("job-poll", args=[sweep.pk])}"' in body
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.RUNNING
 

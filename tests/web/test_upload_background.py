@@ -52,6 +52,7 @@ def test_a_large_file_is_queued_for_the_worker(personas, django_capture_on_commi
     body = response.content.decode()
     assert f'id="import-job-{job.pk}"' in body
     assert 'hx-trigger="every 1s"' in body
+    assert f'hx-get="{reverse("job-poll", args=[job.pk])}"' in body  # its job's poll
     assert "<progress" in body
 
 
