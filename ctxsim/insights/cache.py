@@ -18,22 +18,18 @@ An entry lives `ttl_seconds` from its last use, and a read refreshes it.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
+from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, count, repeat
 
 from ctxsim.pipeline.messages import Message
 
 from .prices import ANTHROPIC, CacheRule
 
-
-class _Node:
-    __slots__ = ("children", "tokens", "used")
-
-    def __init__(self, tokens: int) -> None:
-        self.children: dict[Hashable, _Node] = {}
-        self.tokens = tokens  # cumulative tokens of the prefix ending here
-        self.used: float | None = None  # last write or read of this prefix (None: never cached)
+NEVER = -math.inf  # the last use of a prefix never cached
 
 
 @dataclass(frozen=True)
@@ -56,6 +52,13 @@ class CallCache:
 class CacheSimulator:
     """Feed prompts in call order with `step`; it remembers what is cached and when.
 
+    The trie is numbers, not objects (issue 31: a sliding window adds a few hundred nodes per
+    call, and a million small objects made the garbage collector most of the analysis): node
+    `n`'s parent, key (as a small code), tokens and last use are the `n`th items of four
+    arrays. The nodes one step creates are numbered consecutively, so a node's child is
+    usually the next number (its parent and code say so); other children are in `_edges`,
+    keyed by code and parent. The new nodes of a step are made in C, whatever their number.
+
     Consecutive prompts mostly share a prefix, so a step resumes from the previous prompt's
     path through the trie at the first position that may differ and walks only the rest:
     time proportional to what changed, not to the prompt (issue 21). What the full walk would
@@ -71,10 +74,17 @@ class CacheSimulator:
 
     def __init__(self, rule: CacheRule) -> None:
         self.rule = rule
-        self.root = _Node(0)
         self.now = 0.0
+        self._codes: defaultdict[Hashable, int] = defaultdict(count().__next__)
+        # Per node (0: the root): parent, key code, cumulative tokens of the prefix ending
+        # there, last write or read (NEVER: never cached).
+        self._parent = array("q", (-1,))
+        self._code = array("q", (-1,))
+        self._tokens = array("q", (0,))
+        self._used = array("d", (NEVER,))
+        self._edges: dict[int, int] = {}  # code << 32 | parent -> child, past the chains
         self._keys: list[Hashable] = []  # the previous prompt
-        self._path: list[_Node] = []  # its nodes: _path[i] ends with _keys[i]
+        self._path = array("q")  # its nodes: _path[i] ends with _keys[i]
         self._marks: list[int] = []  # Anthropic: path positions of possibly live entries
         self._stamp = 0.0  # OpenAI: the last write's time, for _path[:_until]
         self._until = 0
@@ -95,7 +105,7 @@ class CacheSimulator:
             self.now = max(self.now, at)  # out-of-order stamps never move time backwards
         now, rule = self.now, self.rule
         ttl = rule.ttl_seconds
-        path, marks = self._path, self._marks
+        path, marks, used, tokens = self._path, self._marks, self._used, self._tokens
         anthropic = rule.style == ANTHROPIC
         if kept is None:
             kept = shared_prefix(self._keys, keys)
@@ -106,48 +116,57 @@ class CacheSimulator:
         elif self._until > kept:
             stamp = self._stamp
             for n in path[kept:self._until]:  # leaving the path: store the pending stamp
-                if n.used is None or n.used < stamp:
-                    n.used = stamp
+                if used[n] < stamp:
+                    used[n] = stamp
             self._until = kept
         del path[kept:]
         del self._keys[kept:]
-        node = path[-1] if path else self.root
+        node = path[-1] if path else 0
         size = len(keys)
         i = kept
+        codes, parent, code, edges = self._codes, self._parent, self._code, self._edges
+        nodes = len(parent)
         while i < size:
-            child = node.children.get(keys[i])
-            if child is None:
-                break
-            if anthropic and child.used is not None and now - child.used <= ttl:
+            c = codes[keys[i]]
+            child = node + 1
+            if child >= nodes or parent[child] != node or code[child] != c:
+                found = edges.get(c << 32 | node)
+                if found is None:
+                    break
+                child = found
+            if anthropic and now - used[child] <= ttl:
                 marks.append(i)
             path.append(child)
             node = child
             i += 1
         if i < size:  # past the first new key every node is new (a sliding window: most)
-            tokens = node.tokens
-            append = path.append
-            for key, c in zip(keys[i:], costs[i:], strict=True):
-                tokens += c
-                child = node.children[key] = _Node(tokens)
-                append(child)
-                node = child
+            new = size - i
+            code.extend(map(codes.__getitem__, keys[i:]))
+            if nodes != node + 1:
+                edges[code[nodes] << 32 | node] = nodes
+            parent.append(node)
+            parent.extend(range(nodes, nodes + new - 1))
+            tokens.extend(map(tokens[node].__add__, accumulate(costs[i:])))
+            used.extend(repeat(NEVER, new))
+            path.extend(range(nodes, nodes + new))
+            node = nodes + new - 1
         self._keys.extend(keys[kept:])
-        total = node.tokens
+        total = tokens[node]
         if anthropic:
-            while marks and not self._alive(path[marks[-1]].used, now):
+            while marks and not now - used[path[marks[-1]]] <= ttl:
                 marks.pop()
             read = path[marks[-1]] if marks else None
-            cached = read.tokens if read is not None else 0
+            cached = tokens[read] if read is not None else 0
             if read is not None:
-                read.used = now
+                used[read] = now
             written = total - cached if total >= rule.min_tokens else 0
             if written:
-                node.used = now
+                used[node] = now
                 if not marks or marks[-1] != len(path) - 1:
                     marks.append(len(path) - 1)
         else:
             live = self._live_prefix(now)
-            cached = rule.cacheable(path[live - 1].tokens if live else 0)
+            cached = rule.cacheable(tokens[path[live - 1]] if live else 0)
             written = 0
             if total >= rule.min_tokens:
                 written = total - cached
@@ -157,19 +176,17 @@ class CacheSimulator:
                             + (uncached - written))
         return CallCache(total, cached, written, uncached, cost, rule.dollars(total), now)
 
-    def _alive(self, used: float | None, now: float) -> bool:
-        return used is not None and now - used <= self.rule.ttl_seconds
-
     def _live_prefix(self, now: float) -> int:
         """OpenAI: how many leading nodes of the path are alive (they form an initial run)."""
-        path, until, stamp = self._path, self._until, self._stamp
+        path, until, stamp, used = self._path, self._until, self._stamp, self._used
+        ttl = self.rule.ttl_seconds
         low, high = 0, len(path)
         while low < high:
             mid = (low + high) // 2
-            used = path[mid].used
-            if mid < until and (used is None or used < stamp):
-                used = stamp
-            if self._alive(used, now):
+            last = used[path[mid]]
+            if mid < until and last < stamp:
+                last = stamp
+            if now - last <= ttl:
                 low = mid + 1
             else:
                 high = mid

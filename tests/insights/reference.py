@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from ctxsim.insights.breaks import BreakCause, common_prefix, explain_break
-from ctxsim.insights.cache import CallCache, _Node, break_even
+from ctxsim.insights.cache import CallCache, break_even
 from ctxsim.insights.loss import (
     GENERIC_MIN_RESULTS,
     GENERIC_SHARE,
@@ -25,6 +25,18 @@ from ctxsim.insights.prices import ANTHROPIC, CacheRule
 from ctxsim.insights.report import BreakEvent, CallRow, ProfileInsights, _Costs, call_time
 from ctxsim.pipeline.messages import Message
 from ctxsim.pipeline.replay import CallResult, Replay
+
+
+class _Node:
+    """A trie node of the reference cache: one object per prefix (what the cache module used
+    before issue 31 numbered its nodes)."""
+
+    __slots__ = ("children", "tokens", "used")
+
+    def __init__(self, tokens: int) -> None:
+        self.children: dict[Hashable, _Node] = {}
+        self.tokens = tokens  # cumulative tokens of the prefix ending here
+        self.used: float | None = None  # last write or read of this prefix (None: never cached)
 
 
 class ReferenceCacheSimulator:
