@@ -41,13 +41,16 @@ def test_a_new_threshold_shows_the_progress_in_place_then_the_replay(
     services.summary_for(long, services.default_settings(long))  # the page opens at once
     page = login("reviewer")
     page.goto(f"{live_server.url}/sessions/{long.pk}/?call=5")
-    expect(page.locator("#call-view")).to_have_attribute("data-call", "5")
+    # A deep call of a long session: the worker replays to it while the page says so, and
+    # the page opens on the call once it is stored.
+    expect(page.locator("main")).to_contain_text("Replaying to call 5")
+    worker.start()
+    expect(page.locator("#call-view")).to_have_attribute("data-call", "5", timeout=60_000)
     page.evaluate("window.__same_page = true")
     field = page.locator("#env-CHATCLI_TOOL_RESULT_MAX_CHARS")
     field.fill("2500")
     field.dispatch_event("change")
     expect(page.locator("#replay")).to_contain_text("Replaying in the background")
-    worker.start()
     expect(page.locator("#tokens-chart")).to_be_visible(timeout=60_000)
     expect(page.locator("#call-view")).to_have_attribute("data-call", "5")
     assert page.evaluate("window.__same_page") is True  # swapped in place, no reload

@@ -27,7 +27,10 @@ def long_2000(personas):
 
 
 def test_a_2000_call_session_page_and_its_call_steps_are_light(personas, live_server, login,
-                                                               long_2000):
+                                                               long_2000, settings):
+    # The page's weight, not the worker: every call is replayed here (a step back from the
+    # page's call of a session past the bound goes to the worker: tests/web/test_deep_calls.py).
+    settings.CTXSIM_INLINE_REPLAY_CALLS = 10_000
     page = login("reviewer")
     response = page.goto(f"{live_server.url}/sessions/{long_2000.pk}/?profile=chatcli")
     assert response.ok
