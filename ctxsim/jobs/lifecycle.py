@@ -35,6 +35,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ctxsim.heartbeat import Heartbeat, settle_lost_tasks
+from ctxsim.jobs import policy
 from ctxsim.jobs.models import Job, Status
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,21 @@ def requeue(job: Job, message: str = "") -> bool:
         # In the same transaction: the database task backend's row commits with the job's.
         KINDS[job.kind].enqueue(KINDS[job.kind].model.objects.get(pk=job.pk))
     return True
+
+
+def reopen[J: Job](job: J, was: str, user: Any = None, **fields: Any) -> J:
+    """Queue an ended job again because a request asks for it again (done but its result
+    gone, failed a while ago, cancelled), once however many requests find it at the same
+    moment: only the request whose conditional update wins queues its kind's task. `fields`
+    reset the kind's own payload too. Returns the row as it is now."""
+    with transaction.atomic():
+        if type(job).objects.filter(pk=job.pk, status=was).update(
+                status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
+                finished_at=None, created_at=timezone.now(), user_id=policy.user_id(user),
+                **fields):
+            KINDS[job.kind].enqueue(job)
+    job.refresh_from_db()
+    return job
 
 
 class Attempt:

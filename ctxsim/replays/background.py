@@ -121,13 +121,7 @@ def _queue_again(row: BackgroundReplay, was: str, user: Any = None,
     if was == Status.CANCELLED:
         _drop_superseded(row.session, {row.key, *keep}, user)
     policy.admit("replay", user, row.session.team)
-    with transaction.atomic():
-        if BackgroundReplay.objects.filter(pk=row.pk, status=was).update(
-                status=Status.QUEUED, done=0, message="", started_at=None, heartbeat_at=None,
-                finished_at=None, created_at=timezone.now(), user_id=policy.user_id(user)):
-            enqueue(row)
-    row.refresh_from_db()
-    return row
+    return lifecycle.reopen(row, was, user)
 
 
 def enqueue(row: BackgroundReplay) -> None:

@@ -217,13 +217,7 @@ def _pending(session: Session, settings: ReplaySettings, index: int, text: str, 
 def _queue_again(row: CallReplay, was: str, user: Any) -> None:
     """Queued again once however many requests find it at the same moment."""
     policy.admit("call", user, row.session.team)
-    with transaction.atomic():
-        if CallReplay.objects.filter(pk=row.pk, status=was).update(
-                status=Status.QUEUED, done=0, message="", result=b"", started_at=None,
-                heartbeat_at=None, finished_at=None, created_at=timezone.now(),
-                user_id=policy.user_id(user)):
-            enqueue(row)
-    row.refresh_from_db()
+    lifecycle.reopen(row, was, user, result=b"")
 
 
 def enqueue(row: CallReplay) -> None:
