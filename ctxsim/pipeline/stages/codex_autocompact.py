@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..agents_common import (
@@ -26,21 +26,19 @@ from ..agents_common import (
 from ..messages import Message
 from ..token_model import compared, step_call, unit_of, unit_words
 from ..tokens import extras_tokens, tokens_by_identity
-from . import StageContext, StageResult, changed_since, view_result
+from . import StageContext, StageResult, view_result
 from ._codex import (
     NO_SUMMARY,
     SUMMARY_PREFIX,
     call_of,
     estimate_tokens,
-    has_usage,
-    is_compaction_message,
     is_contextual,
     is_real_user_message,
     model_row,
-    recorded_marker,
     replacement_messages,
     truncate_tokens,
 )
+from ._codex_facts import InputFacts
 from .codex_tool_output import session_meta
 
 NAME = "codex_autocompact"
@@ -91,7 +89,7 @@ class _Run:
         # Costs by identity: the same message objects come back at every call.
         self.costs: dict[int, tuple[Message, int]] = (
             ctx.memo.setdefault("costs", {}) if ctx.memo is not None else {})
-        facts = _Facts.of(history, ctx, self.cost)
+        facts = InputFacts.of(history, ctx, self.cost)
         self.positions, self.markers, self.hidden = facts.positions, facts.markers, facts.hidden
         self.prefix, self.estimates, self.usage_at = facts.prefix, facts.estimates, facts.usage_at
         self.hidden_set = set(self.hidden)
@@ -323,57 +321,6 @@ class _Run:
         if reason and not compacted:
             report["reason"] = reason
         return s, tuple(after), report
-
-
-@dataclass
-class _Facts:
-    """Per-position facts of the input, kept in the memo and extended from the first position
-    that changed since the previous call, so a call costs what was appended."""
-
-    seen: tuple[Message, ...] = ()
-    prefix: list[int] = field(default_factory=lambda: [0])  # costs of input[:i]
-    estimates: list[int] = field(default_factory=lambda: [0])  # non-system estimates
-    positions: list[int] = field(default_factory=list)
-    markers: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
-    hidden: list[int] = field(default_factory=list)
-    usage_at: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, history: tuple[Message, ...], ctx: StageContext, cost: Any) -> _Facts:
-        memo = ctx.memo
-        facts = memo.get("facts") if memo is not None else None
-        if facts is None:
-            facts, start = cls(), 0
-        else:
-            changed = changed_since(facts.seen, history, ctx, len(facts.seen))
-            start = changed[0] if changed else min(len(facts.seen), len(history))
-            facts.truncate(start)
-        for i in range(start, len(history)):
-            m = history[i]
-            facts.prefix.append(facts.prefix[-1] + cost(m))
-            facts.estimates.append(facts.estimates[-1]
-                                   + (estimate_tokens(m) if m.role != "system" else 0))
-            if m.role == "assistant":
-                facts.positions.append(i)
-                if has_usage(m):
-                    facts.usage_at.append(i)
-            marker = recorded_marker(m)
-            if marker is not None:
-                facts.markers.append((i, marker))
-            if is_compaction_message(m):
-                facts.hidden.append(i)
-        facts.seen = history
-        if memo is not None:
-            memo["facts"] = facts
-        return facts
-
-    def truncate(self, n: int) -> None:
-        del self.prefix[n + 1:]
-        del self.estimates[n + 1:]
-        for name in ("positions", "hidden", "usage_at"):
-            values = getattr(self, name)
-            del values[bisect_left(values, n):]
-        self.markers = [(i, mk) for i, mk in self.markers if i < n]
 
 
 def _kind(recorded: bool, applied: bool, predicted: bool, compacted: bool) -> str | None:
