@@ -356,6 +356,21 @@ def unit_of(ctx: Any, source: str) -> str:
     return "provider" if anchored else "counter"
 
 
+def after_fields(ctx: Any, unit: str, tokens_after: int, messages: int) -> dict[str, int]:
+    """`tokens_after_compared`, for a compaction report whose `tokens_before` is in the
+    provider's tokens: the view it left (`tokens_after`, ctxsim's count of `full_prompt(V)` as
+    SPEC-agents defines it, `messages` long) in that same unit, so a note's "before → after"
+    is one unit (SPEC §11). Nothing when `tokens_before` is a count already."""
+    if unit != "provider":
+        return {}
+    return {"tokens_after_compared": compared(ctx, tokens_after, messages)}
+
+
+def shown_after(report: Mapping[str, Any]) -> Any:
+    """The "after" figure a note shows: in the unit of the report's `tokens_before`."""
+    return report.get("tokens_after_compared", report.get("tokens_after"))
+
+
 UNIT_WORDS = {"provider": "the provider's tokens, anchored on the recorded bill",
               "usage": "the last recorded usage plus an estimate of what followed",
               "counter": "ctxsim's own count"}

@@ -243,6 +243,30 @@ def test_claude_code_compacts_where_the_bill_reaches_the_threshold_and_only_once
     assert calls[first_bill][1]["token_source"] == "anchored"
 
 
+def test_a_compaction_note_shows_before_and_after_in_the_provider_unit():
+    """`tokens_after` stays ctxsim's count of the view (SPEC-agents); the note's "before →
+    after" reads `tokens_after_compared`, the same view in the provider's tokens."""
+    from ctxsim.pipeline.stages import claude_code_autocompact, codex_autocompact
+
+    history = _billed(_session(20, 1_500))
+    codex_history = _billed(_session(20, 1_500), lambda k, x, n: round(4_000 + 1.0 * x + 12 * n))
+    cases = [(replay(history, "claude-code", {"cc_context_window": 60_000}),
+              "claude_code_autocompact", claude_code_autocompact.describe),
+             (replay(codex_history, "codex", {"codex_config": {
+                 "model_context_window": 200_000, "model_auto_compact_token_limit": 15_000}}),
+              "codex_autocompact", codex_autocompact.describe)]
+    for rep, stage, describe in cases:
+        calls = list(rep.calls())
+        call = next(c for c in calls if any(s.stage == stage and s.report["compacted"]
+                                            for s in c.stages))
+        report = next(s.report for s in call.stages if s.stage == stage)
+        assert report["token_unit"] == "provider"
+        after = report["tokens_after_compared"]
+        # The bill's framing (A, and B per counted token) is in it; the count alone is lower.
+        assert report["tokens_before"] > after > report["tokens_after"]
+        assert f"{report['tokens_before']} → {after} tokens" in describe(report)
+
+
 def test_without_usage_anchored_equals_counter_exactly():
     history = _session(20, 1_500)
     assert _cc_compactions(history) == [

@@ -36,7 +36,7 @@ from ..agents_common import (
 from ..eras import VERSION_PARAMS, parse_version
 from ..messages import Message
 from ..params import PARAMS
-from ..token_model import compared, unit_of
+from ..token_model import after_fields, compared, shown_after, unit_of
 from ..tokens import extras_tokens, tokens_by_identity
 
 if TYPE_CHECKING:
@@ -118,9 +118,15 @@ def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: i
     return tokens, "counter"
 
 
-def token_fields(ctx: Any, used: str) -> dict[str, str]:
-    """A report's `token_source` and `token_unit` for the source a stage compared."""
-    return {"token_source": used, "token_unit": unit_of(ctx, used)}
+def token_fields(ctx: Any, used: str, after: tuple[int, int] | None = None) -> dict[str, Any]:
+    """A report's `token_source` and `token_unit` for the source a stage compared; with
+    `after` (the counted `tokens_after` and the view's length), the view it left in that
+    unit (`token_model.after_fields`)."""
+    unit = unit_of(ctx, used)
+    fields: dict[str, Any] = {"token_source": used, "token_unit": unit}
+    if after is not None:
+        fields.update(after_fields(ctx, unit, *after))
+    return fields
 
 
 class Sums:
@@ -368,7 +374,7 @@ def describe_compaction(report: Mapping[str, Any], what: str, limit_name: str) -
     source = report.get("token_source", "counter")
     if report.get("compacted"):
         return (f"{what} ({report.get('trigger')}, {report.get('summary_source')} summary): "
-                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens "
+                f"{report.get('tokens_before')} → {shown_after(report)} tokens "
                 f"({source}).")
     limit = report.get("limit")
     if limit is None:

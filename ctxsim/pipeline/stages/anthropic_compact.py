@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..token_model import compared, step_call, unit_of
+from ..token_model import after_fields, compared, shown_after, step_call, unit_of
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "anthropic_compact"
@@ -121,6 +121,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "trigger": {"type": "input_tokens", "value": trigger},
         "instructions": p.get("compact_instructions"),
         "token_source": "anchored", "token_unit": unit_of(ctx, "anchored"),
+        **after_fields(ctx, unit_of(ctx, "anchored"), after, len(out)),
         COMPACTION_EVENTS: events,
     }
     h = tuple(history)
@@ -137,7 +138,7 @@ def activity(report: Mapping[str, Any]) -> int:
 def describe(report: Mapping[str, Any]) -> str:
     if report.get("applied"):
         return (f"Compacted ({report.get('summary_source')} summary): "
-                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens, "
+                f"{report.get('tokens_before')} → {shown_after(report)} tokens, "
                 f"{report.get('dropped_messages')} message(s) dropped.")
     start = (f"; starts at a {report['summary_source']} compaction block"
              if report.get("summary_source") else "")

@@ -35,7 +35,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
-from ..token_model import compared, step_call, unit_of, unit_words
+from ..token_model import after_fields, compared, shown_after, step_call, unit_of, unit_words
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "claude_code_autocompact"
@@ -249,6 +249,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "recorded_pre_tokens": info["recorded_pre_tokens"],
         "compactions_so_far": result.state.count, "dropped_recorded_summaries": dropped,
         "enabled": th.enabled, "token_source": source, "token_unit": unit_of(ctx, source),
+        **after_fields(ctx, unit_of(ctx, source), after, len(out)),
         "env_effective": {
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": env.pct_override,
             "CLAUDE_CODE_AUTO_COMPACT_WINDOW": env.auto_compact_window,
@@ -279,7 +280,7 @@ def describe(report: Mapping[str, Any]) -> str:
     if report.get("compacted"):
         return (f"Compacted ({report.get('trigger', '').replace('_', ' ')}, "
                 f"{report.get('summary_source')} summary): {report.get('tokens_before')} → "
-                f"{report.get('tokens_after')} tokens{was}.")
+                f"{shown_after(report)} tokens{was}.")
     if not report.get("enabled"):
         return "Auto-compact disabled (DISABLE_AUTO_COMPACT / DISABLE_COMPACT)."
     return (f"{report.get('tokens_before')} tokens, below the threshold "

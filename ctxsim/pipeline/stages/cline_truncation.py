@@ -29,7 +29,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
-from ..token_model import step_call
+from ..token_model import shown_after, step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     AgentRun,
@@ -260,7 +260,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "compacted": info["compacted"], "trigger": info["trigger"], "keep": info["keep"],
         "deleted_range": info["range"], "api_messages": info["api_messages"],
         "limit": work.limit, "window": work.window, "tokens_before": info["tokens_before"],
-        "tokens_after": after, **token_fields(ctx, info["token_source"]),
+        "tokens_after": after, **token_fields(ctx, info["token_source"], (after, len(out))),
         "summary_source": None, "recorded": info["recorded"],
         "truncations_so_far": result.state.count,
     }
@@ -275,7 +275,7 @@ def describe(report: Mapping[str, Any]) -> str:
     if report.get("compacted"):
         return (f"Truncated (keep {report.get('keep') or 'recorded'}): range "
                 f"{report.get('deleted_range')} of {report.get('api_messages')} API messages, "
-                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens "
+                f"{report.get('tokens_before')} → {shown_after(report)} tokens "
                 f"({report.get('token_source')}).")
     return describe_compaction(report, "Truncated", "maxAllowedSize")
 

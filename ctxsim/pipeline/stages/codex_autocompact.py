@@ -24,7 +24,7 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..token_model import compared, step_call, unit_of, unit_words
+from ..token_model import compared, shown_after, step_call, unit_of, unit_words
 from ..tokens import extras_tokens, tokens_by_identity
 from . import StageContext, StageResult, view_result
 from ._codex import (
@@ -313,6 +313,8 @@ class _Run:
             "token_source": self.source,
             "token_unit": unit_of(self.ctx, self.source),
         }
+        if report["token_unit"] == "provider":  # the view it left, in before's unit (§11)
+            report["tokens_after_compared"] = self.view_tokens(n, s)
         kind = _kind(bool(mine), applied_recorded, predicted, compacted)
         if kind is not None:
             report[COMPACTION_EVENTS] = [compaction_event(
@@ -358,7 +360,7 @@ def describe(report: Mapping[str, Any]) -> str:
     if report.get("compacted"):
         return (f"Compacted {phase} ({report.get('trigger')}, {report.get('summary_source')} "
                 f"summary, {report.get('selected_user_messages')} user messages kept): "
-                f"{report.get('tokens_before')} → {report.get('tokens_after')} tokens.")
+                f"{report.get('tokens_before')} → {shown_after(report)} tokens.")
     if report.get("limit") is None:
         return (f"{report.get('tokens_before')} tokens; no auto-compaction limit (unknown "
                 "window: set codex_config.model_context_window).")

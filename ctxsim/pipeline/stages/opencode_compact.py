@@ -138,7 +138,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     report: dict[str, Any] = {
         "compacted": info["compacted"], "trigger": info["trigger"], "limit": work.limit,
         "tokens_before": info["tokens_before"], "tokens_after": after,
-        **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
+        **token_fields(ctx, info["token_source"], (after, len(out))),
+        "summary_source": info["summary_source"],
         "recorded": info["recorded"], "replayed_user_message": info["replayed_user"],
         "compactions_so_far": result.state.count,
     }

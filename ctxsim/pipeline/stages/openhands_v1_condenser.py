@@ -308,7 +308,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "events_before": info["events_before"], "forgotten_events": info["forgotten"],
         "hard_reset": info["hard_reset"], "limit": work.max_size, "token_cap": work.cap,
         "tokens_before": info["tokens_before"], "tokens_after": after,
-        **token_fields(ctx, info["token_source"]), "summary_source": info["summary_source"],
+        **token_fields(ctx, info["token_source"], (after, len(out))),
+        "summary_source": info["summary_source"],
         "recorded": info["recorded"], "condensations_so_far": result.state.count,
     }
     add_late_events(report, NAME, result, after, "recorded", info["summary_source"])

@@ -26,7 +26,7 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
-from ..token_model import step_call
+from ..token_model import shown_after, step_call
 from . import StageContext, StageResult, view_result
 from ._agents2 import (
     AgentRun,
@@ -231,7 +231,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "compacted": info["compacted"], "trigger": info["trigger"], "action": info["action"],
         "limit": work.allowed, "window": work.window, "percent": info["percent"],
         "threshold_percent": work.percent, "tokens_before": info["tokens_before"],
-        "tokens_after": after, **token_fields(ctx, info["token_source"]),
+        "tokens_after": after, **token_fields(ctx, info["token_source"], (after, len(out))),
         "summary_source": info["summary_source"], "recorded": info["recorded"],
         "era": work.era.label, "condensations_so_far": result.state.count,
     }
@@ -244,7 +244,7 @@ activity = compaction_activity
 
 def describe(report: Mapping[str, Any]) -> str:
     if report.get("action") == "sliding_window":
-        return (f"Sliding window: {report.get('tokens_before')} → {report.get('tokens_after')} "
+        return (f"Sliding window: {report.get('tokens_before')} → {shown_after(report)} "
                 "tokens.")
     era = f" {report['era']}." if report.get("era") else ""
     return describe_compaction(report, "Condensed", "allowed size") + era
