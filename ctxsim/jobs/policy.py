@@ -21,16 +21,12 @@ tickets of issue 28 are the jobs themselves), counted while it is queued or runn
   again, and its task finds nothing to do.
 - **Helper copies** (an overview column's second task, a corpus sweep's parts but its last)
   are jobs of their own that are not `counted`: the quota counts the work once.
-- **Bare jobs** (`record`, ended with their task by `release`, from the `task_finished`
-  signal and from the worker when a task's process died) remain for work with no table of
-  its own; the overview's kinds now have tables (`ColumnTask`, `CorpusSweepPart`).
 - **Lost jobs.** A job older than `TICKET_SECONDS` is counted no more; a kind's job whose
   worker died is settled by `ctxsim.jobs.lifecycle`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -38,11 +34,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from ctxsim.jobs.models import PENDING, Job, Status
+from ctxsim.jobs.models import PENDING, Job
 
 KINDS = ("replay", "overview", "sweep", "corpus", "trace", "insights", "call")
-# Kinds whose job is a bare `Job`, ended with its task.
-BARE = ("overview", "corpus")
 UNCOUNTED = ("import",)
 TICKET_SECONDS = 3600
 RETRY_AFTER_SECONDS = 10
@@ -102,29 +96,6 @@ def admit(kind: str, user: Any, team: Any, tasks: int = 1, *, api: bool = False)
             f"Your team already has {theirs} background task(s) waiting for the worker (at "
             f"most {per_team} per team); this {kind} is queued once some of them are done. "
             "Retry in a few seconds.")
-
-
-def record(kind: str, user: Any, team: Any, task_ids: Iterable[Any], *,
-           api: bool = False) -> None:
-    """A bare job (`BARE`: work with no table of its own) per task just queued for `user` or,
-    by an API token (`api`), for `team` (nothing for work nobody asked for)."""
-    if kind not in BARE:
-        raise ValueError(f"{kind!r} jobs are rows of their own kind")
-    uid = user_id(user)
-    if uid is None and not api:
-        return
-    Job.objects.bulk_create([
-        Job(kind=kind, queue="sweeps" if kind == "corpus" else "replays", user_id=uid,
-            team_id=_team_id(team), task_id=str(task_id)[:64]) for task_id in task_ids])
-
-
-def release(task_ids: Iterable[Any], *, failed: bool = False) -> int:
-    """End the bare jobs of these tasks (ended, or their process died)."""
-    ids = [str(t)[:64] for t in task_ids if t]
-    if not ids:
-        return 0
-    return Job.objects.filter(task_id__in=ids, kind__in=BARE, status__in=PENDING).update(
-        status=Status.FAILED if failed else Status.DONE, finished_at=timezone.now())
 
 
 class QueueFullMiddleware:

@@ -201,7 +201,8 @@ class Group:
 
     @property
     def percent(self) -> int:
-        """The jobs' own progress; jobs that count none (bare jobs): the share ended."""
+        """The jobs' own progress; jobs that count no steps (an overview column): the share
+        ended."""
         if not any(job.total for job in self.jobs):
             return self.ended * 100 // len(self.jobs)
         return sum(job.percent for job in self.jobs) // len(self.jobs)

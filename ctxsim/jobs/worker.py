@@ -9,8 +9,7 @@
   4.35 GB after it ended). `0` runs tasks in the worker process itself, as `db_worker` does.
 - **A child that dies** (the limit, the kernel's OOM killer, a signal) leaves its task row
   "running": the worker marks it failed with why (`settle_lost_tasks`) and settles its job
-  at once as a lost one (`lifecycle.task_lost`: queued again once, then failed; a bare job
-  ends, `policy.release`).
+  at once as a lost one (`lifecycle.task_lost`: queued again once, then failed).
 - **A busy SQLite database.** `db_worker` retries a locked database while it claims a task,
   but not when it begins the claim's exclusive transaction: a write lock held longer than the
   busy timeout (20 s) stopped both workers ("database is locked"). The loop now waits and
@@ -39,7 +38,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.utils import is_locked_database_exception
 
 from ctxsim.heartbeat import settle_lost_tasks
-from ctxsim.jobs import lifecycle, policy
+from ctxsim.jobs import lifecycle
 
 logger = logging.getLogger("ctxsim.jobs.worker")
 
@@ -122,7 +121,6 @@ class BoundedWorker(Worker):
                          why)
             settle_lost_tasks([db_task_result.id], why)
             lifecycle.task_lost(db_task_result.id, why)
-            policy.release([db_task_result.id], failed=True)
 
     def _run_in_child(self, db_task_result, limit: int) -> None:
         import resource

@@ -50,7 +50,6 @@ def run_worker_tasks() -> int:
     for row in DBTaskResult.objects.filter(status="READY").order_by("enqueued_at"):
         import_string(row.task_path).call(*row.args_kwargs["args"])
         DBTaskResult.objects.filter(pk=row.pk).update(status="SUCCESSFUL")
-        policy.release([row.pk])
         ran += 1
     return ran
 

@@ -61,22 +61,3 @@ def test_a_database_locked_longer_than_the_busy_timeout_makes_the_worker_wait(se
         result = whoami.enqueue()
         row = workers.wait_for(lambda: finished(result.id), 60, "the task's end", worker)
         assert row.status == "SUCCESSFUL"
-
-
-def test_a_task_that_ends_gives_its_ticket_back(personas, settings):
-    """The quotas count pending jobs: a real worker's task end ends its bare job, success or
-    failure (and a child that died: its parent settles the task and its job)."""
-    from ctxsim.jobs import policy
-    from ctxsim.jobs.models import Job
-
-    viewer = personas.users["viewer"]
-    results = [whoami.enqueue(), kill_myself.enqueue()]
-    policy.record("overview", viewer, personas.team, [r.id for r in results])
-    assert policy.pending(viewer) == 2
-    env = workers.worker_env(settings, CTXSIM_WORKER_MAX_MB="400")
-    with workers.running(env, command_name="ctxsim_worker") as worker:
-        for result in results:
-            workers.wait_for(lambda r=result: finished(r.id), 60, "the task's end", worker)
-        workers.wait_for(lambda: not Job.objects.filter(status__in=policy.PENDING).exists(), 30,
-                         "the jobs ended", worker)
-    assert policy.pending(viewer) == 0
