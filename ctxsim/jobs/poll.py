@@ -22,7 +22,10 @@ result with view state of its own (the session page's call and filters, the insi
 profiles, the overview's filters) keeps its query: when the polling page's own path
 (`HX-Current-URL`, the page htmx polls from) is one of the kind's pages for this job
 (`Result.pages`: URL names and arguments), its path and query are loaded, re-encoded; any
-other address gives the kind's own URL.
+other address gives the kind's own URL. A region that is a fragment of its own address (a
+deep call's fold rows or message body, `templates/replays/call_pending.html`) stands on a
+page that is not its result: its poll says the region's address (`?page=`, kept in every
+re-poll), which is checked the same way instead of the polling page's.
 
 **Several jobs at once.** A page that waits for several jobs of one kind (the insights page's
 columns, the overview's columns) polls them as one group: `GET /jobs/<pk>/?also=<pk>&...` (at
@@ -70,7 +73,10 @@ LOOK = {
     "insights": ("insights-bar", "Progress of the columns", ""),
     "overview": ("overview-progress", "Overview progress", ""),
     "corpus": ("sweep-progress", "Corpus sweep progress", ""),
+    "call": ("call-progress", "Replay progress", "calls"),
 }
+# The longest region address (`page`) a poll keeps; a longer one is dropped.
+MAX_PAGE = 2000
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,14 @@ def _trace(job: Any) -> Result:
                   on_failure=False)
 
 
+def _call(job: Any) -> Result:
+    # A deep call's part (ctxsim.replays.deep_calls): the call view, a fold's rows, a body.
+    from ctxsim.replays.deep_calls import address
+
+    url, names = address(job)
+    return Result(url, _session_pages(job, *names))
+
+
 def _overview(job: Any) -> Result:
     return Result(reverse("team-overview"), (("team-overview", {}),))
 
@@ -127,7 +141,7 @@ def _corpus(job: Any) -> Result:
 
 RESULTS: dict[str, Callable[[Any], Result]] = {
     "import": _import, "sweep": _sweep, "insights": _insights, "replay": _replay,
-    "trace": _trace, "overview": _overview, "corpus": _corpus,
+    "trace": _trace, "overview": _overview, "corpus": _corpus, "call": _call,
 }
 
 
@@ -161,6 +175,7 @@ class Group:
     status element reads from a single job."""
 
     jobs: list[Job]
+    page: str = ""  # the region's own address, when it is not the polling page's
     ended_jobs: list[Job] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -221,7 +236,7 @@ class Group:
 
     @property
     def poll_url(self) -> str:
-        return poll_url(self.jobs)
+        return poll_url(self.jobs, self.page)
 
     @property
     def poll_every(self) -> int:
@@ -236,16 +251,19 @@ def look(kind: str) -> tuple[str, str, str]:
     return LOOK.get(kind, ("", "Progress", ""))
 
 
-def poll_url(jobs: Sequence[Job]) -> str:
+def poll_url(jobs: Sequence[Job], page: str = "") -> str:
     url = reverse("job-poll", args=[jobs[0].pk])
-    rest = [("also", job.pk) for job in jobs[1:]]
+    rest: list[tuple[str, Any]] = [("also", job.pk) for job in jobs[1:]]
+    if page:
+        rest.append(("page", page))
     return f"{url}?{urlencode(rest)}" if rest else url
 
 
-def watch(jobs: Iterable[Job]) -> Group | None:
-    """The group a page polls for these jobs, None without any."""
+def watch(jobs: Iterable[Job], page: str = "") -> Group | None:
+    """The group a page polls for these jobs (`page`: the address of the region it stands
+    in, when that is not the page's own), None without any."""
     rows = list(jobs)
-    return Group(rows) if rows else None
+    return Group(rows, page) if rows else None
 
 
 def _ids(first: int, also: Iterable[str]) -> list[int]:
@@ -260,9 +278,10 @@ def _ids(first: int, also: Iterable[str]) -> list[int]:
     return ids
 
 
-def polled(user: Any, first: int, also: Iterable[str] = ()) -> Group:
+def polled(user: Any, first: int, also: Iterable[str] = (), page: str = "") -> Group:
     """The jobs of a poll, each as its kind's row, their lost ones settled: 404 unless every
-    one belongs to a team `user` is a member of."""
+    one belongs to a team `user` is a member of. `page` (the region's address) is kept as
+    asked, only ever read through `kept_page`."""
     ids = _ids(first, also)
     if not getattr(user, "is_authenticated", False):
         raise Http404("No such job.")
@@ -276,4 +295,4 @@ def polled(user: Any, first: int, also: Iterable[str] = ()) -> Group:
         if kind in lifecycle.KINDS:  # the kind's own row (its progress, its fields)
             for row in lifecycle.KINDS[kind].model.objects.filter(pk__in=list(by_pk), kind=kind):
                 by_pk[row.pk] = row
-    return Group([by_pk[pk] for pk in ids])
+    return Group([by_pk[pk] for pk in ids], page if len(page) <= MAX_PAGE else "")

@@ -19,11 +19,13 @@ TEMPLATE = "jobs/poll.html"
 def job_poll(request: HttpRequest, job_id: int) -> HttpResponse:
     """A job's (or a group's, `also`) status while pending; once ended its message and where
     its result is (see `ctxsim.jobs.poll`)."""
-    group = poll.polled(request.user, job_id, request.GET.getlist("also"))
+    group = poll.polled(request.user, job_id, request.GET.getlist("also"),
+                        request.GET.get("page", ""))
     if group.is_active:
         return render(request, f"{TEMPLATE}#pending", {"job": group})
     result = poll.result_of(group.jobs[0])
-    url = poll.kept_page(result, request.htmx.current_url if request.htmx else None)
+    current = request.htmx.current_url if request.htmx else None
+    url = poll.kept_page(result, group.page or current)
     if not request.htmx:
         return redirect(url)  # the kind's own address (or one of its pages): never the query's
     load = group.status == Status.DONE or result.on_failure

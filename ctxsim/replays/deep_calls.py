@@ -40,6 +40,7 @@ from django.core.cache import cache as django_cache
 from django.db import IntegrityError, transaction
 from django.http import QueryDict
 from django.tasks import task
+from django.urls import reverse
 from django.utils import timezone
 
 from ctxsim.jobs import lifecycle, policy
@@ -145,6 +146,27 @@ def body_parts(detail: services.CallDetail, position: int,
             out[key] = analysis.display(page.tool_output(row.message)[0],
                                         limit if key == "head" else None)
     return out
+
+
+def address(row: CallReplay) -> tuple[str, tuple[str, ...]]:
+    """Where the part of `row` is shown, from its own fields (the poll's result,
+    `ctxsim.jobs.poll`): the URL that asks for it and the URL names of the pages that may show
+    it. A message's body: its own address ("show all"); a fold's rows (one run, no reach):
+    the rows' page; anything else (a call pack, a Find's rows, the rows a filter or a comment
+    shows): the call on the session page."""
+    part = json.loads(row.part)
+    query = "&".join(q for q in (row.query, f"call={row.call}") if q)
+    args = [row.session_id]
+    if part.get("what") == BODY:
+        return (f"{reverse('session-message', args=args)}?{query}&row={int(part['row'])}",
+                ("session-message",))
+    call = f"{reverse('session-detail', args=args)}?{query}"
+    if part.get("what") != ROWS:
+        return call, ("session-detail",)
+    if part.get("reach") is None and len(part.get("at", ())) == 1:
+        start, stop = (int(p) for p in part["at"][0])
+        call = f"{reverse('session-rows', args=args)}?{query}&from={start}&to={stop}"
+    return call, ("session-rows", "session-detail")
 
 
 def _ranges(positions: Iterable[int]) -> list[list[int]]:

@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django_htmx.http import push_url
 
 from ctxsim.htmx import target_id
+from ctxsim.jobs import poll
 from ctxsim.replays import background
 
 TEMPLATE = "replays/pending.html"
@@ -57,14 +58,17 @@ def call_pending(request: HttpRequest, session, settings, row,
                  regions: Mapping[str, str] = {}) -> HttpResponse:  # noqa: B006 - read only
     """A deep call's progress while the worker replays to it (`ctxsim.replays.deep_calls`):
     in place of the element the htmx request swaps — a region of the page (one of `regions`),
-    a fold (`fold-…`) or a message body (`body-…`), each polling the same URL, which answers
-    what it stands for once made — or as a page of its own (202)."""
+    a fold (`fold-…`) or a message body (`body-…`) — or as a page of its own (202). Each
+    polls the job (`ctxsim.jobs.poll`, kind "call") with this request's address as the
+    region's (`page`), which the poll loads into the region once the part is made: what the
+    region stands for, or, for the page of its own, a client refresh."""
     target = target_id(request) or ""
     where = target.split("-", 1)[0] if target.startswith(("fold-", "body-")) else "call"
     region = target if where != "call" or target in regions else CALL_PENDING_REGION
     context = {"session": session, "settings": settings, "job": row,
                "progress": background.progress_of(row), "region": region,
-               "bound": background.inline_bound(), "poll_url": request.get_full_path()}
+               "bound": background.inline_bound(), "page_url": request.get_full_path(),
+               "poll": poll.watch([row], page=request.get_full_path())}
     if request.htmx:
         response = render(request, f"{CALL_TEMPLATE}#{where}-pending", context)
         if region in regions:

@@ -55,3 +55,29 @@ def test_a_new_threshold_shows_the_progress_in_place_then_the_replay(
     expect(page.locator("#call-view")).to_have_attribute("data-call", "5")
     assert page.evaluate("window.__same_page") is True  # swapped in place, no reload
     assert "CHATCLI_TOOL_RESULT_MAX_CHARS=2500" in page.url
+
+
+def test_a_fold_of_a_deep_call_waits_on_the_job_poll_and_opens_in_place(
+        personas, live_server, login, long, worker, monkeypatch):
+    from ctxsim.replays import call_view, services
+
+    monkeypatch.setattr(call_view, "CARRIED_SHOWN", 0)  # the call folds its carried rows
+    services.summary_for(long, services.default_settings(long))
+    page = login("viewer")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{live_server.url}/sessions/{long.pk}/?call=25")
+    expect(page.locator("main")).to_contain_text("Replaying to call 25")
+    worker.start()
+    expect(page.locator("#call-view")).to_have_attribute("data-call", "25", timeout=60_000)
+    fold = page.locator("#call-view li.fold").first
+    start = fold.get_attribute("data-from")
+    page.evaluate("window.__same_page = true")
+    asked.clear()
+    fold.locator("a.unfold").click()
+    # The fold's rows are the worker's too: the fold polls the job, then loads its rows.
+    expect(page.locator(f"#msg-25-{start}")).to_be_visible(timeout=60_000)
+    expect(page.locator("#call-view .call-pending")).to_have_count(0)
+    assert page.evaluate("window.__same_page") is True
+    assert any("/jobs/" in url for url in asked), asked
+    assert sum("/rows/" in url for url in asked) == 2, asked  # asked, then loaded by the poll

@@ -1,11 +1,14 @@
 """Issue 28 item 4, its last part: a deep call view of a long session (a cold `?call=N`, a
 fold's rows, a message's whole body, a filtered call) is replayed by the worker, never by the
-request; the worker's result renders exactly as the inline path renders the same call."""
+request; the worker's result renders exactly as the inline path renders the same call. While
+it runs, the fragment polls the one job poll (`GET /jobs/<pk>/`, issue 30), which then loads
+the fragment's region from its own address."""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import pytest
 from django.core.cache import cache as django_cache
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.django_db
 QUERY = "profile=chatcli"
 CALL_VIEW = {"HX-Request": "true", "HX-Target": "div#call-view"}
 PENDING = {"HX-Request": "true", "HX-Target": "section#call-pending"}
+HX = {"HX-Request": "true"}
 
 
 def replay_settings(session):
@@ -82,6 +86,26 @@ def run_worker() -> int:
     return len(tasks)
 
 
+def poll_of(html: str) -> tuple[str, CallReplay]:
+    """The poll a pending fragment stands for (the call's job, never the fragment's own URL)
+    and its job."""
+    found = re.search(r'hx-get="(/jobs/(\d+)/\?page=[^"]+)" hx-trigger="every 1s"', html)
+    assert found is not None, html
+    assert len(re.findall(r'hx-get="', html)) == 1  # nothing else polls
+    return found.group(1).replace("&amp;", "&"), CallReplay.objects.get(pk=found.group(2))
+
+
+def loaded_by(client, poll: str, polling_page: str) -> str:
+    """What the ended poll loads into its region (`closest .job-region`), asked from
+    `polling_page` as htmx asks."""
+    response = client.get(poll, headers={**HX,
+                                         "HX-Current-URL": f"http://testserver{polling_page}"})
+    found = re.search(r'hx-get="([^"]+)" hx-trigger="load" hx-target="closest \.job-region"',
+                      response.content.decode())
+    assert response.status_code == 200 and found is not None, response.content
+    return found.group(1).replace("&amp;", "&")
+
+
 def inline(settings, session, client, url: str, headers: dict) -> str:
     """The same URL rendered by a request that replays inline (a short bound)."""
     bound = settings.CTXSIM_INLINE_REPLAY_CALLS
@@ -102,9 +126,15 @@ def test_a_cold_jump_to_a_deep_call_is_replayed_by_the_worker_and_renders_as_inl
     html = response.content.decode()
     assert response.status_code == 202
     assert "Replaying to call 12 in the background" in html and "0 of 13 calls" in html
-    assert 'id="call-pending"' in html and 'hx-trigger="every 1s"' in html
+    assert 'id="call-pending"' in html and "job-region" in html
     assert replayed == []  # nothing replayed on the request thread
     (row,) = CallReplay.objects.all()
+    poll, polled = poll_of(html)
+    assert polled == row and row.kind == "call"
+    waiting = client.get(poll, headers=HX)
+    assert waiting.status_code == 200 and len(waiting.content) <= 1024, len(waiting.content)
+    assert b"0 of 13 calls" in waiting.content
+    assert f'hx-get="{poll.replace("&", "&amp;")}" hx-trigger="every 1s"' in waiting.text  # kept
     assert row.status == Status.QUEUED and row.call == 12 and row.total == 13
     (task,) = DBTaskResult.objects.all()
     assert task.queue_name == "replays" and task.args_kwargs["args"] == [row.pk]
@@ -118,8 +148,11 @@ def test_a_cold_jump_to_a_deep_call_is_replayed_by_the_worker_and_renders_as_inl
     assert row.status == Status.DONE and row.done == 13 and row.result
     fresh_process()
     replayed.clear()
-    poll = client.get(page(deep, "&call=12"), headers=PENDING)
-    assert poll.status_code == 200 and poll["HX-Refresh"] == "true"
+    # The ended poll loads the region from the page's own address: the page reloads.
+    assert loaded_by(client, poll, page(deep, "&call=12")) == page(deep, "&call=12")
+    assert replayed == []
+    reload = client.get(page(deep, "&call=12"), headers=PENDING)
+    assert reload.status_code == 200 and reload["HX-Refresh"] == "true"
     deep_html = client.get(page(deep, "&call=12"), headers=CALL_VIEW).content.decode()
     assert replayed == [] and 'id="call-view"' in deep_html and "Call 12" in deep_html
     assert deep_html == inline(settings, deep, client, page(deep, "&call=12"), CALL_VIEW)
@@ -157,11 +190,14 @@ def test_a_fold_of_a_deep_call_is_loaded_by_the_worker(personas, deep, replayed,
     fold = {"HX-Request": "true", "HX-Target": f"li#fold-23-{start}"}
     replayed.clear()
     pending = client.get(rows, headers=fold).content.decode()
-    assert pending.startswith(f'<li class="fold call-pending" id="fold-23-{start}"')
-    assert "every 1s" in pending and replayed == []
+    assert pending.startswith(f'<li class="fold call-pending job-region" id="fold-23-{start}"')
+    assert pending.endswith("</li>") and replayed == []
+    poll, _job = poll_of(pending)
     assert run_worker() == 1
     fresh_process()
     replayed.clear()
+    # Polled from the session page, the fold's poll loads the fold's own rows URL.
+    assert loaded_by(client, poll, page(deep, "&call=23")) == rows
     loaded = client.get(rows, headers=fold).content.decode()
     assert replayed == [] and f'id="msg-23-{start}"' in loaded and "call-pending" not in loaded
     assert loaded == inline(settings, deep, client, rows, fold)
@@ -184,11 +220,17 @@ def test_a_message_body_of_a_deep_call_is_loaded_by_the_worker_once_for_every_vi
     body = {"HX-Request": "true", "HX-Target": f"pre#body-20-{position}"}
     replayed.clear()
     pending = client.get(href, headers=body).content.decode()
-    assert pending.startswith(f'<pre class="body call-pending" id="body-20-{position}"')
-    assert replayed == []
+    assert pending.startswith(f'<pre class="body call-pending job-region" id="body-20-{position}"')
+    assert pending.endswith("</pre>") and replayed == []
+    poll, job = poll_of(pending)
+    # "show less" of the same message waits for the same job, and its poll keeps its own URL.
+    less_poll, less_job = poll_of(client.get(href + "&part=head", headers=body).content.decode())
+    assert less_job == job and less_poll != poll
     assert run_worker() == 1
     fresh_process()
     replayed.clear()
+    assert loaded_by(client, poll, page(deep, "&call=20")) == href
+    assert loaded_by(client, less_poll, page(deep, "&call=20")) == href + "&part=head"
     whole = client.get(href, headers=body).content.decode()
     less = client.get(href + "&part=head", headers=body).content.decode()
     assert replayed == [] and DBTaskResult.objects.filter(status="READY").count() == 0
@@ -223,6 +265,24 @@ def test_outsiders_get_404_and_queue_nothing(personas, deep):
         assert personas.client("outsider").get(url).status_code == 404
         assert personas.client("anonymous").get(url).status_code in (302, 404)
     assert not CallReplay.objects.exists() and not DBTaskResult.objects.exists()
+
+
+def test_outsiders_get_404_on_the_poll_and_it_loads_only_the_calls_own_pages(personas, deep):
+    viewer = personas.client("viewer")
+    poll, job = poll_of(viewer.get(page(deep, "&call=12")).content.decode())
+    assert personas.client("outsider").get(poll, headers=HX).status_code == 404
+    assert personas.client("anonymous").get(poll, headers=HX).status_code in (302, 404)
+    run_worker()
+    own = page(deep, "&call=12")
+    # A page of another site, another session or of another kind: the call's own address.
+    base = reverse("job-poll", args=[job.pk])
+    for other in ("https://evil.example/x", f"//evil.example{reverse('home')}",
+                  reverse("session-detail", args=[deep.pk + 1]) + "?call=3",
+                  reverse("session-message", args=[deep.pk]) + "?call=12&row=1"):
+        assert loaded_by(viewer, f"{base}?{urlencode({'page': other})}", "/") == own
+    # Without htmx the ended poll sends the browser to the region's page (checked the same way).
+    assert viewer.get(poll)["Location"] == own
+    assert viewer.get(f"{base}?page=https://evil.example/")["Location"] == own
 
 
 def test_a_short_session_still_replays_its_calls_inline(personas, long_session, replayed):
@@ -276,5 +336,8 @@ def test_a_lost_call_replay_is_queued_again_and_a_failed_one_says_why(personas, 
     assert row.status == Status.FAILED and "the disk is full" in row.message
     body = client.get(page(deep, "&call=12")).content.decode()
     assert "the disk is full" in body and "every 1s" not in body
+    # Its poll says so and loads the region, which shows the failure itself (no poll).
+    ended = client.get(reverse("job-poll", args=[row.pk]), headers=HX).content.decode()
+    assert "the disk is full" in ended and 'hx-trigger="load"' in ended
     # The first attempt's task, were it run after all, finds nothing to do.
     assert deep_calls.run_call_replay(row.pk) == {"status": "skipped"}
