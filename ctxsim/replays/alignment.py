@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter, gt, is_, itemgetter, not_
+from itertools import compress, repeat
+from operator import attrgetter, contains, gt, is_, itemgetter, not_, or_
 from typing import Any, overload
 
 from ctxsim.pipeline.messages import Message
@@ -23,6 +23,7 @@ from ctxsim.pipeline.replay import CallResult
 
 STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
 _origin = attrgetter("origin")
+_content = attrgetter("content")
 
 
 @dataclass
@@ -108,6 +109,20 @@ def by_origin(history: Iterable[Message]) -> dict[int, Message]:
     return out
 
 
+def _naming(rows: list[int], messages: Sequence[Message],
+            records: Sequence[Any]) -> dict[int, Any]:
+    """For each of `rows` whose message names the path of one of `records`, the first such
+    record. A late call carries thousands of rewritten rows: each path is looked for in all
+    of their contents in C (`map(contains, ...)`), not row by row in Python."""
+    contents = list(map(_content, map(messages.__getitem__, rows)))
+    found: dict[int, Any] = {}
+    for record in records:
+        path = record.path.encode("utf-8", "surrogatepass")
+        for i in compress(rows, map(contains, contents, repeat(path))):
+            found.setdefault(i, record)
+    return found
+
+
 def _changed(a: Message, b: Message) -> bool:
     return a is not b and (a.content != b.content or a.tool_calls != b.tool_calls)
 
@@ -126,6 +141,9 @@ class ViewMemo:
     once (the raw history only grows)."""
 
     tools: dict[int, tuple[Message, tuple[str, ...]]] = field(default_factory=dict)
+    # One tuple object per distinct set of names: the rows' tools pickle as references when a
+    # call view goes to the shared cache.
+    tool_tuples: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     # A sent message differs from its raw one (both never change), by the message's identity.
     changed: dict[int, tuple[Message, bool]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
@@ -200,7 +218,7 @@ class CallView:
                 if not w and raw_for[i] is not None and statuses[i] != "removed":
                     weights[i] = cost(raw_for[i])  # type: ignore[arg-type]
         self.weights = weights
-        self._stage_maps: list[dict[int, Message]] | None = None
+        self._stage_maps: list[dict[int, Message] | None] | None = None
         self._names: dict[str, str] | None = None
         self._raw_by_origin = raw_by_origin
         self._rows: dict[int, MessageRow] = {}
@@ -226,8 +244,7 @@ class CallView:
                 hits[k] = changed[id(m)] = (m, _changed(raw_for[at[k]], m))  # type: ignore[arg-type]
         for i in compress(at, map(not_, map(itemgetter(1), hits))):  # type: ignore[arg-type]
             statuses[i], carried[i] = "unchanged", False
-        for i in [i for i, (s, c) in enumerate(zip(same, carried, strict=True))
-                  if not (s or c)]:
+        for i in list(compress(range(len(sent)), map(not_, map(or_, same, carried)))):
             m, raw = sent[i], raw_for[i]
             if raw is None:
                 statuses[i] = "injected"
@@ -237,14 +254,10 @@ class CallView:
                 before = started_for[i]
                 carried[i] = before is not None and not _changed(before, m)
         spilled: dict[int, Any] = {}
-        rewritten = [i for i, status in enumerate(statuses) if status == "rewritten"] \
-            if call.spills else []
-        paths = [(r.path.encode("utf-8", "surrogatepass"), r) for r in call.spills]
-        for i in rewritten:  # the first of the call's spills whose path the message names
-            for path, record in paths:
-                if path in sent[i].content:
-                    statuses[i], spilled[i] = "spilled", record
-                    break
+        if call.spills:
+            rewritten = list(compress(range(len(sent)), map("rewritten".__eq__, statuses)))
+            for i, record in _naming(rewritten, sent, call.spills).items():
+                statuses[i], spilled[i] = "spilled", record
         return statuses, carried, spilled
 
     def _merge(self, sent, sent_origins, raw_for, statuses, carried, weights, spilled,
@@ -272,13 +285,15 @@ class CallView:
 
     def tool_names(self) -> list[tuple[str, ...]]:
         """Each row's tools (`tools_of`), from the memo for the messages it holds."""
-        memo = self._memo.tools
+        memo, canonical = self._memo.tools, self._memo.tool_tuples
+        # A hit by id is that very message (the memo holds it, so its id is not reused): only
+        # the misses, a few new messages per call, are read in Python.
         found = list(map(memo.get, map(id, self.messages)))
         if None in found:
-            for i, hit in enumerate(found):
+            for i in [i for i, hit in enumerate(found) if hit is None]:
                 m = self.messages[i]
-                if hit is None or hit[0] is not m:
-                    found[i] = memo[id(m)] = (m, self.tools(i))
+                names = self.tools(i)
+                found[i] = memo[id(m)] = (m, canonical.setdefault(names, names))
         return list(map(itemgetter(1), found))  # type: ignore[arg-type]
 
     def __len__(self) -> int:
@@ -312,11 +327,9 @@ class CallView:
             return "pairing" if self.messages[i].role == "tool" else "anchor"
         if status == "unchanged" or origin is None:
             return ""
-        if self._stage_maps is None:
-            self._stage_maps = [by_origin(run.history) for run in self._call.stages]
         before = self._raw_by_origin.get(origin)
-        for run, current in zip(self._call.stages, self._stage_maps, strict=True):
-            after = current.get(origin)
+        for k, run in enumerate(self._call.stages):
+            after = self._stage_map(k).get(origin)
             if before is not None:
                 if after is None and status == "removed":
                     return run.stage
@@ -324,6 +337,24 @@ class CallView:
                     return "tool_cap" if origin in self._capped else run.stage
             before = after
         return "tool_cap" if status != "removed" and origin in self._capped else ""
+
+    def _stage_map(self, k: int) -> dict[int, Message]:
+        """`by_origin` of stage `k`'s history, made when a row's walk reaches it; a stage that
+        left the history as it found it (the very messages) shares the map before it."""
+        maps = self._stage_maps
+        if maps is None:
+            maps = self._stage_maps = [None] * len(self._call.stages)
+        found = maps[k]
+        if found is None:
+            history = self._call.stages[k].history
+            previous = self._call.stages[k - 1].history if k else None
+            if previous is not None and len(previous) == len(history) \
+                    and all(map(is_, previous, history)):
+                found = self._stage_map(k - 1)
+            else:
+                found = by_origin(history)
+            maps[k] = found
+        return found
 
     def row(self, i: int) -> MessageRow:
         made = self._rows.get(i)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import not_
 from typing import Any
 from urllib.parse import urlencode
 
@@ -55,19 +57,18 @@ def shown_of(statuses: Sequence[str], carried: Sequence[bool],
     to the rows not unchanged (a step at 16,000 calls aligns some 28,000 rows)."""
     n = len(statuses)
     shown = [False] * n
-    changed = [i for i, status in enumerate(statuses) if status != "unchanged"]
+    changed = list(compress(range(n), map("unchanged".__ne__, statuses)))  # in C
+    flags = list(map(carried.__getitem__, changed))
     # Rows rewritten or removed at earlier calls are shown too while a call has few of them;
     # a late call of a long session carries thousands (stubs, spills), and those fold.
-    many = sum(1 for i in changed if carried[i]) > CARRIED_SHOWN
-    for i in changed:
-        if not (many and carried[i]):
-            low, high = max(0, i - WINDOW), min(n, i + WINDOW + 1)
-            shown[low:high] = [True] * (high - low)
+    for i in compress(changed, map(not_, flags)) if sum(flags) > CARRIED_SHOWN else changed:
+        low, high = max(0, i - WINDOW), min(n, i + WINDOW + 1)
+        shown[low:high] = [True] * (high - low)
     for j in [*range(min(HEAD, n)), *range(max(0, n - TAIL), n), *keep]:
         if 0 <= j < n:
             shown[j] = True
     # A run of quiet rows shorter than FOLD_MIN is shown: gaps between shown rows.
-    at = [i for i, s in enumerate(shown) if s]
+    at = list(compress(range(n), shown))
     for a, b in zip([-1, *at], [*at, n], strict=True):
         if 1 < b - a <= FOLD_MIN:
             shown[a + 1:b] = [True] * (b - a - 1)
@@ -81,7 +82,7 @@ def folds_of(rows: Sequence[analysis.MessageRow], shown: Sequence[bool]) -> list
 
 def folds_from(weights: Sequence[int], shown: Sequence[bool]) -> list[Fold]:
     """`folds_of` rows given by their tokens (or raw tokens when they send none)."""
-    at = [i for i, s in enumerate(shown) if s]
+    at = list(compress(range(len(shown)), shown))
     return [Fold(a + 1, b, sum(weights[a + 1:b]))
             for a, b in zip([-1, *at], [*at, len(shown)], strict=True) if b - a > 1]
 
