@@ -11,11 +11,12 @@ dozen rows and folds the rest.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, contains, gt, is_, itemgetter, not_, or_
+from operator import and_, attrgetter, contains, gt, is_, is_not, itemgetter, not_, or_
 from typing import Any, overload
 
 from ctxsim.pipeline.messages import Message
@@ -24,6 +25,7 @@ from ctxsim.pipeline.replay import CallResult
 STATUSES = ("unchanged", "rewritten", "spilled", "removed", "injected")
 _origin = attrgetter("origin")
 _content = attrgetter("content")
+_role = attrgetter("role")
 
 
 @dataclass
@@ -123,6 +125,30 @@ def _naming(rows: list[int], messages: Sequence[Message],
     return found
 
 
+def _head(view: CallView | None, column: str, n: int) -> list[Any]:
+    """The first `n` entries of one of `view`'s columns (none without a view)."""
+    values = getattr(view, column) if view is not None and n else None
+    return values[:n] if values is not None else []
+
+
+def _kept_statuses(sent: list[Message], started_for: list[Message | None],
+                   kept: list[str]) -> tuple[list[str], list[bool]]:
+    """The first rows' statuses and carried flags, given their statuses in the last view that
+    showed them as these very messages beside the same raw ones: an unchanged or injected row
+    stays so; a rewritten (or spilled) one is rewritten still, and carried when it is what
+    this call started from."""
+    statuses = list(map(_CARRIED_AS.get, kept, kept))
+    rewritten = list(map("rewritten".__eq__, statuses))
+    carried = list(map(and_, rewritten, map(is_, sent, started_for)))
+    for i in list(compress(range(len(kept)), map(and_, rewritten, map(not_, carried)))):
+        before = started_for[i]
+        carried[i] = before is not None and not _changed(before, sent[i])
+    return statuses, carried
+
+
+_CARRIED_AS = {"spilled": "rewritten"}  # a row spilled at an earlier call, carried since
+
+
 def _changed(a: Message, b: Message) -> bool:
     return a is not b and (a.content != b.content or a.tool_calls != b.tool_calls)
 
@@ -132,6 +158,11 @@ def tools_of(message: Message, tool_name: str) -> tuple[str, ...]:
     names = [tool_name] if tool_name else []
     names += [call.name for call in message.tool_calls]
     return tuple(dict.fromkeys(n for n in names if n))
+
+
+# What `ViewMemo.size` counts: a dictionary entry (with its share of the table), a 2-tuple,
+# and a view's row across its columns (a list slot each, its status, flags and tools).
+_ENTRY, _PAIR, _COLUMNS = 64, 64, 12 * 8
 
 
 @dataclass
@@ -152,7 +183,24 @@ class ViewMemo:
     raw_read: int = 0
     capped: set[int] = field(default_factory=set)
     dispatch_read: int = 0
+    # `started_by_origin`: the history the last call started from, by origin (the first
+    # message of each and its position).
+    started: Sequence[Message] = ()
+    started_map: dict[int, Message] = field(default_factory=dict)
+    started_first: dict[int, int] = field(default_factory=dict)
     last: tuple[CallResult, CallView] | None = None  # the last view made (services)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def size(self) -> int:
+        """Estimated bytes it holds beyond the messages themselves (a dictionary entry, a
+        pair, a column slot each; the last view's columns and stage maps)."""
+        entries = (len(self.tools) + len(self.changed) + len(self.names) + len(self.capped)
+                   + len(self.raw_origins) + len(self.started_map) + len(self.started_first))
+        pairs = len(self.tools) + len(self.changed)
+        view = self.last[1] if self.last is not None else None
+        rows = len(view) if view is not None else 0
+        maps = sum(map(bool, view._stage_maps or ())) if view is not None else 0
+        return _ENTRY * (entries + rows * maps) + _PAIR * pairs + _COLUMNS * rows
 
     def raw_by_origin(self, raw: Sequence[Message]) -> dict[int, Message]:
         """`by_origin(raw)`, extended from the last call's (a shorter history: read anew)."""
@@ -162,6 +210,36 @@ class ViewMemo:
             self.raw_origins.setdefault(origin, m)
         self.raw_read = len(raw)
         return self.raw_origins
+
+    def started_by_origin(self, history: Sequence[Message]) -> dict[int, Message]:
+        """`by_origin(history)` of the history a call started from, brought up from the last
+        call's: the two share their first messages (the very objects) until the first the
+        persistent stages rewrote, so only the messages past it are read — in Python while
+        they are few, else the whole map anew in C. The map is this memo's: good until the
+        next call's."""
+        old, first, found = self.started, self.started_first, self.started_map
+        n = min(len(old), len(history))
+        p = next(compress(range(n), map(is_not, old, history)), n)
+        if (len(old) - p) + (len(history) - p) > max(64, len(history) // 8):
+            items = list(history)
+            origins = list(map(_origin, items))
+            items.reverse()
+            origins.reverse()
+            found = self.started_map = dict(zip(origins, items, strict=True))
+            first = self.started_first = dict(zip(origins, range(len(items) - 1, -1, -1),
+                                                  strict=True))
+            found.pop(None, None)
+            first.pop(None, None)
+        else:
+            for m in old[p:]:  # gone with the messages past the shared ones
+                if first.get(m.origin, -1) >= p:
+                    del first[m.origin], found[m.origin]
+            for j in range(p, len(history)):
+                m = history[j]
+                if m.origin is not None and m.origin not in first:
+                    first[m.origin], found[m.origin] = j, m
+        self.started = tuple(history) if not isinstance(history, (tuple, list)) else history
+        return found
 
     def capped_of(self, dispatch: Sequence[Mapping[str, Any]]) -> set[int]:
         """The inputs a dispatch stage capped (`Replay.dispatch`, which only grows)."""
@@ -192,44 +270,53 @@ class CallView:
         self._call, self._cost, self._capped = call, cost, capped
         self._memo = ViewMemo() if memo is None else memo
         raw_by_origin = self._memo.raw_by_origin(call.raw_history)
-        started = by_origin(call.input_history)
+        started = self._memo.started_by_origin(call.input_history)
         sent = list(call.sent)
-        sent_origins = list(map(_origin, sent))
+        # The last view of this replay showed most of these rows as the very same messages (a
+        # step to the next call sends the history it sent and a few more): what depends only
+        # on the message (origin, role, raw message, tokens, tools) is that view's.
+        last = self._memo.last[1] if self._memo.last is not None else None
+        kept = last.same_rows(sent) if last is not None else 0
+        new = sent[kept:]
+        sent_origins = _head(last, "origins", kept) + list(map(_origin, new))
         removed = sorted(raw_by_origin.keys() - set(sent_origins))
         # Most rows are the very raw message (unchanged) or the very message the call started
         # from (rewritten at an earlier call, carried): told apart by identity, in C.
-        raw_for = list(map(raw_by_origin.get, sent_origins))
+        raw_for = _head(last, "_raws", kept) + list(map(raw_by_origin.get, sent_origins[kept:]))
         started_for = list(map(started.get, sent_origins))
-        statuses, carried, spilled = self._statuses(sent, raw_for, started_for, call)
-        weights = costs(sent)
+        statuses, carried, spilled = self._statuses(sent, raw_for, started_for, call,
+                                                    _head(last, "statuses", kept))
+        weights = _head(last, "weights", kept) + self._weights(new, raw_for[kept:], costs)
+        roles = _head(last, "roles", kept) + list(map(_role, new))
+        self._tools_kept = _head(last, "_tools", kept)
         self._positions: list[int | None] = list(range(len(sent)))
+        self.removed = len(removed)
         if removed:
             sent, raw_for, statuses, carried, weights, spilled = self._merge(
                 sent, sent_origins, raw_for, statuses, carried, weights, spilled,
                 [raw_by_origin[o] for o in removed], started, costs)
+            sent_origins, roles = list(map(_origin, sent)), list(map(_role, sent))
+            self._tools_kept = []
         self.messages, self.statuses, self.carried = sent, statuses, carried
         self._raws, self._spilled = raw_for, spilled
-        self.origins: list[int | None] = list(map(_origin, sent))
-        self.roles: list[str] = list(map(attrgetter("role"), sent))
+        self.origins: list[int | None] = sent_origins
+        self.roles: list[str] = roles
         self.counts = dict.fromkeys(STATUSES, 0)
         self.counts.update(Counter(statuses))
-        if 0 in weights:  # a row sending nothing weighs its raw tokens
-            for i, w in enumerate(weights):
-                if not w and raw_for[i] is not None and statuses[i] != "removed":
-                    weights[i] = cost(raw_for[i])  # type: ignore[arg-type]
         self.weights = weights
         self._stage_maps: list[dict[int, Message] | None] | None = None
+        self._tools: list[tuple[str, ...]] | None = None
         self._names: dict[str, str] | None = None
         self._raw_by_origin = raw_by_origin
         self._rows: dict[int, MessageRow] = {}
         self.spill_records: Mapping[str, Any] | None = None
         self.rows = _Rows(self)
 
-    def _statuses(self, sent: list[Message], raw_for: list[Message | None],
-                  started_for: list[Message | None], call: CallResult):
-        """Each sent message's status and carried flag, and the spilled ones' records. Python
-        work goes to the messages changed at this call only: a carried one (the very message
-        the call started from) is told rewritten or not by the memo of its earlier calls."""
+    def _new_statuses(self, sent: list[Message], raw_for: list[Message | None],
+                      started_for: list[Message | None]) -> tuple[list[str], list[bool]]:
+        """The statuses and carried flags of rows not seen before. Python work goes to the
+        messages changed at this call only: a carried one (the very message the call started
+        from) is told rewritten or not by the memo of its earlier calls."""
         same = list(map(is_, sent, raw_for))
         statuses = list(map({True: "unchanged", False: "rewritten"}.__getitem__, same))
         carried = list(map(gt, map(is_, sent, started_for), same))  # and not the raw one
@@ -253,9 +340,43 @@ class CallView:
             else:
                 before = started_for[i]
                 carried[i] = before is not None and not _changed(before, m)
+        return statuses, carried
+
+    def same_rows(self, sent: Sequence[Message]) -> int:
+        """How many first rows of this view are `sent`'s first messages, the very objects (0
+        when this view has removed rows among its sent ones)."""
+        if self.removed:
+            return 0
+        n = min(len(self.messages), len(sent))
+        return next(compress(range(n), map(is_not, self.messages, sent)), n)
+
+    def _weights(self, sent: list[Message], raw_for: list[Message | None],
+                 costs: Callable[[list[Message]], list[int]]) -> list[int]:
+        """Each sent row's tokens; a row sending nothing weighs its raw tokens."""
+        weights = costs(sent)
+        for i in list(compress(range(len(weights)), map(not_, weights))):
+            raw = raw_for[i]
+            if raw is not None:
+                weights[i] = self._cost(raw)
+        return weights
+
+    def _statuses(self, sent: list[Message], raw_for: list[Message | None],
+                  started_for: list[Message | None], call: CallResult, kept: list[str]):
+        """Each sent message's status and carried flag, and the spilled ones' records, given
+        the statuses of the first rows that the last view showed as these very messages."""
+        statuses, carried = _kept_statuses(sent, started_for, kept)
+        more = self._new_statuses(sent[len(kept):], raw_for[len(kept):],
+                                  started_for[len(kept):])
+        statuses += more[0]
+        carried += more[1]
         spilled: dict[int, Any] = {}
         if call.spills:
-            rewritten = list(compress(range(len(sent)), map("rewritten".__eq__, statuses)))
+            # Rows this call's stages rewrote: a carried one is the very message the call
+            # started from, made before this call wrote its spill files (dispatch caps spill
+            # before the call too), so it names none of them — and a late call carries
+            # thousands, 43 MB at 16,000 calls, that a search would read at every step.
+            rewritten = list(compress(range(len(sent)), map(gt, map("rewritten".__eq__,
+                                                                    statuses), carried)))
             for i, record in _naming(rewritten, sent, call.spills).items():
                 statuses[i], spilled[i] = "spilled", record
         return statuses, carried, spilled
@@ -285,16 +406,20 @@ class CallView:
 
     def tool_names(self) -> list[tuple[str, ...]]:
         """Each row's tools (`tools_of`), from the memo for the messages it holds."""
+        if self._tools is not None:
+            return self._tools
         memo, canonical = self._memo.tools, self._memo.tool_tuples
+        kept = len(self._tools_kept)  # the rows the last view showed as these very messages
         # A hit by id is that very message (the memo holds it, so its id is not reused): only
         # the misses, a few new messages per call, are read in Python.
-        found = list(map(memo.get, map(id, self.messages)))
+        found = list(map(memo.get, map(id, self.messages[kept:])))
         if None in found:
-            for i in [i for i, hit in enumerate(found) if hit is None]:
-                m = self.messages[i]
-                names = self.tools(i)
-                found[i] = memo[id(m)] = (m, canonical.setdefault(names, names))
-        return list(map(itemgetter(1), found))  # type: ignore[arg-type]
+            for k in [k for k, hit in enumerate(found) if hit is None]:
+                m = self.messages[kept + k]
+                names = self.tools(kept + k)
+                found[k] = memo[id(m)] = (m, canonical.setdefault(names, names))
+        self._tools = self._tools_kept + list(map(itemgetter(1), found))  # type: ignore[arg-type]
+        return self._tools
 
     def __len__(self) -> int:
         return len(self.statuses)

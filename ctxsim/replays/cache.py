@@ -74,11 +74,25 @@ class Pool:
                 self._totals[key[0]] -= old[1]
             self._items[key] = (value, size)
             self._totals[key[0]] = self._totals.get(key[0], 0) + size
-            total = sum(self._totals.values())
-            while len(self._items) > 1 and total > self.limit:
-                (part, _), (_, dropped) = self._items.popitem(last=False)
-                self._totals[part] -= dropped
-                total -= dropped
+            self._evict()
+
+    def remeasure(self, key: tuple[int, Hashable], size: Callable[[Any], int]) -> None:
+        """Measure `key`'s entry again, in place (it grew since it was put)."""
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                return
+            now = size(entry[0])
+            self._items[key] = (entry[0], now)
+            self._totals[key[0]] += now - entry[1]
+            self._evict()
+
+    def _evict(self) -> None:
+        total = sum(self._totals.values())
+        while len(self._items) > 1 and total > self.limit:
+            (part, _), (_, dropped) = self._items.popitem(last=False)
+            self._totals[part] -= dropped
+            total -= dropped
 
     def items(self, part: int) -> list[tuple[Hashable, Any]]:
         with self._lock:
@@ -120,6 +134,10 @@ class LRU[V]:
 
     def put(self, key: Hashable, value: V) -> None:
         self.pool.put((self._part, key), value, self._size(value))
+
+    def remeasure(self, key: Hashable) -> None:
+        """Measure `key`'s entry again if it is still here (it grew in place)."""
+        self.pool.remeasure((self._part, key), self._size)
 
     def items(self) -> list[tuple[Hashable, V]]:
         return self.pool.items(self._part)
@@ -202,7 +220,8 @@ def replay_bytes(replay: Any, *calls: Any) -> int:
     messages: every message it made (previews, stubs, summaries: all stay in the replay's
     cost cache, which keeps each message it measured) with its content, the cache's entries,
     the references of the calls' histories, its spill records, what its stages' memos hold
-    (walked again when the cache grew by a tenth since), and a fixed part."""
+    (walked again when the cache grew by a tenth since), what its call views remember, and a
+    fixed part."""
     sized = replay.__dict__.get("_ctxsim_sized")
     if sized is None:
         sized = replay.__dict__["_ctxsim_sized"] = _Sized()
@@ -226,8 +245,9 @@ def replay_bytes(replay: Any, *calls: Any) -> int:
     for call in calls:
         refs += len(call.raw_history) + len(call.input_history) + len(call.sent)
         refs += len(call.persistent) + sum(len(r.history) for r in call.stages)
+    views = replay.__dict__.get("_call_views")  # the call views' memo (`services._view_memo`)
     return (REPLAY_BASE + sized.made + COST_ENTRY * sized.entries + REFERENCE * refs
-            + sized.spilled + sized.memo)
+            + sized.spilled + sized.memo + (views.size() if views is not None else 0))
 
 
 def run_bytes(run: Any) -> int:

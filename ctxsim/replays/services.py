@@ -310,11 +310,15 @@ def call_detail(
     if REPLAYS.runs.get(key) is None:
         REPLAYS.runs.put(key, run)
     memo = _view_memo(rep)
-    if memo.last is not None and memo.last[0] is chosen:
-        return CallDetail(chosen, memo.last[1])
-    view = analysis.call_view(chosen, rep.cost, memo.capped_of(rep.dispatch), rep.costs, memo)
-    view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
-    memo.last = (chosen, view)
+    with memo.lock:  # the memo is brought up to this call: one request at a time
+        if memo.last is not None and memo.last[0] is chosen:
+            return CallDetail(chosen, memo.last[1])
+        view = analysis.call_view(chosen, rep.cost, memo.capped_of(rep.dispatch), rep.costs,
+                                  memo)
+        view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
+        memo.last = (chosen, view)
+    for kept in (REPLAYS.live, REPLAYS.kept):  # its size now counts what the view remembers
+        kept.remeasure(key)
     return CallDetail(chosen, view)
 
 

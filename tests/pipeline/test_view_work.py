@@ -4,6 +4,8 @@ Counted, not timed: the contents a counter tokenizes while the call view is buil
 
 from __future__ import annotations
 
+import operator
+
 import pytest
 
 from ctxsim.generator import generate_session
@@ -43,10 +45,15 @@ def test_every_row_of_the_call_view_reads_as_its_raw_sent_and_started_messages_s
     memo = ViewMemo()  # what a paused replay's views remember from call to call
     for call in rep.calls():
         view = call_view(call, rep.cost, costs=rep.costs)
+        # Brought up from the last call's view, as a paused replay's next step is.
         remembered = call_view(call, rep.cost, costs=rep.costs, memo=memo)
-        assert (remembered.statuses, remembered.carried, remembered.origins,
-                remembered.weights, remembered.tool_names()) == (
-            view.statuses, view.carried, view.origins, view.weights, view.tool_names())
+        memo.last = (call, remembered)
+        assert (remembered.statuses, remembered.carried, remembered.origins, remembered.roles,
+                remembered.weights, remembered.tool_names(), remembered.counts) == (
+            view.statuses, view.carried, view.origins, view.roles, view.weights,
+            view.tool_names(), view.counts)
+        assert all(map(operator.is_, remembered.messages, view.messages))
+        assert [r.stage for r in remembered.rows] == [r.stage for r in view.rows]
         raw = {m.origin: m for m in reversed(call.raw_history)}
         started = {m.origin: m for m in reversed(call.input_history) if m.origin is not None}
         sent = list(call.sent)
