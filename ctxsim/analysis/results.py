@@ -18,6 +18,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from ctxsim.analysis.choices import cache_choice
 from ctxsim.analysis.models import SessionResult
 from ctxsim.insights.prices import CacheRule
 from ctxsim.insights.report import ProfileInsights, analyse, as_data, from_data
@@ -53,6 +54,19 @@ def insights_for(session, settings: ReplaySettings, rule: CacheRule,
     insights = analyse(replay(canonical, settings.run_config(), sink=NullSpillSink()), rule)
     store_data(session.pk, settings.key, key, as_data(insights))
     return insights
+
+
+def stored_headline(session, settings: ReplaySettings) -> dict[str, Any] | None:
+    """The headline of the cache & information-loss page the session page links to (these
+    settings under the default cache rule), when its report is stored: hit rate, cost with
+    and without the cache, re-reads and lost references. None when not stored yet."""
+    rule = cache_choice({})[0].rule()
+    found = stored_insights(session, [settings.key], rule).get(settings.key)
+    if found is None:
+        return None
+    return {"hit_percent": 100 * found.hit_rate, "cost": found.cost,
+            "no_cache_cost": found.no_cache_cost,
+            "rereads": len(found.loss.rereads), "lost": len(found.loss.lost)}
 
 
 def store_data(session_id: int, key: str, rule: str, data: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import (
     background,
+    beside,
     call_view,
     deep_calls,
     page,
@@ -220,6 +221,9 @@ def page_context(request, session, membership, settings, errors, run, call,
             (session.meta or {}).get("recorded_compactions"), numbers)),
         **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call,
                                    numbers),
+        # What the cache & information-loss page stored for these settings, on the link to it
+        # (read once, when the link is rendered: a call step's partial never is).
+        "insights_stored": functools.cache(lambda: beside.stored("insights", session, settings)),
         "numbers": numbers,
         "numbers_q": "&numbers=raw" if numbers == "raw" else "",
         "usage": page.call_usage(run, call),

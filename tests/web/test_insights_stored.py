@@ -59,3 +59,27 @@ def test_stored_results_go_with_their_session(personas, row):
     personas.client("viewer").get(reverse("session-insights", args=[row.pk]))
     row.delete()
     assert not SessionResult.objects.exists()
+
+
+def test_the_session_page_shows_the_stored_headline_on_its_link_once_there_is_one(personas,
+                                                                                  row):
+    """Issue 30: the session page reads the one store of per-session results (beside its
+    replay, never replaying for it): the link to the cache & information-loss page carries
+    what that page stored for the same settings under the default cache rule."""
+    client = personas.client("viewer")
+    page = reverse("session-detail", args=[row.pk])
+    before = client.get(page, follow=True).content.decode()
+    assert 'id="insights-link"' in before and "insights-stored" not in before
+    insights = client.get(reverse("session-insights", args=[row.pk]) + "?profiles=chatcli")
+    shown = re.search(r'data-profile="chatcli" data-hit-rate="([0-9.]+)" data-cost="([0-9.]+)"',
+                      insights.content.decode())
+    assert shown is not None
+    after = client.get(page, follow=True).content.decode()
+    stored = re.search(r'class="muted insights-stored"[^>]*>· ([0-9.]+)% cached, ([^ ]+) ',
+                       after)
+    assert stored is not None, "the stored headline is not on the link"
+    assert float(stored.group(1)) == pytest.approx(float(shown.group(1)), abs=0.05)
+    # Another threshold is another replay: nothing stored for it yet.
+    other = client.get(page + "?profile=chatcli&ccr=off",
+                       follow=True).content.decode()
+    assert "insights-stored" not in other
