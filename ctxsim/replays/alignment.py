@@ -200,7 +200,8 @@ class ViewMemo:
         view = self.last[1] if self.last is not None else None
         rows = len(view) if view is not None else 0
         maps = sum(map(bool, view._stage_maps or ())) if view is not None else 0
-        return _ENTRY * (entries + rows * maps) + _PAIR * pairs + _COLUMNS * rows
+        return (_ENTRY * (entries + rows * maps) + _PAIR * pairs + _COLUMNS * rows
+                + 8 * len(self.started))
 
     def raw_by_origin(self, raw: Sequence[Message]) -> dict[int, Message]:
         """`by_origin(raw)`, extended from the last call's (a shorter history: read anew)."""
@@ -238,7 +239,7 @@ class ViewMemo:
                 m = history[j]
                 if m.origin is not None and m.origin not in first:
                     first[m.origin], found[m.origin] = j, m
-        self.started = tuple(history) if not isinstance(history, (tuple, list)) else history
+        self.started = history if isinstance(history, tuple) else tuple(history)  # as it is now
         return found
 
     def capped_of(self, dispatch: Sequence[Mapping[str, Any]]) -> set[int]:

@@ -86,6 +86,25 @@ def test_every_row_of_the_call_view_reads_as_its_raw_sent_and_started_messages_s
         assert view.counts == {s: view.statuses.count(s) for s in STATUSES}
 
 
+@pytest.mark.parametrize("profile", ["chatcli", "claude-code", "opencode"])
+def test_a_view_brought_up_from_any_other_call_of_its_replay_is_the_fresh_view(profile):
+    """A finished replay keeps its calls and their views are asked for in any order (a
+    summary replay's kept calls): brought up from a later call's view, or a far one, a view
+    is what a memo that saw nothing makes."""
+    session = generate_session(40, seed=11)
+    rep = replay(session.messages, profile, {"counter": "bytes4"})
+    calls = list(rep.calls())
+    memo = ViewMemo()
+    for call in [*calls[::-1], *calls[::7], calls[3], calls[-1]]:
+        remembered = call_view(call, rep.cost, costs=rep.costs, memo=memo)
+        memo.last = (call, remembered)
+        fresh = call_view(call, rep.cost, costs=rep.costs)
+        assert (remembered.statuses, remembered.carried, remembered.origins, remembered.roles,
+                remembered.weights, remembered.tool_names()) == (
+            fresh.statuses, fresh.carried, fresh.origins, fresh.roles, fresh.weights,
+            fresh.tool_names())
+
+
 def test_a_call_view_makes_a_row_only_when_it_is_read():
     """Issue 31: a step to a call of ~28,000 rows renders a few dozen of them."""
     session = generate_session(60, seed=3)
