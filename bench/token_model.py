@@ -22,7 +22,7 @@ from dataclasses import replace as with_fields
 from bench.common import emit, median
 from bench.replay import COUNTER
 from ctxsim.generator import generate_session
-from ctxsim.pipeline import token_pool, tokens
+from ctxsim.pipeline import token_model, token_pool, tokens
 from ctxsim.pipeline.calibration import call_estimates
 from ctxsim.pipeline.replay import Replay, replay
 
@@ -53,6 +53,12 @@ def once(messages, on: bool) -> float:
         return time.perf_counter() - start
 
 
+def decided(calls: list[list[dict]]) -> list[list[dict]]:
+    """The stages' reports without the keys that only name the unit they compared in."""
+    return [[{k: v for k, v in r.items() if k not in token_model.UNIT_KEYS} for r in c]
+            for c in calls]
+
+
 def main() -> None:
     calls, reps = int(sys.argv[1]), int(sys.argv[2])
     messages = billed(list(generate_session(calls, seed=1).messages))
@@ -66,8 +72,7 @@ def main() -> None:
     plain = [[r.report for r in c.stages] for c in Replay(
         messages, replay(messages, PROFILE, {"counter": COUNTER}).config,
         use_token_model=False).calls()]
-    if [[{k: v for k, v in r.items() if k != "token_unit"} for r in c] for c in same] != [
-            [{k: v for k, v in r.items() if k != "token_unit"} for r in c] for c in plain]:
+    if decided(same) != decided(plain):
         raise SystemExit("the token model changed what the stages decided")
     emit({"calls": calls, "on": median(on), "off": median(off), "on_times": on,
           "off_times": off})

@@ -371,6 +371,10 @@ def shown_after(report: Mapping[str, Any]) -> Any:
     return report.get("tokens_after_compared", report.get("tokens_after"))
 
 
+# The report keys that say in which unit a stage compared, not what it decided: a replay
+# with the model on and one with it off differ only by these where the bill is the count.
+UNIT_KEYS = frozenset({"token_unit", "tokens_after_compared"})
+
 UNIT_WORDS = {"provider": "the provider's tokens, anchored on the recorded bill",
               "usage": "the last recorded usage plus an estimate of what followed",
               "counter": "ctxsim's own count"}
