@@ -31,13 +31,13 @@ from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
 from ctxsim.replays import analysis, rendering, spills
-from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.spills import StorageSpillSink
 from ctxsim.replays.state import ReplaySettings, era_of, settings_from_query
 from ctxsim.replays.token_counts import load_counts, save_counts
+from ctxsim.replays.view_memo import ViewMemo
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session
 

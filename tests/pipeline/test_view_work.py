@@ -11,8 +11,8 @@ import pytest
 from ctxsim.generator import generate_session
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.tokens import get_counter, isolated_counters
-from ctxsim.replays.alignment import ViewMemo
 from ctxsim.replays.analysis import STATUSES, call_view
+from ctxsim.replays.view_memo import ViewMemo
 
 
 def test_the_call_view_tokenizes_nothing_even_after_the_count_cache_forgot_everything():
