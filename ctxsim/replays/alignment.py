@@ -326,6 +326,11 @@ class CallView:
         """How many rows were read whole so far (a step renders a few dozen)."""
         return len(self._rows)
 
+    @property
+    def stage_maps_made(self) -> int:
+        """How many stages' by-origin maps a row's walk built so far (`_stage_map`)."""
+        return sum(map(bool, self._stage_maps or ()))
+
     def tool_name(self, i: int) -> str:
         """The tool a tool result answers, named by the raw history's tool calls."""
         m = self.messages[i]

@@ -72,7 +72,7 @@ class ViewMemo:
         pairs = len(self.tools) + len(self.changed)
         view = self.last[1] if self.last is not None else None
         rows = len(view) if view is not None else 0
-        maps = sum(map(bool, view._stage_maps or ())) if view is not None else 0
+        maps = view.stage_maps_made if view is not None else 0
         return (_ENTRY * (entries + rows * maps) + _PAIR * pairs + _COLUMNS * rows
                 + 8 * len(self.started))
 

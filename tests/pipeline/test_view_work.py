@@ -38,6 +38,12 @@ def test_the_call_view_tokenizes_nothing_even_after_the_count_cache_forgot_every
 PROFILES = ["chatcli", "claude-code", "anthropic-context-management", "opencode", "aider"]
 
 
+def _columns(view) -> tuple:
+    """Every per-row column of a call view, and its counts."""
+    return (view.statuses, view.carried, view.origins, view.roles, view.weights,
+            view.tool_names(), view.counts)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_row_of_the_call_view_reads_as_its_raw_sent_and_started_messages_say(profile):
     session = generate_session(40, seed=7)
@@ -48,10 +54,7 @@ def test_every_row_of_the_call_view_reads_as_its_raw_sent_and_started_messages_s
         # Brought up from the last call's view, as a paused replay's next step is.
         remembered = call_view(call, rep.cost, costs=rep.costs, memo=memo)
         memo.last = (call, remembered)
-        assert (remembered.statuses, remembered.carried, remembered.origins, remembered.roles,
-                remembered.weights, remembered.tool_names(), remembered.counts) == (
-            view.statuses, view.carried, view.origins, view.roles, view.weights,
-            view.tool_names(), view.counts)
+        assert _columns(remembered) == _columns(view)
         assert all(map(operator.is_, remembered.messages, view.messages))
         assert [r.stage for r in remembered.rows] == [r.stage for r in view.rows]
         raw = {m.origin: m for m in reversed(call.raw_history)}
@@ -99,10 +102,7 @@ def test_a_view_brought_up_from_any_other_call_of_its_replay_is_the_fresh_view(p
         remembered = call_view(call, rep.cost, costs=rep.costs, memo=memo)
         memo.last = (call, remembered)
         fresh = call_view(call, rep.cost, costs=rep.costs)
-        assert (remembered.statuses, remembered.carried, remembered.origins, remembered.roles,
-                remembered.weights, remembered.tool_names()) == (
-            fresh.statuses, fresh.carried, fresh.origins, fresh.roles, fresh.weights,
-            fresh.tool_names())
+        assert _columns(remembered) == _columns(fresh)
 
 
 def test_a_call_view_makes_a_row_only_when_it_is_read():
