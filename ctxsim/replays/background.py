@@ -35,7 +35,7 @@ from ctxsim.jobs.models import Status
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
 from ctxsim.replays.models import BackgroundReplay
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import ReplaySettings, session_settings
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.tasks import import_timeout
 
@@ -155,7 +155,7 @@ def run_background_replay(session_id: int, key: str) -> dict:
 
 
 def _replay(row: BackgroundReplay, attempt: lifecycle.Attempt) -> dict:
-    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    settings, _ = session_settings(QueryDict(row.query), row.session)
     if settings.key != row.key:
         raise ValueError("the settings changed before the replay ran (a team profile was "
                          "edited or deleted); open the page again")

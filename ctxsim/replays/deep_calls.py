@@ -45,13 +45,12 @@ from django.utils import timezone
 
 from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import Status
-from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.spill import NullSpillSink
 from ctxsim.replays import analysis, background, call_view, page, services
 from ctxsim.replays.cache import CALL_PACK_SECONDS, REPLAYS, LiveReplay, ReplayKey, releases_memory
 from ctxsim.replays.models import CallReplay, ReplayRun
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import ReplaySettings, session_settings
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.terms import Terms
 
@@ -273,8 +272,7 @@ def run_call_replay(job_id: int) -> dict:
 
 def _work(row: CallReplay, attempt: lifecycle.Attempt) -> dict:
     session = row.session
-    settings, _ = settings_from_query(QueryDict(row.query), session.team,
-                                      default_profile_for(session.format), session=session)
+    settings, _ = session_settings(QueryDict(row.query), session)
     if settings.key != row.key:
         raise ValueError("the settings changed before the call was replayed (a team profile "
                          "was edited or deleted); open the page again")

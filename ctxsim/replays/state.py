@@ -28,7 +28,14 @@ from ctxsim.pipeline.params import (
     env_field,
     env_var_of,
 )
-from ctxsim.pipeline.profiles import DEFAULT_PROFILE, PROFILES, Profile, RunConfig, resolve
+from ctxsim.pipeline.profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    Profile,
+    RunConfig,
+    default_profile_for,
+    resolve,
+)
 from ctxsim.pipeline.registry import PHASES, STAGES, params_of
 from ctxsim.pipeline.runkey import run_key
 from ctxsim.replays.models import SavedProfile
@@ -442,6 +449,15 @@ def settings_from_query(query: Mapping[str, Any], team, default: str = DEFAULT_P
     if resolved is not None:
         settings.__dict__["_resolved"] = resolved  # what `run_config()` would compute again
     return settings, errors
+
+
+def session_settings(query: Mapping[str, Any], session: Any) -> tuple[ReplaySettings, Errors]:
+    """`query` parsed as a page of the stored `session` parses it: the session's own agent's
+    profile when it names none, and that agent's era (`era_of`). A job made for the page (a
+    background replay, a trace, a deep call) parses its query again like this, so it finds
+    the same settings key."""
+    return settings_from_query(query, session.team, default_profile_for(session.format),
+                               session=session)
 
 
 def normal(value: Any) -> Any:

@@ -43,7 +43,7 @@ from django.utils import timezone
 from ctxsim.jobs import lifecycle, policy
 from ctxsim.jobs.models import TraceFile
 from ctxsim.replays import services
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import ReplaySettings, session_settings
 from ctxsim.transcripts.models import Session
 
 logger = logging.getLogger(__name__)
@@ -218,7 +218,7 @@ def write_trace_file(row_id: int) -> dict:
 
 
 def _write(row: TraceFile, attempt: lifecycle.Attempt) -> dict:
-    settings, _ = settings_from_query(QueryDict(row.query), row.session.team)
+    settings, _ = session_settings(QueryDict(row.query), row.session)
     if settings.key != row.key:
         raise ValueError("the settings changed before the trace was written (a team "
                          "profile was edited or deleted); ask for it again")

@@ -361,3 +361,28 @@ def test_the_worker_lets_go_of_what_it_replayed_once_the_task_ends(personas, sho
     assert [ref() for ref in made] == [None]
     # The page still opens from the stored summary.
     assert client.get(url(short_bound)).status_code == 200
+
+
+def test_a_long_session_of_an_agent_release_is_replayed_by_the_worker_under_its_era(
+        personas, short_bound):
+    """The worker parses the page's query again with the session's era, as the page did: a
+    Claude Code session of a release with an era used to fail every background replay with
+    "the settings changed before the replay ran" (its key without the era was another)."""
+    from ctxsim.pipeline.eras import VERSION_KEYS
+    from ctxsim.transcripts.models import Session
+
+    Session.objects.filter(pk=short_bound.pk).update(
+        format="claude-code", meta={**(short_bound.meta or {}),
+                                    VERSION_KEYS["claude-code"]: "2.0.30"})
+    session = Session.objects.get(pk=short_bound.pk)
+    settings = services.default_settings(session)
+    assert settings.era is not None and settings.era.version == "2.0.30"
+    ReplayRun.objects.filter(session=session).delete()
+    response = personas.client("viewer").get(reverse("session-detail", args=[session.pk]))
+    assert response.status_code == 202
+    (row,) = BackgroundReplay.objects.filter(session=session)
+    assert row.key == settings.key
+    run_queued_replays()
+    row.refresh_from_db()
+    assert (row.status, row.message) == (Status.DONE, "")
+    assert ReplayRun.objects.filter(session=session, key=settings.key).exists()
