@@ -37,7 +37,7 @@ from ctxsim.pipeline.usage import recorded_per_call
 from ctxsim.replays import profiles
 from ctxsim.replays import services as replays
 from ctxsim.replays.limits import replay_slot
-from ctxsim.replays.state import ReplaySettings, settings_from_query
+from ctxsim.replays.state import ReplaySettings, session_settings, settings_from_query
 
 DEFAULT_PROFILES = ("none", "chatcli", "aivax")
 # Sweeps whose work (combinations x model calls) is above this run in the task worker.
@@ -187,12 +187,13 @@ def _wanted(session, query: QueryDict) -> tuple[list[tuple[str, ReplaySettings]]
     errors: dict[str, str] = {}
     wanted: list[tuple[str, ReplaySettings]] = []
     if with_current:
-        current, problems = settings_from_query(query, session.team)
+        current, problems = session_settings(query, session)
         errors.update(problems)
         if current.config or current.stages is not None or current.profile_ref not in refs:
             wanted.append((f"current: {current.profile.name}", current))
     for ref in refs:
-        settings, problems = settings_from_query({"profile": ref}, session.team)
+        settings, problems = settings_from_query({"profile": ref}, session.team,
+                                                 session=session)
         if problems:
             errors[f"profiles ({ref})"] = problems.get("profile", "bad profile")
             continue
@@ -256,7 +257,8 @@ def recorded_view(session, columns: list[Column], rule: CacheRule,
         return None
     column = next((c for c in columns if c.ref == "none"), None)
     settings = column.settings if column else settings_from_query({"profile": "none"},
-                                                                   session.team)[0]
+                                                                   session.team,
+                                                                   session=session)[0]
     if column is not None:
         insights = column.insights
     else:  # stored, or computed here within the page's inline bound, or not shown yet
@@ -310,7 +312,7 @@ AXIS_FIELDS = ("param", "start", "stop", "step")
 
 
 def sweep_form(session, query: Mapping[str, Any]) -> tuple[SweepForm, dict[str, str]]:
-    settings, errors = settings_from_query(query, session.team)
+    settings, errors = session_settings(query, session)
     cache, cache_errors = cache_choice(query)
     errors.update(cache_errors)
     params = sweeps.sweepable(settings.effective_stages)
@@ -390,7 +392,7 @@ def create_sweep(session, user, form: SweepForm, axes: list[sweeps.Axis]) -> Swe
 
 def apply_query(sweep: Sweep, values: Mapping[str, int]) -> str:
     """The session page's query with a sweep point's values as the current parameters."""
-    settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
+    settings, _ = session_settings(QueryDict(sweep.query), sweep.session)
     settings = settings.with_config(sweeps.with_point(settings.config, values))
     return settings.query()
 

@@ -31,7 +31,7 @@ from ctxsim.insights import sweep as sweeps
 from ctxsim.jobs import lifecycle
 from ctxsim.replays import services as replays
 from ctxsim.replays.cache import releases_memory
-from ctxsim.replays.state import settings_from_query
+from ctxsim.replays.state import session_settings
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def compute_insights_job(job_id: int) -> dict:
 
 
 def _insights(job: InsightsJob, attempt: lifecycle.Attempt) -> dict:
-    settings, _ = settings_from_query(QueryDict(job.query), job.session.team)
+    settings, _ = session_settings(QueryDict(job.query), job.session)
     cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
     insights_for(job.session, settings, cache.rule())
     attempt.finish(InsightsJob.Status.DONE)
@@ -159,7 +159,7 @@ def run_sweep_job(sweep_id: int) -> dict:
 
 def _run(sweep: Sweep, running) -> dict:
     try:
-        settings, _ = settings_from_query(QueryDict(sweep.query), sweep.session.team)
+        settings, _ = session_settings(QueryDict(sweep.query), sweep.session)
         cache, _ = cache_choice(sweep.cache | {"price": price_text(sweep.cache)})
         rule = cache.rule()
         canonical = replays.canonical_session(sweep.session, settings.counter)

@@ -83,3 +83,25 @@ def test_the_session_page_shows_the_stored_headline_on_its_link_once_there_is_on
     other = client.get(page + "?profile=chatcli&ccr=off",
                        follow=True).content.decode()
     assert "insights-stored" not in other
+
+
+def test_an_agent_release_is_analysed_under_its_era_and_its_headline_reaches_the_page(
+        personas, row):
+    """Issue 25: the cache & information-loss page simulated a Claude Code session as the
+    current release (its query parsed without the session), so its stored results had another
+    settings key than the session page's and the page never showed their headline."""
+    from ctxsim.pipeline.eras import VERSION_KEYS
+    from ctxsim.replays.services import default_settings
+    from ctxsim.transcripts.models import Session
+
+    Session.objects.filter(pk=row.pk).update(
+        format="claude-code", meta={**(row.meta or {}), VERSION_KEYS["claude-code"]: "2.0.30"})
+    session = Session.objects.get(pk=row.pk)
+    settings = default_settings(session)
+    assert settings.era is not None and settings.profile_ref == "claude-code"
+    client = personas.client("viewer")
+    insights = client.get(reverse("session-insights", args=[row.pk]) + "?" + settings.query())
+    assert insights.status_code == 200
+    assert SessionResult.objects.filter(session=row, key=settings.key).exists()
+    page = client.get(reverse("session-detail", args=[row.pk]), follow=True).content.decode()
+    assert "insights-stored" in page
