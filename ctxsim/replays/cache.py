@@ -293,7 +293,7 @@ class LiveReplay:
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
-CALL_PACK_VERSION = 8  # 8: the rows' marks as columns
+CALL_PACK_VERSION = 9  # 9: long runs of rows changed alike fold (Fold.status)
 CALL_PACK_SECONDS = 24 * 3600
 
 

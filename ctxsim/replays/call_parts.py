@@ -15,6 +15,7 @@ from ctxsim.htmx import target_id
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.replays import call_view, deep_calls
+from ctxsim.replays.alignment import STATUSES
 from ctxsim.replays.message_list import Fold, diff_html, join_rows, show_all_link
 from ctxsim.replays.pending import CALL_PENDING_REGION, ReplayPending, call_pending, still_replaying
 from ctxsim.replays.state import settings_from_query
@@ -47,7 +48,9 @@ def message_rows(request: HttpRequest, session_id: int) -> HttpResponse:
     if not rows:
         raise Http404("No such rows in this call.")
     # The rest of the fold, unless these rows reached the call's end.
-    rest = [Fold(stop, end_at)] if stop < end_at and rows[-1][0] == stop - 1 else []
+    status = request.GET.get("fold")  # what the fold said of its rows, said again of the rest
+    status = status if status in STATUSES and status != "unchanged" else None
+    rest = [Fold(stop, end_at, None, status)] if stop < end_at and rows[-1][0] == stop - 1 else []
     review = reviews.page_context(session, membership, call)
     html = join_rows(rows, comment_boxes(request, session, call, rows, review), folds=rest,
                      fold_link={"session_id": session.pk, "call_index": call,

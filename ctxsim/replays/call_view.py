@@ -33,6 +33,9 @@ TAIL = 3
 FOLD_MIN = 4  # a shorter run of quiet rows is shown rather than folded
 FOLD_PAGE = 200
 CARRIED_SHOWN = 150  # rows changed at earlier calls shown while a call has at most this many
+# A run of more rows changed alike at the call (a compaction removing 10,000 messages) shows
+# its first and last RUN_EDGE rows; the rest folds, saying what happened to them.
+RUN_EDGE = 5
 
 
 # --- the call view, cached across requests and processes ------------------------------------
@@ -61,7 +64,8 @@ def shown_of(statuses: Sequence[str], carried: Sequence[bool],
     flags = list(map(carried.__getitem__, changed))
     # Rows rewritten or removed at earlier calls are shown too while a call has few of them;
     # a late call of a long session carries thousands (stubs, spills), and those fold.
-    for i in compress(changed, map(not_, flags)) if sum(flags) > CARRIED_SHOWN else changed:
+    marked = compress(changed, map(not_, flags)) if sum(flags) > CARRIED_SHOWN else changed
+    for i in _run_edges(list(marked), statuses):
         low, high = max(0, i - WINDOW), min(n, i + WINDOW + 1)
         shown[low:high] = [True] * (high - low)
     for j in [*range(min(HEAD, n)), *range(max(0, n - TAIL), n), *keep]:
@@ -75,16 +79,45 @@ def shown_of(statuses: Sequence[str], carried: Sequence[bool],
     return shown
 
 
+def _run_edges(marked: list[int], statuses: Sequence[str]) -> Iterable[int]:
+    """`marked` (ascending positions) without the middle of every run of consecutive
+    positions of one status longer than 2 * (RUN_EDGE + WINDOW) + FOLD_MIN: the rows
+    `shown_of` shows with their window."""
+    run: list[int] = []
+    for i in marked:
+        if run and (i != run[-1] + 1 or statuses[i] != statuses[run[-1]]):
+            yield from _edges(run)
+            run = []
+        run.append(i)
+    yield from _edges(run)
+
+
+def _edges(run: list[int]) -> list[int]:
+    # Longer, the rows between its edges' windows are more than a fold's least.
+    long_run = 2 * (RUN_EDGE + WINDOW) + FOLD_MIN
+    return run if len(run) <= long_run else run[:RUN_EDGE] + run[-RUN_EDGE:]
+
+
 def folds_of(rows: Sequence[analysis.MessageRow], shown: Sequence[bool]) -> list[Fold]:
     """The runs of rows not shown, each with its number of rows and tokens."""
-    return folds_from([r.tokens or r.raw_tokens for r in rows], shown)
+    return folds_from([r.tokens or r.raw_tokens for r in rows], shown,
+                      [r.status for r in rows])
 
 
-def folds_from(weights: Sequence[int], shown: Sequence[bool]) -> list[Fold]:
-    """`folds_of` rows given by their tokens (or raw tokens when they send none)."""
+def folds_from(weights: Sequence[int], shown: Sequence[bool],
+               statuses: Sequence[str] = ()) -> list[Fold]:
+    """`folds_of` rows given by their tokens (or raw tokens when they send none); with their
+    `statuses`, a fold of rows all changed alike says how (`Fold.status`)."""
     at = list(compress(range(len(shown)), shown))
-    return [Fold(a + 1, b, sum(weights[a + 1:b]))
+    return [Fold(a + 1, b, sum(weights[a + 1:b]), _common(statuses[a + 1:b]))
             for a, b in zip([-1, *at], [*at, len(shown)], strict=True) if b - a > 1]
+
+
+def _common(statuses: Sequence[str]) -> str | None:
+    """The status every row has, when it is one and not "unchanged"."""
+    if not statuses or statuses[0] == "unchanged":
+        return None
+    return statuses[0] if statuses.count(statuses[0]) == len(statuses) else None
 
 
 @dataclass
@@ -133,34 +166,36 @@ def call_pack(session: Session, settings: services.ReplaySettings, run: ReplayRu
               index: int, user: Any = None) -> CallPack:
     """The call view of call `index` (from the cache when any process made it before); a
     replay it needs takes one of `user`'s replay slots (`services.call_detail`)."""
-    query = settings.query()
+    return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), settings.query(),
+                             lambda: make_pack(session, settings, run, index, user))
 
-    def build() -> CallPack:
-        detail = services.call_detail(session, settings, run, index, user)
-        reports = [{k: v for k, v in r.items() if k != "report"}
-                   for r in report_lines(detail.call)]
-        view = detail.view
-        shown = shown_of(view.statuses, view.carried)
-        positions = [i for i, s in enumerate(shown) if s]
-        return CallPack(
-            index=index,
-            raw_tokens=detail.call.raw_tokens,
-            sent_tokens=detail.call.sent_tokens,
-            sent_count=len(detail.call.sent),
-            error=detail.call.error,
-            counts=view.counts,
-            reports=reports,
-            rows=render_rows(call_rows(detail, positions), session_id=session.pk,
-                             call_index=index, query=query),
-            folds=folds_from(view.weights, shown),
-            origins=view.origins,
-            statuses=view.statuses,
-            roles=view.roles,
-            row_tools=view.tool_names(),
-            recorded=recorded.compare(session.meta, detail.call, index),
-        )
 
-    return REPLAYS.call_pack(ReplayKey.of(session, run.key, index), query, build)
+def make_pack(session: Session, settings: services.ReplaySettings, run: ReplayRun,
+              index: int, user: Any = None) -> CallPack:
+    """The call view of call `index`, made here and shared with no cache (the worker keeps
+    it as its job's row, which the web process caches when it reads it)."""
+    detail = services.call_detail(session, settings, run, index, user)
+    reports = [{k: v for k, v in r.items() if k != "report"} for r in report_lines(detail.call)]
+    view = detail.view
+    shown = shown_of(view.statuses, view.carried)
+    positions = [i for i, s in enumerate(shown) if s]
+    return CallPack(
+        index=index,
+        raw_tokens=detail.call.raw_tokens,
+        sent_tokens=detail.call.sent_tokens,
+        sent_count=len(detail.call.sent),
+        error=detail.call.error,
+        counts=view.counts,
+        reports=reports,
+        rows=render_rows(call_rows(detail, positions), session_id=session.pk,
+                         call_index=index, query=settings.query()),
+        folds=folds_from(view.weights, shown, view.statuses),
+        origins=view.origins,
+        statuses=view.statuses,
+        roles=view.roles,
+        row_tools=view.tool_names(),
+        recorded=recorded.compare(session.meta, detail.call, index),
+    )
 
 
 def rows_html(session: Session, settings: services.ReplaySettings, run: ReplayRun, index: int,
@@ -194,7 +229,7 @@ def unfold(pack: CallPack, keep_origins: Iterable[int],
             if i < f.end and not shown[i]:
                 start = i if start is None else start
             elif start is not None:
-                folds.append(Fold(start, i, None))
+                folds.append(Fold(start, i, None, f.status))
                 start = None
     return rows, folds
 

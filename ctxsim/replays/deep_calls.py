@@ -248,8 +248,25 @@ def enqueue(row: CallReplay) -> None:
     row.task_id = str(result.id)[:64]
 
 
+class _Compressed:
+    """A file `pickle.dump` writes into, compressed as it comes: a part's pickle (megabytes
+    for a late call of a long session) is never held whole beside the part."""
+
+    def __init__(self) -> None:
+        self._zip = zlib.compressobj(6)
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(self._zip.compress(data))
+
+    def getvalue(self) -> bytes:
+        return b"".join([*self._parts, self._zip.flush()])
+
+
 def _dumps(value: Any) -> bytes:
-    return zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 6)
+    out = _Compressed()
+    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+    return out.getvalue()
 
 
 def _loads(data: Any) -> Any:
@@ -287,7 +304,7 @@ def _work(row: CallReplay, attempt: lifecycle.Attempt) -> dict:
         if index == row.call:
             value = _make(part, session, settings, run, index)
         else:
-            _keep_neighbour(row, index, call_view.call_pack(session, settings, run, index))
+            _keep_neighbour(row, index, call_view.make_pack(session, settings, run, index))
     attempt.finish(Status.DONE, done=row.call + 1, result=_dumps(value))
     return {"status": "done", "call": row.call}
 
@@ -311,8 +328,8 @@ def _make(part: dict[str, Any], session: Session, settings: ReplaySettings, run:
           index: int) -> Any:
     """What the inline path makes of `part`, by the same functions."""
     what = part["what"]
-    if what == PACK:
-        return call_view.call_pack(session, settings, run, index)
+    if what == PACK:  # the web process caches it when it reads the row (`call_pack`)
+        return call_view.make_pack(session, settings, run, index)
     if what == ROWS:
         reach = Terms(tuple(tuple(t) for t in part["reach"])) if part["reach"] else None
         positions = [p for start, end in part["at"] for p in range(start, end)]
@@ -334,7 +351,7 @@ def keep_default_call(session: Session, settings: ReplaySettings, run: ReplayRun
     index = page.selected_call(run, None)
     if services.call_is_at_hand(session, settings, index):
         _keep_pack(session, settings.key, settings.query(), index,
-                   call_view.call_pack(session, settings, run, index), None)
+                   call_view.make_pack(session, settings, run, index), None)
 
 
 def _keep_neighbour(row: CallReplay, index: int, pack: call_view.CallPack) -> None:

@@ -202,6 +202,15 @@ class Fold:
     start: int
     end: int
     tokens: int | None = None  # None once split around a commented row (see `call_view.unfold`)
+    status: str | None = None  # what happened to every row, when they were changed alike
+
+    @property
+    def what(self) -> str:
+        """The fold's words for its rows ("not changed at this call", or their status)."""
+        plural = "message" if self.count == 1 else "messages"
+        if self.status is None:
+            return f"{self.count:,} {plural} not changed at this call"
+        return f"{self.count:,} {plural} {self.status}"
 
     @property
     def count(self) -> int:
@@ -211,15 +220,14 @@ class Fold:
 def fold_html(fold: Fold, *, session_id: int, call_index: int, query: str) -> str:
     """One folded run as a `<li>` whose link loads its rows in place (htmx) or, without
     JavaScript, opens them on a page of their own."""
+    status = f"&fold={fold.status}" if fold.status else ""
     url = escape(f"{reverse('session-rows', args=[session_id])}?{query}&call={call_index}"
-                 f"&from={fold.start}&to={fold.end}")
-    plural = "message" if fold.count == 1 else "messages"
+                 f"&from={fold.start}&to={fold.end}{status}")
     tokens = f", {fold.tokens:,} tok" if fold.tokens is not None else ""
     element = f"fold-{call_index}-{fold.start}"
     return (f'<li class="fold" id="{element}" data-from="{fold.start}" data-to="{fold.end}">'
             f'<a class="unfold" href="{url}" hx-get="{url}" hx-target="#{element}" '
-            f'hx-swap="outerHTML">{fold.count:,} {plural} not changed at this call'
-            f'{tokens} — show</a></li>')
+            f'hx-swap="outerHTML">{escape(fold.what)}{tokens} — show</a></li>')
 
 
 def join_rows(rows: Sequence[tuple[int, int | None, str]],

@@ -45,6 +45,7 @@ def late(personas, long_session, monkeypatch):
 
 
 def test_every_row_is_shown_or_folded_once_and_changed_rows_are_always_shown(personas, late):
+    # (No run of rows changed alike here is long enough to fold its middle: see below.)
     session, call, detail = late
     html = personas.client("viewer").get(_page(session, f"profile=chatcli&call={call}"),
                                           headers=HTMX_CALL).content.decode()
@@ -130,6 +131,52 @@ def test_rows_changed_at_earlier_calls_are_shown_while_a_call_has_few():
     with unittest.mock.patch.object(call_view, "CARRIED_SHOWN", 2):
         many = call_view.shown_positions(rows)
     assert not (many[10] or many[20] or many[30])
+
+
+def test_a_long_run_of_rows_changed_alike_at_the_call_folds_its_middle_and_says_how():
+    """A compaction call removes thousands of messages at once: rendered each, one call view
+    of a 3,050-call Claude Code session was 20 MB (and its worker's pack grew the import's
+    memory by half). The run's first and last RUN_EDGE rows are shown, the middle folds as
+    "N messages removed"."""
+    from ctxsim.pipeline.messages import Message
+    from ctxsim.replays.analysis import MessageRow
+    from ctxsim.replays.message_list import fold_html
+
+    def row(status: str) -> MessageRow:
+        return MessageRow(status, Message.of("user", "x"), None, 1)
+
+    edge, least, window = call_view.RUN_EDGE, call_view.FOLD_MIN, call_view.WINDOW
+    rows = ([row("unchanged")] * 3 + [row("removed")] * 100 + [row("injected")]
+            + [row("unchanged")] * 3)
+    shown = call_view.shown_positions(rows)
+    removed = range(3, 103)
+    # The edges with their window of context.
+    assert [i for i in removed if shown[i]] == [*removed[:edge + window],
+                                                *removed[-edge - window:]]
+    (fold,) = call_view.folds_of(rows, shown)
+    assert (fold.start, fold.end, fold.status) == (3 + edge + window, 103 - edge - window,
+                                                   "removed")
+    html = fold_html(fold, session_id=1, call_index=0, query="profile=chatcli")
+    assert f"{fold.count:,} messages removed" in html and "&amp;fold=removed" in html
+    # A run no longer than both edges with their windows and a fold's least is shown whole.
+    most = 2 * (edge + window) + least
+    short = [row("rewritten")] * most + [row("unchanged")] * 10
+    assert all(call_view.shown_positions(short)[:most])
+    longer = [row("rewritten")] * (most + 1) + [row("unchanged")] * 10
+    assert sum(not s for s in call_view.shown_positions(longer)[:most + 1]) == least + 1
+
+
+def test_the_rest_of_a_loaded_fold_says_what_the_fold_said(personas, late, monkeypatch):
+    session, call, _detail = late
+    monkeypatch.setattr(call_view, "FOLD_PAGE", 3)
+    base = (reverse("session-rows", args=[session.pk])
+            + f"?{ReplaySettings().query()}&call={call}&from=0&to=9")
+    client = personas.client("viewer")
+    said = client.get(base + "&fold=removed", headers=HTMX).content.decode()
+    assert "6 messages removed" in said
+    for bad in ("<b>x</b>", "unchanged", "nonsense"):
+        plain = client.get(base + "&fold=" + bad, headers=HTMX).content.decode()
+        assert "6 messages not changed at this call" in plain and "<b>x" not in plain
 
 
 def test_unchanged_runs_shorter_than_the_minimum_are_shown_not_folded():
