@@ -2,18 +2,21 @@
 
 Every mode uses a SQLite file database in a temporary folder (WAL), one team and user, and
 generated sessions of 2,000, 4,000 and 16,000 calls (or the sizes asked for) stored through
-`save_sessions` and summarised with their default profile (`compute_default_stats`, what an
-import does: the summary and the token counts are stored). Building it takes long (the 16,000-
-call session holds ~450 MB), so it is built once and cached in `bench-output/` (named after the
-sizes, the seed and the sources of the generator, the store and the migrations); each run
-copies it into its own folder. "A fresh process" below is this process after `REPLAYS.clear()`
-with fresh token counters (`isolated_counters`) and Django's cache cleared: another web or
-worker process, which finds only the database.
+`save_sessions` and followed as an import follows its sessions (`on_import_finished`, with the
+production bound `IMPORT_BOUND` of inline replays): the default profile's summary and the token
+counts are stored, and the call the page opens on is kept as its worker's row. Building it
+takes long (the 16,000-call session holds ~450 MB), so it is built once and cached in
+`bench-output/` (named after the sizes, the seed and the sources of the generator, the store,
+the kept call view and the migrations); each run copies it into its own folder. "A fresh
+process" below is this process after `REPLAYS.clear()` with fresh token counters
+(`isolated_counters`) and Django's cache cleared: another web or worker process, which finds
+only the database.
 
 - `pages`: per size and repetition, in a fresh process, Django's test client opens the session
-  page (where a visitor lands: the call that sent the most; the stored summary is read, the
-  call replayed to) — `open`; then, in another fresh process, it opens the page at the middle
-  call (untimed) and steps to the next one as `j` does (the htmx call-view swap) — `step`.
+  page as production serves it (`IMPORT_BOUND`: where a visitor lands, the call that sent the
+  most; the stored summary is read, and the call view the import kept) — `open`; then, in
+  another fresh process with every size replayed inline, it opens the page at the middle call
+  (untimed) and steps to the next one as `j` does (the htmx call-view swap) — `step`.
 - `replay`: per size and repetition the default profile's replay of the session as the
   background worker runs it (`summary_for` with its progress callback, the stored summary
   removed first), in a fresh process that finds the token counts the import stored — `replay`.
@@ -48,17 +51,22 @@ STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
 POLL = {"HX-Request": "true"}  # htmx polling a job from the page
 SECTION = {"HX-Request": "true", "HX-Target": "section#insights"}
 TIMEOUT_SECONDS = 1800
+# Sessions longer replay on the worker: CTXSIM_INLINE_REPLAY_CALLS's default (ctxsim/settings.py).
+IMPORT_BOUND = 1000
 
 
 def stored(calls: int, seed: int, team, user):
+    from django.test import override_settings
+
     from ctxsim.generator import generate_session
-    from ctxsim.replays.services import compute_default_stats
+    from ctxsim.replays.receivers import on_import_finished
     from ctxsim.transcripts.store import save_sessions
 
     start = time.perf_counter()
     row = save_sessions([generate_session(calls, seed)], team=team, user=user,
                         source_name=f"bench-{calls}.jsonl")[0]
-    compute_default_stats(row)
+    with override_settings(CTXSIM_INLINE_REPLAY_CALLS=IMPORT_BOUND):
+        on_import_finished(None, sessions=[row])
     note(f"{calls} calls stored ({row.total_bytes / 1e6:.0f} MB) in "
          f"{time.perf_counter() - start:.0f}s")
     return row
@@ -69,7 +77,11 @@ SIZES = (2000, 4000, 16000)
 
 def _version() -> str:
     digest = hashlib.sha256()
+    # What is stored: the sessions, their summaries and the kept call view (its shape).
+    replays = ROOT / "ctxsim" / "replays"
     sources = [ROOT / "ctxsim" / "generator.py", ROOT / "ctxsim" / "transcripts" / "store.py",
+               *(replays / f"{name}.py" for name in ("receivers", "deep_calls", "call_view",
+                                                      "message_list")),
                *sorted((ROOT / "ctxsim").glob("*/migrations/0*.py"))]
     for path in sources:
         digest.update(path.read_bytes())
@@ -122,7 +134,7 @@ def fresh_process():
 
 
 def pages(row, user, reps: int) -> dict:
-    from django.test import Client
+    from django.test import Client, override_settings
     from django.urls import reverse
 
     from ctxsim.replays.state import ReplaySettings
@@ -133,7 +145,7 @@ def pages(row, user, reps: int) -> dict:
     middle = row.model_call_count // 2
     opens, steps = [], []
     for _ in range(reps):
-        with fresh_process():
+        with fresh_process(), override_settings(CTXSIM_INLINE_REPLAY_CALLS=IMPORT_BOUND):
             took, response = timed(lambda: client.get(url))
             check(response, url)
             opens.append(took)
