@@ -143,7 +143,9 @@ def compute_figures_job(job: ColumnTask, row_id: int, session_id: int) -> str:
         return "skipped"  # done already, or held by another copy that is still running
     session = Session.objects.select_related("team").get(pk=session_id)
     try:
-        settings, _ = settings_from_query(QueryDict(job.query), session.team)
+        # The column's settings as the session's page takes them: a built-in agent profile in
+        # the era of the release that wrote it (the row stays under the column's key).
+        settings, _ = settings_from_query(QueryDict(job.query), session.team, session=session)
         cache, _ = cache_choice(job.cache | {"price": price_text(job.cache)})
         figures, data = session_figures(session, settings, cache)
     except Exception as exc:  # the row must say it failed, whatever went wrong

@@ -417,3 +417,33 @@ def test_without_recorded_usage_the_recorded_figures_are_dashes(personas):
     for field in ("recorded_input_tokens", "recorded_cost", "recorded_hit_rate",
                   "calibrated_sent_tokens", "calibrated_cost", "billed_saved_cost"):
         assert cell(html, 0, field) == "—", field
+
+
+def test_a_session_of_an_agent_release_is_simulated_as_that_release(personas, monkeypatch):
+    """Issue 25: the overview's worker parsed its column's settings without the session, so a
+    Claude Code session was simulated as the current release while its own page (and the
+    corpus sweep) simulated it as the release that wrote it. Each row is now the session's
+    figures under the settings its own page takes (the row stays under the column's key)."""
+    from ctxsim.overview import tasks
+    from ctxsim.pipeline.eras import VERSION_KEYS
+
+    (row,) = corpus(personas, n=1, calls=40)
+    Session.objects.filter(pk=row.pk).update(
+        format="claude-code", meta={**(row.meta or {}), VERSION_KEYS["claude-code"]: "1.0.17"})
+    row = Session.objects.get(pk=row.pk)
+    used = []
+
+    def observed(session, settings, cache):
+        used.append(settings)
+        return figures(session, settings, cache)
+
+    figures = tasks.session_figures
+    monkeypatch.setattr(tasks, "session_figures", observed)
+    query = "profiles=claude-code"
+    personas.client("viewer").get(f"{URL}?{query}")
+    run_queued_figures()
+    html = personas.client("viewer").get(f"{URL}?{query}").content.decode()
+    (column,), _ = analysis.insight_columns(row, QueryDict(query), CacheChoice().rule())
+    assert column.settings.era is not None and column.settings.era.version == "1.0.17"
+    assert [s.key for s in used] == [column.settings.key]
+    assert cell(html, 0, "sent_tokens") == grouped(column.insights.input_tokens)
