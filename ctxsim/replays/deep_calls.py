@@ -343,15 +343,17 @@ def _make(part: dict[str, Any], session: Session, settings: ReplaySettings, run:
 
 
 def keep_default_call(session: Session, settings: ReplaySettings, run: ReplayRun) -> None:
-    """The call a long session's page opens on (the one that sent the most), made where the
-    summary replay that kept it ran (the worker: an import, a background replay) and kept as
-    its done row, so the page opens on it without the worker replaying to it again."""
+    """The call a long session's page opens on (the one that sent the most) and the calls on
+    each side of it, made where the summary replay that kept them ran (the worker: an import,
+    a background replay) and kept as their done rows, so the page opens on it, and `j` or `k`
+    steps from it, without the worker replaying to them again."""
     if session.model_call_count <= background.inline_bound() or not run.calls:
         return
     index = page.selected_call(run, None)
-    if services.call_is_at_hand(session, settings, index):
-        _keep_pack(session, settings.key, settings.query(), index,
-                   call_view.make_pack(session, settings, run, index), None)
+    for at in (index, index - 1, index + 1):
+        if 0 <= at < len(run.calls) and services.call_is_at_hand(session, settings, at):
+            _keep_pack(session, settings.key, settings.query(), at,
+                       call_view.make_pack(session, settings, run, at), None)
 
 
 def _keep_neighbour(row: CallReplay, index: int, pack: call_view.CallPack) -> None:

@@ -218,7 +218,10 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     counter = get_counter(settings.counter)
     sink = StorageSpillSink()
     rep = replay(canonical, rc, sink=sink)
-    calls, kept, peak = [], None, None
+    calls, kept = [], None
+    # The call that sent the most (where the page opens, `page.selected_call`) and the calls
+    # on each side of it, where `j` and `k` go from there.
+    peak = before_peak = after_peak = last = None
     # Only what this replay tokenized is filed under this session (the counter is shared with
     # the replays of other sessions, in this thread and others).
     with counter.recording() as fresh:
@@ -230,13 +233,17 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
             if call.call_index == keep:
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
-                peak = call
+                peak, before_peak, after_peak = call, last, None
+            elif last is peak:
+                after_peak = call
+            last = call
             if progress is not None:
                 progress(len(calls))
+    held = [c for c in (kept, before_peak, peak, after_peak) if c is not None]
     packed, contents = spills.pack_spills(rep.spilled_files, sink.sha256)
     # The bytes are in storage now: the kept replay needs the spills' names only.
-    spills.drop_contents(rep, [c for c in (kept, peak) if c is not None], sink)
-    REPLAYS.kept.put(key, ({c.call_index: c for c in (kept, peak) if c is not None}, rep))
+    spills.drop_contents(rep, held, sink)
+    REPLAYS.kept.put(key, ({c.call_index: c for c in held}, rep))
     save_counts(session, canonical, counter, fresh)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from ctxsim.jobs.models import Status
-from ctxsim.replays import background, deep_calls, limits, receivers, services
+from ctxsim.replays import background, deep_calls, limits, page, receivers, services
 from ctxsim.replays.cache import REPLAYS
 from ctxsim.replays.models import BackgroundReplay, CallReplay, ReplayRun
 
@@ -159,6 +159,19 @@ def test_a_stored_replay_of_a_long_session_opens_without_the_worker(personas, sh
     assert response.status_code == 200 and 'id="call-view"' in response.content.decode()
     assert not BackgroundReplay.objects.exists()
     assert not CallReplay.objects.exclude(status=Status.DONE).exists()
+    assert not DBTaskResult.objects.exists()
+    # `j` and `k` from there too: the import kept the calls on each side of it.
+    run = services.stored_summary(session, services.default_settings(session))
+    landing = page.selected_call(run, None)
+    steps = [c for c in (landing - 1, landing + 1) if 0 <= c < len(run.calls)]
+    assert steps
+    for call in steps:
+        REPLAYS.clear()
+        django_cache.clear()
+        step = personas.client("viewer").get(
+            reverse("session-detail", args=[session.pk]) + f"?call={call}", headers=CALL_VIEW)
+        assert step.status_code == 200 and f'data-call="{call}"' in step.content.decode()
+    assert set(CallReplay.objects.values_list("call", flat=True)) == {landing, *steps}
     assert not DBTaskResult.objects.exists()
 
 
