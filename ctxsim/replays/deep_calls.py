@@ -55,8 +55,9 @@ from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.terms import Terms
 
 PACK, ROWS, BODY, FIND = "pack", "rows", "body", "find"
-# A call pack made by the worker comes with the packs of the calls just before and after it.
-BEFORE, AFTER = 1, 2
+# A call pack made by the worker comes with the packs of the calls just before and after it
+# (a step costs the worker a fraction of the replay to the first).
+BEFORE, AFTER = 2, 8
 # What a message's body is asked as: the whole text, the collapsed one, the change.
 BODY_KEYS = ("full", "head", "diff")
 KEEP_SECONDS = CALL_PACK_SECONDS
@@ -92,7 +93,29 @@ def call_pack(session: Session, settings: ReplaySettings, run: ReplayRun, index:
     if pack is None:
         pack = _obtain(session, settings, index, {"what": PACK}, user, remember=False)
         django_cache.set(name, pack, timeout=CALL_PACK_SECONDS)
+    _ahead(session, settings, len(run.calls), index, user)
     return pack
+
+
+def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
+           user: Any) -> None:
+    """While call `index` is read, the worker makes the call views on each side of it that
+    nothing made or asked for yet, so the next `j` or `k` finds them made, or on the way. It
+    takes one of the user's pending tasks only while another would still fit: work asked
+    ahead never makes a request the user does make refused."""
+    text = _text({"what": PACK})
+    digest = _digest(text)
+    wanted = [c for c in (index + 1, index - 1) if 0 <= c < calls]
+    made = set(CallReplay.objects.filter(session=session, key=settings.key, digest=digest,
+                                         call__in=wanted).values_list("call", flat=True))
+    for at in wanted:
+        if at in made:
+            continue
+        try:
+            policy.admit("call", user, session.team, tasks=2)
+            _pending(session, settings, at, text, digest, None, user)
+        except policy.QueueFull:
+            return
 
 
 def rows_html(session: Session, settings: ReplaySettings, run: ReplayRun, index: int,

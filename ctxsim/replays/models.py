@@ -149,8 +149,8 @@ class CallReplay(Job):
     One row per (session, run key, call, part): `part` says what is shown (the call pack, some
     rows, a message's body, a Find's rows; `ctxsim.replays.deep_calls`) and `digest` is its
     hash, so identical requests join one job. The worker replays to the call and keeps what
-    it made in `result` (compressed; also in Django's cache when that is shared), which every
-    web process reads. Progress: `done` of `total` calls replayed."""
+    it made in `result` (compressed), which every web process reads (and keeps in Django's
+    cache). Progress: `done` of `total` calls replayed."""
 
     KIND, QUEUE = "call", "replays"
 
