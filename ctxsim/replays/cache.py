@@ -412,8 +412,8 @@ class ReplayCache:
 
     @staticmethod
     def call_pack_name(key: ReplayKey, query: str) -> str:
-        """The Django cache name of `key`'s call view under `query` (the worker's call views
-        go there too, `ctxsim.replays.deep_calls`)."""
+        """The Django cache name of `key`'s call view under `query` (with ":z" after it, the
+        worker's bytes of that view, `ctxsim.replays.deep_calls`)."""
         return "ctxsim:call:" + hashlib.sha256(
             f"{CALL_PACK_VERSION}|{key.session}|{key.created.isoformat()}|{key.run}|{key.call}|"
             f"{query}".encode()

@@ -7,6 +7,7 @@ full they made a 10 MB page, so only what changed is shown and the rest folds in
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -214,8 +215,13 @@ def unfold(pack: CallPack, keep_origins: Iterable[int],
     """The pack's rows and folds with the rows of `keep_origins` (commented messages) taken
     out of their folds; `render(positions)` renders those rows (only called when one is)."""
     wanted = set(keep_origins)
-    folded = {i for f in pack.folds for i in range(f.start, f.end)}
-    extra = [i for i in sorted(folded) if pack.origins[i] in wanted]
+    if not wanted:
+        return pack.rows, pack.folds
+    # The rows of those origins (found in C), then the ones inside a fold.
+    hits = compress(range(len(pack.origins)), map(wanted.__contains__, pack.origins))
+    starts = [f.start for f in pack.folds]
+    extra = [i for i in hits
+             if (k := bisect_right(starts, i) - 1) >= 0 and i < pack.folds[k].end]
     if not extra:
         return pack.rows, pack.folds
     rows = sorted([*pack.rows, *render(extra)], key=lambda r: r[0])

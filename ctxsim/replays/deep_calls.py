@@ -88,13 +88,15 @@ def call_pack(session: Session, settings: ReplaySettings, run: ReplayRun, index:
     """`call_view.call_pack`, from the worker for a deep call of a long session."""
     if not deferred(session, settings, index):
         return call_view.call_pack(session, settings, run, index, user)
+    # The worker's bytes as its row holds them (a pack read from the row is not pickled
+    # again for the cache: at 16,000 calls that was a step's slowest part).
     name = REPLAYS.call_pack_name(ReplayKey.of(session, run.key, index), settings.query())
-    pack = django_cache.get(name)
-    if pack is None:
-        pack = _obtain(session, settings, index, {"what": PACK}, user, remember=False)
-        django_cache.set(name, pack, timeout=CALL_PACK_SECONDS)
+    data = django_cache.get(name + ":z")
+    if data is None:
+        data = _obtain(session, settings, index, {"what": PACK}, user, remember=False, raw=True)
+        django_cache.set(name + ":z", data, timeout=CALL_PACK_SECONDS)
     _ahead(session, settings, len(run.calls), index, user)
-    return pack
+    return _loads(data)
 
 
 def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
@@ -214,9 +216,10 @@ def _digest(text: str) -> str:
 
 
 def _obtain(session: Session, settings: ReplaySettings, index: int, part: dict[str, Any],
-            user: Any, *, remember: bool = True) -> Any:
-    """What the worker made of `part` at call `index`: from this process's cache, else from
-    its row (then cached); CallPending with the row queued (or joined) when it is not made."""
+            user: Any, *, remember: bool = True, raw: bool = False) -> Any:
+    """What the worker made of `part` at call `index` (with `raw`, as the row holds it): from
+    this process's cache, else from its row (then cached); CallPending with the row queued
+    (or joined) when it is not made."""
     text = _text(part)
     digest = _digest(text)
     name = "ctxsim:deep:" + _digest(f"{VERSION}|{session.pk}|{session.created_at.isoformat()}|"
@@ -226,6 +229,8 @@ def _obtain(session: Session, settings: ReplaySettings, index: int, part: dict[s
     row = CallReplay.objects.filter(session=session, key=settings.key, call=index,
                                     digest=digest).first()
     if row is not None and row.status == Status.DONE and row.result:
+        if raw:
+            return bytes(row.result)
         value = _loads(row.result)
         if remember:
             django_cache.set(name, (value,), timeout=KEEP_SECONDS)
