@@ -27,7 +27,9 @@ say exactly what is timed):
 Issue 31's (`bench/scale.py` says what each times):
 - `page-open-scale`: the 16,000-call session page opened from its stored replay (and the call
   view its import kept) by a fresh process, against the 2,000-call one: <= 9; `step-scale`:
-  one call step (`j`) of each: <= 2.
+  one call step (`j`) of each from the middle call, served as production serves it (the call
+  view the worker made): <= 2 (the step from a replay paused in the web process is printed
+  beside, for information).
 - `replay-scale`: the background replay of the 16,000-call session against 4 x the
   4,000-call one: <= 1.15.
 - `poll-bytes`: the bytes of a pending insights poll, in KB: <= 2.
@@ -167,9 +169,16 @@ def scale_targets(only: set[str], scale: int, reps: int) -> list[bool]:
                  f"{small['open']:.2f}s (runs {runs(small, 'open_times')})")
         if "step-scale" in only:
             results.append(line("step-scale", large["step"] / small["step"], 2))
-            info(f"one call step (j) from the middle call: {large['calls']} calls "
-                 f"{large['step']:.3f}s (runs {runs(large, 'step_times')}); baseline "
-                 f"{small['calls']} calls {small['step']:.3f}s (runs {runs(small, 'step_times')})")
+            info(f"one call step (j) from the middle call, the worker's call view: "
+                 f"{large['calls']} calls {large['step']:.3f}s (runs "
+                 f"{runs(large, 'step_times')}); baseline {small['calls']} calls "
+                 f"{small['step']:.3f}s (runs {runs(small, 'step_times')}); the worker's task "
+                 f"{large['worker']:.1f}s and {small['worker']:.1f}s")
+            info(f"the same step from a replay paused in the web process (every size inline; "
+                 f"for information): {large['calls']} calls {large['inline_step']:.3f}s (runs "
+                 f"{runs(large, 'inline_step_times')}), {small['calls']} calls "
+                 f"{small['inline_step']:.3f}s, ratio "
+                 f"{large['inline_step'] / small['inline_step']:.2f}")
     if "replay-scale" in only:
         small, large = child("bench.scale", "replay", f"{4000 // scale},{LONG // scale}",
                              "--reps", str(reps))["sizes"]

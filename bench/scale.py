@@ -12,11 +12,15 @@ process" below is this process after `REPLAYS.clear()` with fresh token counters
 (`isolated_counters`) and Django's cache cleared: another web or worker process, which finds
 only the database.
 
-- `pages`: per size and repetition, in a fresh process, Django's test client opens the session
-  page as production serves it (`IMPORT_BOUND`: where a visitor lands, the call that sent the
-  most; the stored summary is read, and the call view the import kept) — `open`; then, in
-  another fresh process with every size replayed inline, it opens the page at the middle call
-  (untimed) and steps to the next one as `j` does (the htmx call-view swap) — `step`.
+- `pages`: per size, as production serves it (`IMPORT_BOUND`), the page at the middle call is
+  asked once and the worker's task that replays to it run here (untimed; it keeps the calls
+  around it too). Then per repetition, in a fresh process, Django's test client opens the
+  session page (where a visitor lands, the call that sent the most; the stored summary is
+  read, and the call view the import kept) — `open`; in another fresh process it opens the
+  page at the middle call (untimed) and steps to the next one as `j` does (the htmx call-view
+  swap; the view the worker made) — `step`; and the same step in a fresh process with every
+  size replayed inline (the step a web process makes from a replay it paused, which production
+  does up to `IMPORT_BOUND` calls) — `inline_step`, for information.
 - `replay`: per size and repetition the default profile's replay of the session as the
   background worker runs it (`summary_for` with its progress callback, the stored summary
   removed first), in a fresh process that finds the token counts the import stored — `replay`.
@@ -143,19 +147,44 @@ def pages(row, user, reps: int) -> dict:
     client.force_login(user)
     url = f"{reverse('session-detail', args=[row.pk])}?{ReplaySettings().query()}"
     middle = row.model_call_count // 2
-    opens, steps = [], []
+    production = override_settings(CTXSIM_INLINE_REPLAY_CALLS=IMPORT_BOUND)
+    with fresh_process(), production:  # the worker replays to the middle call once, untimed
+        client.get(f"{url}&call={middle}")
+        worked = run_call_jobs()
+    opens, steps, inline = [], [], []
     for _ in range(reps):
-        with fresh_process(), override_settings(CTXSIM_INLINE_REPLAY_CALLS=IMPORT_BOUND):
+        with fresh_process(), production:
             took, response = timed(lambda: client.get(url))
             check(response, url)
             opens.append(took)
-        with fresh_process():
+        with fresh_process(), production:
             check(client.get(f"{url}&call={middle}"), url)
             took, response = timed(lambda: client.get(f"{url}&call={middle + 1}", headers=STEP))
             check(response, url)
             steps.append(took)
+        with fresh_process():  # every size replayed inline (for information)
+            check(client.get(f"{url}&call={middle}"), url)
+            took, response = timed(lambda: client.get(f"{url}&call={middle + 1}", headers=STEP))
+            check(response, url)
+            inline.append(took)
     return {"calls": row.model_call_count, "bytes": row.total_bytes, "open": median(opens),
-            "open_times": opens, "step": median(steps), "step_times": steps}
+            "open_times": opens, "step": median(steps), "step_times": steps,
+            "inline_step": median(inline), "inline_step_times": inline, "worker": worked}
+
+
+def run_call_jobs() -> float:
+    """The deep call views queued for the worker, made here as its task makes them (then let
+    go, `releases_memory`); the seconds it took."""
+    from ctxsim.jobs.models import Status
+    from ctxsim.replays import deep_calls
+    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.models import CallReplay
+
+    start = time.perf_counter()
+    for pk in CallReplay.objects.filter(status=Status.QUEUED).values_list("pk", flat=True):
+        deep_calls.run_call_replay(pk)
+        REPLAYS.forget_replays()
+    return time.perf_counter() - start
 
 
 def check(response, url: str) -> None:
