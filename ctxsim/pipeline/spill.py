@@ -13,6 +13,7 @@ import contextlib
 import os
 import posixpath
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -21,6 +22,26 @@ NAME_MAX = 255
 
 class SpillError(OSError):
     """A spill that Linux would refuse; the budget stage falls back to a hard cut."""
+
+
+# ChatCLI writes every result over its cap to a new file at every call (behaviour file §3.8,
+# §4 note 10), so a cap below most results spills some n²/12 files over n calls: 21 million
+# for 16,000 calls at 2,600 characters, which took a worker past its memory after minutes
+# (each call's previews, ~3 KB each, stay measured by the replay). A replay stops past this
+# many with `TooManySpills` (decision: a bound on the work, said as what to change, rather
+# than a replay that runs for hours; 2,000 calls at that cap spill about 340,000, some 1.2 GB).
+MAX_SPILLS = 500_000
+
+
+class TooManySpills(ValueError):
+    """The replay made MAX_SPILLS spill files: it stops, saying so."""
+
+    def __init__(self, call_index: int) -> None:
+        super().__init__(
+            f"the replay stopped at call {call_index + 1}: its stages had written "
+            f"{MAX_SPILLS:,} spill files by then (every result over a per-result cap, e.g. "
+            f"CHATCLI_TOOL_RESULT_MAX_CHARS, is written again at every call). Raise the cap, or "
+            f"replay a shorter session")
 
 
 def clean_join(directory: str, name: str) -> str:
@@ -171,6 +192,7 @@ class SpillService:
         self.counter = 0
         self.records: list[SpillRecord] = []
         self._ready: set[str] = set()
+        self._data: dict[int, tuple[str, bytes]] = {}  # `data_of`, by the content's identity
 
     def ensure_dir(self, directory: str) -> None:
         # Once a directory exists it stays: checking every path component again for each of
@@ -183,6 +205,18 @@ class SpillService:
         self.counter += 1
         return self.counter
 
+    def data_of(self, content: str | bytes, encode: Callable[[str], bytes]) -> bytes:
+        """The bytes a spill of `content` writes: one object per content object, so a result
+        spilled again at every call holds its bytes once (and a sink hashes them once)."""
+        if isinstance(content, bytes):
+            return content
+        hit = self._data.get(id(content))
+        if hit is None or hit[0] is not content:
+            hit = self._data[id(content)] = (content, encode(content))
+        return hit[1]
+
     def write(self, directory: str, name: str, path: str, data: bytes, call_index: int) -> None:
+        if len(self.records) >= MAX_SPILLS:
+            raise TooManySpills(call_index)
         self.sink.write(directory, name, data)
         self.records.append(SpillRecord(name, path, call_index, data))

@@ -35,6 +35,7 @@ from django_htmx.http import (
 from ctxsim.htmx import partial_for, render_page_or_partial, target_id
 from ctxsim.pipeline.params import ascii_index
 from ctxsim.pipeline.profiles import default_profile_for
+from ctxsim.pipeline.spill import TooManySpills
 from ctxsim.replays import (
     background,
     beside,
@@ -89,6 +90,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         run, call = run_and_call(request, session, settings)
     except ReplayPending as pending:
         return pending_page(request, session, settings, pending.row, PAGE_PARTIALS)
+    except TooManySpills as exc:  # thresholds that make a replay unbounded: say what to change
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     if target_id(request) == PENDING_REGION:
         return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
     numbers = page.numbers_choice(request.GET.get("numbers"))

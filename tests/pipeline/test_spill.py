@@ -50,3 +50,28 @@ def test_paths_are_joined_and_cleaned_like_go_filepath_join() -> None:
     )
     assert clean_join("//a/./b/..", "f") == "/a/f"
     assert clean_join("", "f") == "f"
+
+
+def test_a_result_spilled_again_at_every_call_holds_its_bytes_once_and_a_replay_is_bounded(
+        monkeypatch) -> None:
+    """ChatCLI re-spills every result over its cap at every call (n²/12 files over n calls):
+    the bytes of one content are one object, and past MAX_SPILLS the replay stops, saying at
+    which call and what to change."""
+    from ctxsim.generator import generate_session
+    from ctxsim.pipeline import spill
+    from ctxsim.pipeline.replay import replay
+
+    session = generate_session(60, 0)
+    tiny = {"env": {"CHATCLI_TOOL_RESULT_MAX_CHARS": "200"}, "counter": "cl100k_base"}
+    rep = replay(session.messages, "chatcli", tiny)
+    calls = list(rep.calls())
+    records = rep.spilled_files
+    assert len(records) > 2 * len({r.content for r in records})  # spilled again and again
+    assert len({id(r.content) for r in records}) == len({r.content for r in records})
+    monkeypatch.setattr(spill, "MAX_SPILLS", len(records) // 2)
+    with pytest.raises(spill.TooManySpills) as stopped:
+        list(replay(session.messages, "chatcli", tiny).calls())
+    message = str(stopped.value)
+    assert "CHATCLI_TOOL_RESULT_MAX_CHARS" in message and "stopped at call" in message
+    at = int(message.split("stopped at call ")[1].split(":")[0])
+    assert 1 < at < len(calls)

@@ -231,3 +231,19 @@ def test_a_long_sessions_chart_groups_calls_without_hiding_failures_or_the_selec
     short = {**chart, "labels": [0, 1], "raw": [1, 2], "sent": [1, 2], "failed": [],
              "spills": [], "comments": {}, "selected": 0}
     assert page.thin_chart(short) == short
+
+
+def test_thresholds_that_spill_without_bound_get_a_clear_400_not_a_500(personas, long_session,
+                                                                      monkeypatch):
+    """A cap below most results re-spills them at every call (n²/12 files): past MAX_SPILLS the
+    replay stops and the page says at which call and what to change."""
+    from ctxsim.pipeline import spill
+    from ctxsim.replays.cache import REPLAYS
+
+    monkeypatch.setattr(spill, "MAX_SPILLS", 5)
+    REPLAYS.clear()
+    url = _page(long_session, "profile=chatcli&env.present=1&env.CHATCLI_TOOL_RESULT_MAX_CHARS=50")
+    response = personas.client("viewer").get(url)
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "stopped at call" in text and "CHATCLI_TOOL_RESULT_MAX_CHARS" in text

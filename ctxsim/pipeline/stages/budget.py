@@ -98,7 +98,8 @@ def truncate_with_disk_persist[U: (bytes, str)](
     name = f"budget_{call_id.replace('/', '_')}_{number}.txt"
     path = clean_join(directory, name)
     try:
-        spills.write(directory, name, path, from_units(content), ctx.call_index)
+        spills.write(directory, name, path, spills.data_of(content, from_units),
+                     ctx.call_index)
     except SpillError:
         return content[:limit] + lit("\n... [output truncated — disk write failed]", content), None
     return spill_preview(content, path, ctx.documented), name
