@@ -57,7 +57,10 @@ from ctxsim.transcripts.terms import Terms
 PACK, ROWS, BODY, FIND = "pack", "rows", "body", "find"
 # A call pack made by the worker comes with the packs of the calls just before and after it
 # (a step costs the worker a fraction of the replay to the first).
-BEFORE, AFTER = 2, 8
+BEFORE, AFTER = services.KEPT_BEFORE, services.KEPT_AFTER
+# While a call the worker made is read, the next call view missing this close on either side
+# is asked of the worker (its replay to it takes seconds on a long session).
+AHEAD = 4
 # What a message's body is asked as: the whole text, the collapsed one, the change.
 BODY_KEYS = ("full", "head", "diff")
 KEEP_SECONDS = CALL_PACK_SECONDS
@@ -101,17 +104,20 @@ def call_pack(session: Session, settings: ReplaySettings, run: ReplayRun, index:
 
 def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
            user: Any) -> None:
-    """While call `index` is read, the worker makes the call views on each side of it that
-    nothing made or asked for yet, so the next `j` or `k` finds them made, or on the way. It
-    takes one of the user's pending tasks only while another would still fit: work asked
-    ahead never makes a request the user does make refused."""
+    """While call `index` is read, the worker makes the first call view within AHEAD calls on
+    each side of it that nothing made or asked for yet, so the next `j` or `k` finds it made,
+    or on the way. It takes one of the user's pending tasks only while another would still
+    fit: work asked ahead never makes a request the user does make refused."""
     text = _text({"what": PACK})
     digest = _digest(text)
-    wanted = [c for c in (index + 1, index - 1) if 0 <= c < calls]
-    made = set(CallReplay.objects.filter(session=session, key=settings.key, digest=digest,
-                                         call__in=wanted).values_list("call", flat=True))
-    for at in wanted:
-        if at in made:
+    sides = [range(index + 1, min(calls, index + AHEAD + 1)),
+             range(index - 1, max(-1, index - AHEAD - 1), -1)]
+    made = set(CallReplay.objects.filter(
+        session=session, key=settings.key, digest=digest,
+        call__in=[c for side in sides for c in side]).values_list("call", flat=True))
+    for side in sides:
+        at = next((c for c in side if c not in made), None)
+        if at is None:
             continue
         try:
             policy.admit("call", user, session.team, tasks=2)
@@ -378,7 +384,7 @@ def keep_default_call(session: Session, settings: ReplaySettings, run: ReplayRun
     if session.model_call_count <= background.inline_bound() or not run.calls:
         return
     index = page.selected_call(run, None)
-    for at in (index, index - 1, index + 1):
+    for at in (index, *range(index - BEFORE, index), *range(index + 1, index + AFTER + 1)):
         if 0 <= at < len(run.calls) and services.call_is_at_hand(session, settings, at):
             _keep_pack(session, settings.key, settings.query(), at,
                        call_view.make_pack(session, settings, run, at), None)

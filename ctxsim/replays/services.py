@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import tempfile
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -121,6 +122,10 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
         return run
 
 
+# The calls kept around a call a page shows (the summary replay's around the one the page
+# opens on, a worker's call job's around its call): where `k` and `j` go next.
+KEPT_BEFORE, KEPT_AFTER = 4, 8
+
 # A served run's `used_at` is written again at most this often (eviction is by it, roughly).
 TOUCH_SECONDS = 300
 
@@ -220,8 +225,9 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     rep = replay(canonical, rc, sink=sink)
     calls, kept = [], None
     # The call that sent the most (where the page opens, `page.selected_call`) and the calls
-    # on each side of it, where `j` and `k` go from there.
-    peak = before_peak = after_peak = last = None
+    # around it, where `j` and `k` go from there: KEPT_BEFORE before it, KEPT_AFTER after.
+    peak, before_peak, after_peak = None, [], []
+    recent: deque[CallResult] = deque(maxlen=KEPT_BEFORE)
     # Only what this replay tokenized is filed under this session (the counter is shared with
     # the replays of other sessions, in this thread and others).
     with counter.recording() as fresh:
@@ -233,13 +239,13 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
             if call.call_index == keep:
                 kept = call
             if peak is None or call.sent_tokens >= peak.sent_tokens:
-                peak, before_peak, after_peak = call, last, None
-            elif last is peak:
-                after_peak = call
-            last = call
+                peak, before_peak, after_peak = call, list(recent), []
+            elif len(after_peak) < KEPT_AFTER:
+                after_peak.append(call)
+            recent.append(call)
             if progress is not None:
                 progress(len(calls))
-    held = [c for c in (kept, before_peak, peak, after_peak) if c is not None]
+    held = [c for c in (kept, *before_peak, peak, *after_peak) if c is not None]
     packed, contents = spills.pack_spills(rep.spilled_files, sink.sha256)
     # The bytes are in storage now: the kept replay needs the spills' names only.
     spills.drop_contents(rep, held, sink)

@@ -168,22 +168,24 @@ def test_the_worker_makes_the_calls_around_it_so_stepping_on_stays_instant(
     around = range(12 - deep_calls.BEFORE, 12 + deep_calls.AFTER + 1)
     assert set(CallReplay.objects.values_list("call", "status")) == {
         (c, Status.DONE) for c in around}
-    for call in (11, 13, 14):
+    for call in (13, 14, 15):  # nothing missing within AHEAD of them
         step = client.get(page(deep, f"&call={call}"), headers=CALL_VIEW).content.decode()
         assert f'data-call="{call}"' in step and "in the background" not in step
     assert replayed == [] and DBTaskResult.objects.count() == 1
-    # At the last call made, the next one is asked of the worker ahead of the step to it.
-    last = around[-1]
-    client.get(page(deep, f"&call={last}"), headers=CALL_VIEW)
-    assert CallReplay.objects.get(call=last + 1).status == Status.QUEUED
+    # Near the end of what was made, the first call past it is asked of the worker ahead of
+    # the step to it.
+    edge = around[-1] - deep_calls.AHEAD + 1
+    client.get(page(deep, f"&call={edge}"), headers=CALL_VIEW)
+    beyond = around[-1] + 1
+    assert CallReplay.objects.get(call=beyond).status == Status.QUEUED
     assert replayed == [] and DBTaskResult.objects.count() == 2
-    waiting = client.get(page(deep, f"&call={last + 1}"), headers=CALL_VIEW).content.decode()
-    assert f"Replaying to call {last + 1}" in waiting  # joins the job asked ahead
+    waiting = client.get(page(deep, f"&call={beyond}"), headers=CALL_VIEW).content.decode()
+    assert f"Replaying to call {beyond}" in waiting  # joins the job asked ahead
     assert DBTaskResult.objects.count() == 2
     run_worker()
     fresh_process()
-    ready = client.get(page(deep, f"&call={last + 1}"), headers=CALL_VIEW).content.decode()
-    assert f'data-call="{last + 1}"' in ready and replayed.count("replay") == 1
+    ready = client.get(page(deep, f"&call={beyond}"), headers=CALL_VIEW).content.decode()
+    assert f'data-call="{beyond}"' in ready and replayed.count("replay") == 1
 
 
 def test_work_asked_ahead_never_takes_the_users_last_pending_task(personas, deep, settings):
@@ -193,7 +195,7 @@ def test_work_asked_ahead_never_takes_the_users_last_pending_task(personas, deep
     client.get(page(deep, "&call=5"), headers=CALL_VIEW)
     run_worker()
     settings.CTXSIM_PENDING_PER_USER = 1
-    client.get(page(deep, "&call=1"), headers=CALL_VIEW)  # the user's one pending task
+    client.get(page(deep, "&call=0"), headers=CALL_VIEW)  # the user's one pending task
     last = 5 + deep_calls.AFTER
     step = client.get(page(deep, f"&call={last}"), headers=CALL_VIEW)
     assert step.status_code == 200 and f'data-call="{last}"' in step.content.decode()
