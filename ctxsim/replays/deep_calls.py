@@ -107,7 +107,10 @@ def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
     """While call `index` is read, the worker makes the first call view within AHEAD calls on
     each side of it that nothing made or asked for yet, so the next `j` or `k` finds it made,
     or on the way. It takes one of the user's pending tasks only while another would still
-    fit: work asked ahead never makes a request the user does make refused."""
+    fit: work asked ahead never makes a request the user does make refused (and without a
+    user, an API client's read, nothing is asked ahead: no quota would bound it)."""
+    if policy.user_id(user) is None:
+        return
     text = _text({"what": PACK})
     digest = _digest(text)
     sides = [range(index + 1, min(calls, index + AHEAD + 1)),

@@ -61,8 +61,11 @@ def test_a_fold_of_a_deep_call_waits_on_the_job_poll_and_opens_in_place(
         personas, live_server, login, long, worker, monkeypatch):
     from ctxsim.replays import call_view, services
 
+    from ctxsim.replays.cache import REPLAYS
+
     monkeypatch.setattr(call_view, "CARRIED_SHOWN", 0)  # the call folds its carried rows
     services.summary_for(long, services.default_settings(long))
+    REPLAYS.forget_replays()  # another process made it: this one holds none of its calls
     page = login("viewer")
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
