@@ -60,7 +60,6 @@ def test_a_new_threshold_shows_the_progress_in_place_then_the_replay(
 def test_a_fold_of_a_deep_call_waits_on_the_job_poll_and_opens_in_place(
         personas, live_server, login, long, worker, monkeypatch):
     from ctxsim.replays import call_view, services
-
     from ctxsim.replays.cache import REPLAYS
 
     monkeypatch.setattr(call_view, "CARRIED_SHOWN", 0)  # the call folds its carried rows
