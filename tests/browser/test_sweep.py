@@ -22,9 +22,22 @@ def long_session(personas):
 
 
 def test_a_sweep_runs_in_the_worker_plots_its_front_and_applies_a_point(
-    personas, login, live_server, settings, long_session, worker
+    personas, login, live_server, settings, long_session, worker, monkeypatch
 ):
+    import time
+
+    from ctxsim.insights import sweep as engine
+
     settings.CTXSIM_INLINE_SWEEP_WORK = 10  # 4 points x 200 calls: the background path
+    # Each point takes at least the page's poll interval, so a poll sees the sweep part done
+    # (on a fast machine all four points once fitted between two polls).
+    evaluate = engine.evaluate
+
+    def slow(*args, **kwargs):
+        time.sleep(1.1)
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "evaluate", slow)
     assert long_session.model_call_count >= 200
     page = login("reviewer")
     page.goto(f"{live_server.url}/sessions/{long_session.pk}/")
