@@ -93,11 +93,12 @@ def call_pack(session: Session, settings: ReplaySettings, run: ReplayRun, index:
         return call_view.call_pack(session, settings, run, index, user)
     # The worker's bytes as its row holds them (a pack read from the row is not pickled
     # again for the cache: at 16,000 calls that was a step's slowest part).
-    name = REPLAYS.call_pack_name(ReplayKey.of(session, run.key, index), settings.query())
-    data = django_cache.get(name + ":z")
+    name = REPLAYS.call_pack_name(ReplayKey.of(session, run.key, index),
+                                  settings.query()) + ":z"
+    data = django_cache.get(name)
     if data is None:
         data = _obtain(session, settings, index, {"what": PACK}, user, remember=False, raw=True)
-        django_cache.set(name + ":z", data, timeout=CALL_PACK_SECONDS)
+        django_cache.set(name, data, timeout=CALL_PACK_SECONDS)
     _ahead(session, settings, len(run.calls), index, user)
     return _loads(data)
 
@@ -111,20 +112,17 @@ def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
     user, an API client's read, nothing is asked ahead: no quota would bound it)."""
     if policy.user_id(user) is None:
         return
-    text = _text({"what": PACK})
-    digest = _digest(text)
     sides = [range(index + 1, min(calls, index + AHEAD + 1)),
              range(index - 1, max(-1, index - AHEAD - 1), -1)]
     made = set(CallReplay.objects.filter(
-        session=session, key=settings.key, digest=digest,
+        session=session, key=settings.key, digest=PACK_DIGEST,
         call__in=[c for side in sides for c in side]).values_list("call", flat=True))
     for side in sides:
         at = next((c for c in side if c not in made), None)
         if at is None:
             continue
         try:
-            policy.admit("call", user, session.team, tasks=2)
-            _pending(session, settings, at, text, digest, None, user)
+            _pending(session, settings, at, PACK_TEXT, PACK_DIGEST, None, user, room=2)
         except policy.QueueFull:
             return
 
@@ -224,6 +222,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+PACK_TEXT = _text({"what": PACK})  # a call pack's part, as its rows hold it
+PACK_DIGEST = _digest(PACK_TEXT)
+
+
 def _obtain(session: Session, settings: ReplaySettings, index: int, part: dict[str, Any],
             user: Any, *, remember: bool = True, raw: bool = False) -> Any:
     """What the worker made of `part` at call `index` (with `raw`, as the row holds it): from
@@ -248,11 +250,12 @@ def _obtain(session: Session, settings: ReplaySettings, index: int, part: dict[s
 
 
 def _pending(session: Session, settings: ReplaySettings, index: int, text: str, digest: str,
-             row: CallReplay | None, user: Any) -> CallReplay:
+             row: CallReplay | None, user: Any, *, room: int = 1) -> CallReplay:
     """The row the request waits for: queued now, joined, or queued again (lost, or failed
-    longer than the import timeout ago)."""
+    longer than the import timeout ago). A new row is admitted while `room` more of the
+    user's tasks would fit (QueueFull otherwise)."""
     if row is None:
-        policy.admit("call", user, session.team)
+        policy.admit("call", user, session.team, tasks=room)
         CallReplay.objects.filter(session=session, status__in=(
             Status.DONE, Status.FAILED, Status.CANCELLED),
             finished_at__lt=timezone.now() - timedelta(seconds=KEEP_SECONDS)).delete()
@@ -401,10 +404,9 @@ def _keep_pack(session: Session, key: str, query: str, index: int, pack: call_vi
                user_id: int | None) -> None:
     """A call pack made beside what was asked, kept as that call's own done row (a request
     queued for it meanwhile is answered: its task then finds nothing to do)."""
-    text = _text({"what": PACK})
     now = timezone.now()
     data = _dumps(pack)
-    lookup = {"session_id": session.pk, "key": key, "call": index, "digest": _digest(text)}
+    lookup = {"session_id": session.pk, "key": key, "call": index, "digest": PACK_DIGEST}
     if CallReplay.objects.filter(**lookup, status=Status.QUEUED).update(
             status=Status.DONE, result=data, done=index + 1, finished_at=now):
         return
@@ -412,7 +414,7 @@ def _keep_pack(session: Session, key: str, query: str, index: int, pack: call_vi
         return  # done already, or another worker's
     try:
         with transaction.atomic():
-            CallReplay.objects.create(**lookup, query=query, part=text, result=data,
+            CallReplay.objects.create(**lookup, query=query, part=PACK_TEXT, result=data,
                                       status=Status.DONE, total=index + 1, done=index + 1,
                                       user_id=user_id, team_id=session.team_id,
                                       started_at=now, finished_at=now)
