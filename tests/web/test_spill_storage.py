@@ -91,3 +91,24 @@ def test_an_upload_the_disk_cannot_hold_leaves_no_file_and_says_so(personas, med
     assert "could not be stored" in response.content.decode()
     assert not ImportJob.objects.exists()
     assert [p for p in media.rglob("*") if p.is_file()] == []
+
+
+def test_letting_go_of_spilled_bytes_keeps_every_held_call_naming_its_own_files():
+    """A summary replay holds the landing call twice (asked for, and in the window around the
+    peak). Its records were matched by id, and a freed heavy record's id went to the next
+    light one: the second pass named another call's spill (call 20 showed call 17's file)."""
+    from types import SimpleNamespace
+
+    from ctxsim.pipeline.spill import SpillRecord
+    from ctxsim.replays.spills import drop_contents
+
+    records = [SpillRecord(f"budget_{n}.txt", f"/d/budget_{n}.txt", n, b"x" * 100)
+               for n in range(400)]
+    calls = [SimpleNamespace(spills=[records[n]]) for n in range(0, 400, 3)]
+    replay = SimpleNamespace(spills=SimpleNamespace(records=records))
+    names = [[r.name for r in c.spills] for c in calls]
+    held = [c for call in calls for c in (call, call)]  # each call held twice
+    del records  # as the replay holds them: only through its list and the calls
+    drop_contents(replay, held)
+    assert [[r.name for r in c.spills] for c in calls] == names
+    assert all(not r.content for c in calls for r in c.spills)
