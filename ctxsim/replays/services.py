@@ -2,8 +2,8 @@
 
 `summary_for` returns the stored per-call summary of a replay, replaying on a miss;
 `call_detail` replays up to one call and returns everything the call view shows; `trace_json`
-is the SPEC §6 trace; `compare_sides` the two replays of a comparison. Settings come from
-`ctxsim.replays.state`, what a process keeps from `ctxsim.replays.cache`, profiles from
+is the SPEC §6 trace (a comparison's two replays: `ctxsim.replays.comparison`). Settings come
+from `ctxsim.replays.state`, what a process keeps from `ctxsim.replays.cache`, profiles from
 `ctxsim.replays.profiles` and spilled files from `ctxsim.replays.spills`.
 """
 
@@ -36,7 +36,7 @@ from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
 from ctxsim.replays.spills import StorageSpillSink
-from ctxsim.replays.state import ReplaySettings, era_of, settings_from_query
+from ctxsim.replays.state import ReplaySettings, era_of
 from ctxsim.replays.token_counts import load_counts, save_counts
 from ctxsim.replays.view_memo import ViewMemo
 from ctxsim.transcripts.models import Session
@@ -401,45 +401,6 @@ def _trace_replay(session: Session, settings: ReplaySettings):
     run = _stored_run(session, ReplayKey.of(session, settings.key))
     calibration = Calibration.from_json(run.totals.get("calibration")) if run else AUTO
     return rep, calibration
-
-
-@dataclass
-class Side:
-    ref: str
-    settings: ReplaySettings
-    run: ReplayRun
-
-    @property
-    def changed(self) -> bool:
-        """Whether this side runs the profile with changed stages or thresholds."""
-        return bool(self.settings.config) or self.settings.stages is not None
-
-
-def compare_settings(session: Session, query) -> list[tuple[str, ReplaySettings, dict]]:
-    """The settings of a comparison's two sides, with their problems. Side A is the session
-    page's state carried in the query (profile, stages, overrides), or profile `a` alone
-    when `a` names another profile; side B is profile `b` (defaults: the session's own
-    profile against none)."""
-    a, b = query.get("a"), query.get("b")
-    if a and a != query.get("profile"):
-        query = {"profile": a}
-    first, problems = settings_from_query(query, session.team,
-                                          default_profile_for(session.format), session=session)
-    second, problems_b = settings_from_query({"profile": b or "none"}, session.team,
-                                             session=session)
-    return [("a", first, problems), ("b", second, problems_b)]
-
-
-def compare_sides(session: Session, query, *, user: Any = None, chosen=None):
-    """The two replays of a comparison (`chosen`: `compare_settings` already made)."""
-    errors: dict[str, str] = {}
-    sides = []
-    for key, settings, bad in chosen or compare_settings(session, query):
-        if bad:
-            errors[key] = "; ".join(f"{k}: {v}" for k, v in bad.items())
-        sides.append(Side(settings.profile_ref, settings,
-                          summary_for(session, settings, user=user)))
-    return sides, errors
 
 
 def call_is_at_hand(session: Session, settings: ReplaySettings, index: int) -> bool:

@@ -40,9 +40,11 @@ from ctxsim.replays import (
     background,
     beside,
     call_view,
+    comparison,
     deep_calls,
     page,
     profiles,
+    run_figures,
     services,
     spills,
     traces,
@@ -94,7 +96,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     if target_id(request) == PENDING_REGION:
         return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
-    numbers = page.numbers_choice(request.GET.get("numbers"))
+    numbers = run_figures.numbers_choice(request.GET.get("numbers"))
     numbers_q = "&numbers=raw" if numbers == "raw" else ""
     if not errors and not request.htmx and _needs_redirect(request, settings, call):
         view = call_view.CallFilter.from_query(request.GET)  # view state: kept as given
@@ -216,14 +218,14 @@ def page_context(request, session, membership, settings, errors, run, call,
         "phases": page.phase_names(),
         "profiles": profiles.profile_choices(session.team),
         "run": run,
-        "summary": page.summary(run, numbers),
+        "summary": run_figures.summary(run, numbers),
         # Built when the template reads it (once): a call step's partial never does, and at
         # 16,000 calls the chart's points were a seventh of a step (issue 31).
-        "chart": functools.cache(lambda: page.chart_data(
+        "chart": functools.cache(lambda: run_figures.chart_data(
             run, call, review["review"].chart_counts,
             (session.meta or {}).get("recorded_compactions"), numbers)),
-        **page.compactions_context(run, (session.meta or {}).get("recorded_compactions"), call,
-                                   numbers),
+        **run_figures.compactions_context(run, (session.meta or {}).get("recorded_compactions"),
+                                          call, numbers),
         # What the cache & information-loss page stored for these settings, on the link to it
         # (read once, when the link is rendered: a call step's partial never is).
         "insights_stored": functools.cache(lambda: beside.stored("insights", session, settings)),
@@ -319,7 +321,7 @@ def spill_download(request: HttpRequest, session_id: int, run: str, seq: int) ->
 def compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """Two profiles on one session: chart overlay, savings per stage, one call side by side."""
     session, _ = scoped_session(request, session_id)
-    chosen = services.compare_settings(session, request.GET)
+    chosen = comparison.compare_settings(session, request.GET)
     keys = [settings.key for _side, settings, _bad in chosen]
     # A long session's replays go to the worker, both sides at once.
     waiting = [(settings, row) for _side, settings, _bad in chosen if (row := (
@@ -329,11 +331,11 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         return pending_page(request, session, *waiting[0], COMPARE_PARTIALS)
     if target_id(request) == PENDING_REGION:
         return HttpResponseClientRefresh()  # stored now: the pending page reloads as the page
-    sides, errors = services.compare_sides(session, request.GET, user=request.user,
-                                           chosen=chosen)
+    sides, errors = comparison.compare_sides(session, request.GET, user=request.user,
+                                             chosen=chosen)
     call = page.selected_call(sides[0].run, request.GET.get("call"))
     kept = sides[0].settings.fields()  # side A's state travels with every link and the form
-    columns = [page.compare_column(session, side, call, request.user) for side in sides]
+    columns = [comparison.compare_column(session, side, call, request.user) for side in sides]
     context = {
         "session": session,
         "sides": sides,
@@ -342,7 +344,7 @@ def compare(request: HttpRequest, session_id: int) -> HttpResponse:
         "call_index": call,
         "calls": len(sides[0].run.calls),
         "profiles": profiles.profile_choices(session.team),
-        "chart": page.compare_chart(sides, call),
+        "chart": comparison.compare_chart(sides, call),
         "url": reverse("session-compare", args=[session.pk]),
         "state_fields": kept,
         "state_query": urlencode([*kept, ("b", sides[1].ref)]),

@@ -18,6 +18,7 @@ from ctxsim.jobs.models import Status, TraceFile
 from ctxsim.replays import background, services, traces
 from ctxsim.replays.cache import REPLAYS
 from ctxsim.replays.models import BackgroundReplay, ReplayRun
+from ctxsim.replays.state import settings_from_query
 from tests.factories import bearer, body_of
 
 pytestmark = pytest.mark.django_db
@@ -93,7 +94,7 @@ def test_the_api_trace_of_a_long_session_is_written_by_the_worker(personas, long
         done = Client().get(path, **bearer(api_tokens.read))
         assert done.status_code == 200
         trace = json.loads(body_of(done))
-    settings, _ = services.settings_from_query({"profile": "chatcli"}, long.team)
+    settings, _ = settings_from_query({"profile": "chatcli"}, long.team)
     assert trace == json.loads(services.trace_json(long, settings))
 
 
@@ -148,7 +149,7 @@ def test_a_trace_without_the_temp_space_is_refused_before_it_is_written(
 
 
 def test_the_estimate_is_not_below_the_trace_written(personas, long_session):
-    settings, _ = services.settings_from_query({"profile": "chatcli"}, long_session.team)
+    settings, _ = settings_from_query({"profile": "chatcli"}, long_session.team)
     for summary in (False, True):
         written = len(services.trace_json(long_session, settings, summary=summary).encode())
         assert traces.estimate_bytes(long_session, settings, summary) >= written

@@ -140,11 +140,11 @@ def test_show_all_toggles_back_to_the_collapsed_text(personas, long_session):
 def test_a_call_step_never_builds_the_chart_the_full_page_builds_once(personas, long_session,
                                                                     monkeypatch):
     """Issue 31: every step built the chart's points (all calls) that its partial never shows."""
-    from ctxsim.replays import page
+    from ctxsim.replays import run_figures
 
     built = []
-    real = page.chart_data
-    monkeypatch.setattr(page, "chart_data", lambda *a, **k: built.append(1) or real(*a, **k))
+    real = run_figures.chart_data
+    monkeypatch.setattr(run_figures, "chart_data", lambda *a, **k: built.append(1) or real(*a, **k))
     call_page(personas, long_session, "profile=chatcli&call=3", **{"HX-Request": "true",
                                                     "HX-Target": "div#call-view"})
     assert built == []

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from ctxsim.replays import call_view, page, services
+from ctxsim.replays import call_view, page, run_figures, services
 from ctxsim.replays.state import ReplaySettings
 from ctxsim.reviews.models import Comment
 from ctxsim.transcripts.models import Session
@@ -218,7 +218,7 @@ def test_a_long_sessions_chart_groups_calls_without_hiding_failures_or_the_selec
              "sent": [i if i != 1234 else 10**9 for i in range(n)], "failed": [7, 2001],
              "spills": [3, 4, 5], "comments": {"8": 2, "9": 1}, "limit": None,
              "limitLabel": "", "selected": 1500, "counter": "cl100k_base"}
-    thin = page.thin_chart(chart, points=1000)
+    thin = run_figures.thin_chart(chart, points=1000)
     assert len(thin["labels"]) == len(thin["raw"]) == len(thin["sent"]) <= 1000
     assert thin["grouped"] == 3
     assert 1500 in thin["labels"] and 1234 in thin["labels"]
@@ -230,7 +230,7 @@ def test_a_long_sessions_chart_groups_calls_without_hiding_failures_or_the_selec
     # A short session's chart is every call, as it was.
     short = {**chart, "labels": [0, 1], "raw": [1, 2], "sent": [1, 2], "failed": [],
              "spills": [], "comments": {}, "selected": 0}
-    assert page.thin_chart(short) == short
+    assert run_figures.thin_chart(short) == short
 
 
 def test_thresholds_that_spill_without_bound_get_a_clear_400_not_a_500(personas, long_session,

@@ -6,7 +6,8 @@ from django.http import QueryDict
 
 from ctxsim.pipeline.params import PARAMS
 from ctxsim.replays.cache import LRU
-from ctxsim.replays.state import ReplaySettings, form_value, settings_from_query
+from ctxsim.replays.codecs import form_value
+from ctxsim.replays.state import ReplaySettings, settings_from_query
 
 
 def test_every_kind_of_value_survives_a_trip_through_the_url() -> None:

@@ -179,7 +179,7 @@ def test_clearing_every_env_field_of_a_saved_profile_stays_cleared(personas):
 
 def test_every_optional_text_parameter_reads_an_empty_field_as_not_set(personas):
     from ctxsim.pipeline.params import PARAMS
-    from ctxsim.replays.state import codec_of
+    from ctxsim.replays.codecs import codec_of
 
     optional = [p for p in PARAMS.values() if p.default is None and p.kind in (
         "string", "optional-string")]
