@@ -78,16 +78,16 @@ def _injector(message: Message) -> str:
     return "pairing" if message.role == "tool" else "anchor"
 
 
-def explain_break(call: CallResult, previous: Sequence[Message], position: int,
+def explain_break(call: CallResult, prev: Message, position: int,
                   sent_origins: Container[int | None] | None = None) -> BreakCause:
-    """Say why `call.sent` does not extend `previous` at `position` (their first difference).
+    """Say why `call.sent` does not extend the previous prompt at `position` (their first
+    difference), where that prompt held `prev`.
 
     A rewrite already in the persistent history at this call (done at an earlier call) reports
     "earlier call" as its stage. `sent_origins`: the origins `call.sent` holds, when the
     caller keeps them (else they are collected here).
     """
     sent = call.sent
-    prev = previous[position]
     cur = sent[position] if position < len(sent) else None
     if sent_origins is None:
         sent_origins = {m.origin for m in sent if m.origin is not None}

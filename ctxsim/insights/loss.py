@@ -226,8 +226,8 @@ class LossTracker:
         kept = call.sent_kept if call.sent_kept is not None else 0
         position = shared_prefix(old, sent, min(kept, len(old), len(sent)))
         touched: set[int] = set()
-        for start, end, put in index.take(sent, position):
-            touched.update(o for o in map(_origin, (*old[start:end], *put)) if o is not None)
+        for _start, _end, put, removed in index.take(sent, position):
+            touched.update(o for o in map(_origin, (*removed, *put)) if o is not None)
         return touched
 
     def _sent_as(self, origin: int | None) -> Message | None:

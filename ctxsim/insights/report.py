@@ -176,7 +176,7 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
             continue
         first = prompt.first
         prev = prompt.sent
-        prev_len = len(prev)  # `update` may append to it
+        prev_len = len(prev)  # `update` edits it in place
         position = shared_prefix(prev, call.sent, kept or 0)
         old_tail, old_costs = prev[position:], prompt.costs[position + 1:]
         resume = prompt.update(call, position)
@@ -185,7 +185,7 @@ def analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
         expired = False
         if not first:
             if position < prev_len:
-                cause = explain_break(call, prev, position, prompt.index)
+                cause = explain_break(call, old_tail[0], position, prompt.index)
                 if cause.is_compaction:
                     rewritten = sum(old_costs)
                     saved = rewritten - prompt.still(old_tail, old_costs)
@@ -238,15 +238,15 @@ class _Prompt:
         if not keys:  # the first prompt: a placeholder for the tool definitions' key
             keys.append(None)
             costs.append(0)
-        of, old = self.cost.of, self.index.messages
+        of = self.cost.of
         touched: set[int | None] = set()
-        for start, end, put in reversed(self.index.take(call.sent, position)):
+        for start, end, put, removed in reversed(self.index.take(call.sent, position)):
             new = [of(m) for m in put]
             added = [c for _, c, _ in new]
             self.total += sum(added) - sum(costs[start + 1:end + 1])
             keys[start + 1:end + 1] = [key for _, _, key in new]
             costs[start + 1:end + 1] = added
-            touched.update(m.origin for m in (*old[start:end], *put))
+            touched.update(m.origin for m in (*removed, *put))
         touched.discard(None)
         last, index = self._last, self.index
         for origin in touched:

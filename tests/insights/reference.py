@@ -125,7 +125,7 @@ def reference_analyse(replay: Replay, rule: CacheRule) -> ProfileInsights:
         if prev is not None:
             position = common_prefix(prev, call.sent)
             if position < len(prev):
-                cause = explain_break(call, prev, position)
+                cause = explain_break(call, prev[position], position)
                 if cause.is_compaction:
                     rewritten, saved = _region(prev, prev_costs, position, call.sent, costs)
                     cached_before = rule.cacheable(prev_input) > 0
