@@ -298,3 +298,42 @@ def test_the_replay_says_which_leading_messages_it_sent_again():
                 assert kept <= min(len(prev), len(call.sent)) or not prev
                 assert all(a is b for a, b in zip(prev[:kept], call.sent[:kept], strict=True))
             prev = call.sent
+
+
+# A prompt as a list of message numbers: each a message object made once (so a kept one is the
+# very object), some without an origin (injected).
+_POOL = [Message.of("tool" if n % 3 else "user", f"m{n}", origin=None if n % 7 == 6 else n // 2)
+         for n in range(40)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, len(_POOL) - 1), max_size=25), min_size=1,
+                max_size=12))
+def test_the_prompt_index_edited_in_place_is_the_prompt_taken_and_its_changes_rebuild_it(
+        prompts):
+    """`PromptIndex.take` edits its prompt in place (ChatCLI's rewrite near the end copied
+    the whole prompt at every call); the changes it returns turn the last prompt into this one,
+    and each origin's last copy is the one the prompt holds last."""
+    from ctxsim.insights.cache import PromptIndex
+
+    index = PromptIndex()
+    for numbers in prompts:
+        sent = [_POOL[n] for n in numbers]
+        before = list(index.messages)
+        position = shared_prefix(before, sent, 0)
+        changes = index.take(sent, position)
+        assert index.messages == sent
+        # Its serials ascend along the prompt and name its copies (what `last` reads).
+        serials = index._serials
+        assert len(serials) == len(sent) and all(map(int.__lt__, serials, serials[1:]))
+        assert all(index._by_serial[s] is m for s, m in zip(serials, sent, strict=True))
+        rebuilt = list(before)
+        for start, end, put, removed in reversed(changes):
+            assert rebuilt[start:end] == removed
+            rebuilt[start:end] = put
+        assert rebuilt == sent
+        origins = {m.origin for m in sent} - {None}
+        for origin in {m.origin for m in _POOL} - {None}:
+            last = next((m for m in reversed(sent) if m.origin == origin), None)
+            assert index.last(origin) is last
+            assert (origin in index) == (origin in origins)
