@@ -21,7 +21,8 @@ handed to the worker instead:
   around it (`BEFORE`, `AFTER`), so stepping on from a deep call stays instant.
 - **Its life** is every job's (`ctxsim.jobs.lifecycle`: a lost worker's job is queued again
   once, then failed); a failed one is tried again when asked after the import timeout. Rows
-  finished more than `KEEP_SECONDS` ago are deleted when the session queues another.
+  finished more than `KEEP_SECONDS` ago are deleted when the session queues another, but for
+  the views a stored summary replay kept around its landing call.
 
 Short sessions, and calls at hand, are made inline as before.
 """
@@ -256,9 +257,7 @@ def _pending(session: Session, settings: ReplaySettings, index: int, text: str, 
     user's tasks would fit (QueueFull otherwise)."""
     if row is None:
         policy.admit("call", user, session.team, tasks=room)
-        CallReplay.objects.filter(session=session, status__in=(
-            Status.DONE, Status.FAILED, Status.CANCELLED),
-            finished_at__lt=timezone.now() - timedelta(seconds=KEEP_SECONDS)).delete()
+        _forget_old(session)
         with transaction.atomic():
             row, created = CallReplay.objects.get_or_create(
                 session=session, key=settings.key, call=index, digest=digest,
@@ -273,6 +272,17 @@ def _pending(session: Session, settings: ReplaySettings, index: int, text: str, 
                                        and background.older(row.finished_at)):
         _queue_again(row, row.status, user)
     return row
+
+
+def _forget_old(session: Session) -> None:
+    """The session's call views finished more than KEEP_SECONDS ago, but for those a summary
+    replay kept around its landing call (no user's: `keep_default_call`) while that summary is
+    stored: a long session opened after a day would otherwise wait for the worker again."""
+    stored = ReplayRun.objects.filter(session=session).values("key")
+    CallReplay.objects.filter(
+        session=session, status__in=(Status.DONE, Status.FAILED, Status.CANCELLED),
+        finished_at__lt=timezone.now() - timedelta(seconds=KEEP_SECONDS),
+    ).exclude(user_id=None, status=Status.DONE, key__in=stored).delete()
 
 
 def _queue_again(row: CallReplay, was: str, user: Any) -> None:

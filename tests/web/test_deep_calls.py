@@ -366,3 +366,26 @@ def test_a_lost_call_replay_is_queued_again_and_a_failed_one_says_why(personas, 
     assert "the disk is full" in ended and 'hx-trigger="load"' in ended
     # The first attempt's task, were it run after all, finds nothing to do.
     assert deep_calls.run_call_replay(row.pk) == {"status": "skipped"}
+
+
+def test_a_day_later_the_views_kept_around_the_landing_call_are_still_there(personas, deep):
+    """The day-old clean-up deleted the call views the summary replay kept (no user's), so a
+    long session opened a day after its import waited for the worker again. They stay while
+    their summary is stored; a user's old view, and a kept one whose summary is gone, go."""
+    key = replay_settings(deep).key
+    long_ago = timezone.now() - timedelta(seconds=deep_calls.KEEP_SECONDS + 60)
+    owner = personas.users["owner"]
+
+    def old_row(call: int, key: str = key, user=None) -> CallReplay:
+        return CallReplay.objects.create(
+            session=deep, key=key, call=call, query=QUERY, part=deep_calls.PACK_TEXT,
+            digest=deep_calls.PACK_DIGEST, status=Status.DONE, result=b"x", total=call + 1,
+            done=call + 1, user=user, team=deep.team, finished_at=long_ago)
+
+    kept = old_row(20)
+    stepped = old_row(19, user=owner)
+    orphan = old_row(18, key="0" * 64)  # kept by a summary evicted since
+    assert personas.client("viewer").get(page(deep, "&call=5")).status_code == 202
+    assert CallReplay.objects.filter(call=5, status=Status.QUEUED).exists()  # it cleaned up
+    assert CallReplay.objects.filter(pk=kept.pk).exists()
+    assert not CallReplay.objects.filter(pk__in=[stepped.pk, orphan.pk]).exists()
