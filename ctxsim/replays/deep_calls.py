@@ -60,8 +60,9 @@ PACK, ROWS, BODY, FIND = "pack", "rows", "body", "find"
 # (a step costs the worker a fraction of the replay to the first).
 BEFORE, AFTER = services.KEPT_BEFORE, services.KEPT_AFTER
 # While a call the worker made is read, the next call view missing this close on either side
-# is asked of the worker (its replay to it takes seconds on a long session).
-AHEAD = 4
+# is asked of the worker (its replay to it takes seconds on a long session): as far as a job
+# makes ahead, so a reader stepping one call every two seconds finds the next ones made.
+AHEAD = AFTER
 # What a message's body is asked as: the whole text, the collapsed one, the change.
 BODY_KEYS = ("full", "head", "diff")
 KEEP_SECONDS = CALL_PACK_SECONDS
@@ -108,22 +109,26 @@ def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
            user: Any) -> None:
     """While call `index` is read, the worker makes the first call view within AHEAD calls on
     each side of it that nothing made or asked for yet, so the next `j` or `k` finds it made,
-    or on the way. It takes one of the user's pending tasks only while another would still
-    fit: work asked ahead never makes a request the user does make refused (and without a
-    user, an API client's read, nothing is asked ahead: no quota would bound it)."""
+    or on the way. The job asked for lies past that call in the reader's direction, so the
+    calls it makes around itself (BEFORE, AFTER) begin at the missing one: a job per 13 calls
+    stepped, either way. It takes one of the user's pending tasks only while another would
+    still fit: work asked ahead never makes a request the user does make refused (and
+    without a user, an API client's read, nothing is asked ahead: no quota would bound it)."""
     if policy.user_id(user) is None:
         return
-    sides = [range(index + 1, min(calls, index + AHEAD + 1)),
-             range(index - 1, max(-1, index - AHEAD - 1), -1)]
+    low, high = max(0, index - AHEAD - AFTER), min(calls - 1, index + AHEAD + BEFORE)
     made = set(CallReplay.objects.filter(
         session=session, key=settings.key, digest=PACK_DIGEST,
-        call__in=[c for side in sides for c in side]).values_list("call", flat=True))
-    for side in sides:
-        at = next((c for c in side if c not in made), None)
-        if at is None:
-            continue
+        call__range=(low, high)).values_list("call", flat=True))
+    sides = [(range(index + 1, min(calls, index + AHEAD + 1)), lambda m: min(high, m + BEFORE)),
+             (range(index - 1, max(-1, index - AHEAD - 1), -1), lambda m: max(low, m - AFTER))]
+    for side, job_for in sides:
+        missing = next((c for c in side if c not in made), None)
+        if missing is None or job_for(missing) in made:
+            continue  # made, or on the way
         try:
-            _pending(session, settings, at, PACK_TEXT, PACK_DIGEST, None, user, room=2)
+            _pending(session, settings, job_for(missing), PACK_TEXT, PACK_DIGEST, None, user,
+                     room=2)
         except policy.QueueFull:
             return
 

@@ -168,24 +168,25 @@ def test_the_worker_makes_the_calls_around_it_so_stepping_on_stays_instant(
     around = range(12 - deep_calls.BEFORE, 12 + deep_calls.AFTER + 1)
     assert set(CallReplay.objects.values_list("call", "status")) == {
         (c, Status.DONE) for c in around}
-    for call in (13, 14, 15):  # nothing missing within AHEAD of them
+    for call in (13, 14, 15):
         step = client.get(page(deep, f"&call={call}"), headers=CALL_VIEW).content.decode()
         assert f'data-call="{call}"' in step and "in the background" not in step
-    assert replayed == [] and DBTaskResult.objects.count() == 1
-    # Near the end of what was made, the first call past it is asked of the worker ahead of
-    # the step to it.
-    edge = around[-1] - deep_calls.AHEAD + 1
-    client.get(page(deep, f"&call={edge}"), headers=CALL_VIEW)
-    beyond = around[-1] + 1
-    assert CallReplay.objects.get(call=beyond).status == Status.QUEUED
-    assert replayed == [] and DBTaskResult.objects.count() == 2
-    waiting = client.get(page(deep, f"&call={beyond}"), headers=CALL_VIEW).content.decode()
-    assert f"Replaying to call {beyond}" in waiting  # joins the job asked ahead
-    assert DBTaskResult.objects.count() == 2
-    run_worker()
+    assert replayed == []
+    # The first step asks the worker for the calls past what was made, on each side, once: a
+    # job lies beyond the first missing call, so the calls it makes around itself begin there
+    # (the session's calls are 0-23).
+    after, before = around[-1] + 1, around[0] - 1
+    asked = {min(23, after + deep_calls.BEFORE), max(0, before - deep_calls.AFTER)}
+    assert set(CallReplay.objects.filter(status=Status.QUEUED).values_list(
+        "call", flat=True)) == asked == {23, 0}
+    assert DBTaskResult.objects.count() == 3
+    assert run_worker() == 2
     fresh_process()
-    ready = client.get(page(deep, f"&call={beyond}"), headers=CALL_VIEW).content.decode()
-    assert f'data-call="{beyond}"' in ready and replayed.count("replay") == 1
+    replayed.clear()
+    for call in (after, 22, before, 3):  # stepping on, either way: made
+        ready = client.get(page(deep, f"&call={call}"), headers=CALL_VIEW).content.decode()
+        assert f'data-call="{call}"' in ready and "in the background" not in ready
+    assert replayed == [] and DBTaskResult.objects.count() == 3
 
 
 def test_work_asked_ahead_never_takes_the_users_last_pending_task(personas, deep, settings):
@@ -218,7 +219,7 @@ def test_a_fold_of_a_deep_call_is_loaded_by_the_worker(personas, deep, replayed,
     assert pending.startswith(f'<li class="fold call-pending job-region" id="fold-23-{start}"')
     assert pending.endswith("</li>") and replayed == []
     poll, _job = poll_of(pending)
-    assert run_worker() == 1
+    assert run_worker() == 2  # the fold's rows, and the calls asked ahead of a step back
     fresh_process()
     replayed.clear()
     # Polled from the session page, the fold's poll loads the fold's own rows URL.
@@ -251,7 +252,7 @@ def test_a_message_body_of_a_deep_call_is_loaded_by_the_worker_once_for_every_vi
     # "show less" of the same message waits for the same job, and its poll keeps its own URL.
     less_poll, less_job = poll_of(client.get(href + "&part=head", headers=body).content.decode())
     assert less_job == job and less_poll != poll
-    assert run_worker() == 1
+    assert run_worker() == 2  # the body, and the calls asked ahead of a step back
     fresh_process()
     replayed.clear()
     assert loaded_by(client, poll, page(deep, "&call=20")) == href

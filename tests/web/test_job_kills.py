@@ -59,7 +59,10 @@ def assert_settled_the_same_way(row) -> None:
     (lost,) = DBTaskResult.objects.filter(status="FAILED")
     assert lost.exception_class_path == "ctxsim.heartbeat.WorkerLost"
     assert "no heartbeat" in lost.traceback
-    assert DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 1
+    # Its task queued again is the one that ran (a call view read may also ask work ahead of
+    # a step: another row's task).
+    assert DBTaskResult.objects.get(id=row.task_id).status == "SUCCESSFUL"
+    assert str(lost.id) != row.task_id
     assert not DBTaskResult.objects.exclude(status__in=("FAILED", "SUCCESSFUL")).exists()
 
 
