@@ -123,8 +123,10 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
 
 
 # The calls kept around a call a page shows (the summary replay's around the one the page
-# opens on, a worker's call job's around its call): where `k` and `j` go next.
-KEPT_BEFORE, KEPT_AFTER = 4, 8
+# opens on, a worker's call job's around its call): where `k` and `j` go next. As many before
+# as after: the page opens on the call that sent the most, often the last, so `k` is where a
+# reader goes first (with four before, the fifth `k` waited 4 s for the worker at 16,000 calls).
+KEPT_BEFORE, KEPT_AFTER = 8, 8
 
 # A served run's `used_at` is written again at most this often (eviction is by it, roughly).
 TOUCH_SECONDS = 300

@@ -158,6 +158,15 @@ def test_a_cold_jump_to_a_deep_call_is_replayed_by_the_worker_and_renders_as_inl
     assert deep_html == inline(settings, deep, client, page(deep, "&call=12"), CALL_VIEW)
 
 
+def queued_calls() -> set[int]:
+    return set(CallReplay.objects.filter(status=Status.QUEUED).values_list("call", flat=True))
+
+
+def asked_ahead() -> int:
+    """How many call packs are queued (asked ahead of a step: nothing else here asks one)."""
+    return CallReplay.objects.filter(part=deep_calls.PACK_TEXT, status=Status.QUEUED).count()
+
+
 def test_the_worker_makes_the_calls_around_it_so_stepping_on_stays_instant(
         personas, deep, replayed):
     client = personas.client("viewer")
@@ -172,13 +181,15 @@ def test_the_worker_makes_the_calls_around_it_so_stepping_on_stays_instant(
         step = client.get(page(deep, f"&call={call}"), headers=CALL_VIEW).content.decode()
         assert f'data-call="{call}"' in step and "in the background" not in step
     assert replayed == []
-    # The first step asks the worker for the calls past what was made, on each side, once: a
+    # The first step asks the worker for the calls past what was made within AHEAD, once: a
     # job lies beyond the first missing call, so the calls it makes around itself begin there
-    # (the session's calls are 0-23).
+    # (the session's calls are 0-23); so does a read near the first call made.
     after, before = around[-1] + 1, around[0] - 1
-    asked = {min(23, after + deep_calls.BEFORE), max(0, before - deep_calls.AFTER)}
-    assert set(CallReplay.objects.filter(status=Status.QUEUED).values_list(
-        "call", flat=True)) == asked == {23, 0}
+    assert after <= 13 + deep_calls.AHEAD < 23
+    assert queued_calls() == {min(23, after + deep_calls.BEFORE)}
+    client.get(page(deep, f"&call={before + 1}"), headers=CALL_VIEW)
+    assert queued_calls() == {min(23, after + deep_calls.BEFORE),
+                              max(0, before - deep_calls.AFTER)} == {23, 0}
     assert DBTaskResult.objects.count() == 3
     assert run_worker() == 2
     fresh_process()
@@ -219,7 +230,8 @@ def test_a_fold_of_a_deep_call_is_loaded_by_the_worker(personas, deep, replayed,
     assert pending.startswith(f'<li class="fold call-pending job-region" id="fold-23-{start}"')
     assert pending.endswith("</li>") and replayed == []
     poll, _job = poll_of(pending)
-    assert run_worker() == 2  # the fold's rows, and the calls asked ahead of a step back
+    ahead = asked_ahead()
+    assert run_worker() == 1 + ahead  # the fold's rows, and any calls asked ahead
     fresh_process()
     replayed.clear()
     # Polled from the session page, the fold's poll loads the fold's own rows URL.
@@ -252,7 +264,8 @@ def test_a_message_body_of_a_deep_call_is_loaded_by_the_worker_once_for_every_vi
     # "show less" of the same message waits for the same job, and its poll keeps its own URL.
     less_poll, less_job = poll_of(client.get(href + "&part=head", headers=body).content.decode())
     assert less_job == job and less_poll != poll
-    assert run_worker() == 2  # the body, and the calls asked ahead of a step back
+    ahead = asked_ahead()
+    assert run_worker() == 1 + ahead  # the body, and any calls asked ahead
     fresh_process()
     replayed.clear()
     assert loaded_by(client, poll, page(deep, "&call=20")) == href
