@@ -110,8 +110,8 @@ def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
     """While call `index` is read, the worker makes the first call view within AHEAD calls on
     each side of it that nothing made or asked for yet, so the next `j` or `k` finds it made,
     or on the way. The job asked for lies past that call in the reader's direction, so the
-    calls it makes around itself (BEFORE, AFTER) begin at the missing one: a job per 13 calls
-    stepped, either way. It takes one of the user's pending tasks only while another would
+    calls it makes around itself (BEFORE, AFTER) begin at the missing one: a job per
+    BEFORE + AFTER + 1 calls stepped, either way. It takes one of the user's pending tasks only while another would
     still fit: work asked ahead never makes a request the user does make refused (and
     without a user, an API client's read, nothing is asked ahead: no quota would bound it)."""
     if policy.user_id(user) is None:
