@@ -111,9 +111,10 @@ def _ahead(session: Session, settings: ReplaySettings, calls: int, index: int,
     each side of it that nothing made or asked for yet, so the next `j` or `k` finds it made,
     or on the way. The job asked for lies past that call in the reader's direction, so the
     calls it makes around itself (BEFORE, AFTER) begin at the missing one: a job per
-    BEFORE + AFTER + 1 calls stepped, either way. It takes one of the user's pending tasks only while another would
-    still fit: work asked ahead never makes a request the user does make refused (and
-    without a user, an API client's read, nothing is asked ahead: no quota would bound it)."""
+    BEFORE + AFTER + 1 calls stepped, either way. It takes one of the user's pending tasks
+    only while another would still fit: work asked ahead never makes a request the user does
+    make refused (and without a user, an API client's read, nothing is asked ahead: no quota
+    would bound it)."""
     if policy.user_id(user) is None:
         return
     low, high = max(0, index - AHEAD - AFTER), min(calls - 1, index + AHEAD + BEFORE)
