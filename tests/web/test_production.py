@@ -218,13 +218,15 @@ def test_the_gunicorn_master_warms_the_newest_sessions_before_forking_workers(
 ):
     from ctxsim.generator import generate_session
     from ctxsim.replays import services
-    from ctxsim.replays.cache import REPLAYS
+    from ctxsim.replays.cache import REPLAYS, ReplayKey
     from ctxsim.transcripts.store import save_sessions
 
     config = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
     assert config["preload_app"] is True and callable(config["when_ready"])
     rows = [save_sessions([generate_session(3, seed=n)], team=personas.team)[0]
             for n in range(3)]
+    for row in rows:  # what an import stores: the default replay's summary
+        services.summary_for(row, services.default_settings(row))
     from pygments.lexers import _pattern_cache
 
     _pattern_cache.clear()
@@ -237,6 +239,12 @@ def test_the_gunicorn_master_warms_the_newest_sessions_before_forking_workers(
         loaded = set(counters)
         assert loaded == {rows[2].pk, rows[1].pk}
         assert all("cl100k_base" in seen for seen in counters.values())
+        # And their stored summaries: a worker's first step reads none from the database.
+        for row in rows[1:]:
+            key = ReplayKey.of(row, services.default_settings(row).key)
+            assert REPLAYS.runs.get(key) is not None
+        assert REPLAYS.runs.get(ReplayKey.of(rows[0], services.default_settings(
+            rows[0]).key)) is None  # not among the newest two
 
 
 def test_serve_prod_runs_migrations_collectstatic_and_both_processes():
