@@ -187,27 +187,20 @@ def drop_contents(replay: Any, calls: Iterable[Any],
     """Once a replay's spills are stored (or not needed: the call view's replays), its records
     keep their names but not their bytes: a kept replay held every re-spill's bytes, some
     15 MB for a 300-call session. The replay may go on (only the records' number matters)."""
-    # By identity, holding each heavy record until its calls point to the light one: a freed
-    # record's id is reused by the next object made, and a call held twice (the landing call
-    # is also in the window around the peak) named another call's spill when its light
-    # record landed where a heavy one had been.
-    light: dict[int, tuple[SpillRecord, SpillRecord]] = {}
+    light: dict[int, SpillRecord] = {}
     records = replay.spills.records
-    for n, record in enumerate(records):
+    # Every heavy record stays alive until the calls point to the light ones: a freed record's
+    # id goes to the next object made, and a call held twice (the landing call is also in the
+    # window around the peak) then named another call's spill.
+    heavy = list(records)
+    for n, record in enumerate(heavy):
         if record.content:
-            light[id(record)] = (record, replace(record, content=b""))
-            records[n] = light[id(record)][1]
+            records[n] = light[id(record)] = replace(record, content=b"")
     if light:
         for call in calls:
-            call.spills = [_lighter(light, r) for r in call.spills]
+            call.spills = [light.get(id(r), r) for r in call.spills]
     if sink is not None:
         sink.forget_contents()
-
-
-def _lighter(light: dict[int, tuple[SpillRecord, SpillRecord]],
-             record: SpillRecord) -> SpillRecord:
-    hit = light.get(id(record))
-    return hit[1] if hit is not None and hit[0] is record else record
 
 
 def record_contents(session: Any, contents: dict[str, int]) -> None:
