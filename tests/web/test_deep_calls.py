@@ -162,7 +162,7 @@ def queued_calls() -> set[int]:
     return set(CallReplay.objects.filter(status=Status.QUEUED).values_list("call", flat=True))
 
 
-def asked_ahead() -> int:
+def packs_queued() -> int:
     """How many call packs are queued (asked ahead of a step: nothing else here asks one)."""
     return CallReplay.objects.filter(part=deep_calls.PACK_TEXT, status=Status.QUEUED).count()
 
@@ -230,7 +230,7 @@ def test_a_fold_of_a_deep_call_is_loaded_by_the_worker(personas, deep, replayed,
     assert pending.startswith(f'<li class="fold call-pending job-region" id="fold-23-{start}"')
     assert pending.endswith("</li>") and replayed == []
     poll, _job = poll_of(pending)
-    ahead = asked_ahead()
+    ahead = packs_queued()
     assert run_worker() == 1 + ahead  # the fold's rows, and any calls asked ahead
     fresh_process()
     replayed.clear()
@@ -264,7 +264,7 @@ def test_a_message_body_of_a_deep_call_is_loaded_by_the_worker_once_for_every_vi
     # "show less" of the same message waits for the same job, and its poll keeps its own URL.
     less_poll, less_job = poll_of(client.get(href + "&part=head", headers=body).content.decode())
     assert less_job == job and less_poll != poll
-    ahead = asked_ahead()
+    ahead = packs_queued()
     assert run_worker() == 1 + ahead  # the body, and any calls asked ahead
     fresh_process()
     replayed.clear()
