@@ -72,7 +72,8 @@ def load_database_url() -> str:
 
 def recreate_database(url: str) -> None:
     """Drop and create the load database: as its owner role when it may create databases,
-    else as the `postgres` superuser through psql (as .ci/run does)."""
+    else as the `postgres` superuser through psql, after `bin/pg-ensure` has made the role
+    (as .ci/run does)."""
     import psycopg
 
     parts = urlsplit(url)
@@ -87,6 +88,11 @@ def recreate_database(url: str) -> None:
         return
     except psycopg.Error as exc:
         log(f"as {parts.username}: {str(exc).strip()}; trying psql as postgres")
+    # A fresh machine has no ctxsim role yet (only .ci/run made it before): start the server
+    # if needed and create the role, as bin/pg-ensure does for CI.
+    env = dict(os.environ, PGHOST=parts.hostname or "127.0.0.1", PGPORT=str(parts.port or 5432))
+    subprocess.run([str(ROOT / "bin" / "pg-ensure"), parts.username or "ctxsim"], env=env,
+                   check=True)
     for sql in statements:
         subprocess.run(
             ["psql", "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432),
