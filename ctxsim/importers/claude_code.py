@@ -25,6 +25,7 @@ from ctxsim.pipeline.messages import Message, Session
 from ctxsim.pipeline.usage import anthropic_recorded
 
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
+from .claude_code_attachments import injected_context
 from .claude_code_compaction import boundary_marker, marker_meta
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
@@ -61,6 +62,7 @@ class _Node:
     __slots__ = (
         "line", "uuid", "parent", "logical_parent", "sidechain", "role", "msg_id",
         "timestamp", "content", "meta_flags", "usage", "model", "agent_id", "marker",
+        "injected",
     )
 
     def __init__(self, line: int, uuid: str, record: dict[str, Any]):
@@ -83,6 +85,8 @@ class _Node:
         self.agent_id = agent_id if isinstance(agent_id, str) else None
         # A compact_boundary / microcompact_boundary record (SPEC-agents §2.5.0.5).
         self.marker: dict[str, Any] | None = None
+        # An attachment record's text that reaches the model (claude_code_attachments).
+        self.injected: dict[str, str] | None = None
 
 
 def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str, Any]]:
@@ -116,6 +120,8 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
         node = _Node(line, uuid, record)
         if kind == "system":
             node.marker = boundary_marker(record)
+        elif kind == "attachment":
+            node.injected = injected_context(record.get("attachment"))
         if kind in ("user", "assistant"):
             _fill_message(node, kind, record, line)
             for key in ("sessionId", "cwd", "version", "gitBranch"):
@@ -233,12 +239,20 @@ def _messages(selected: list[_Node], sidechain: bool,
     stats: dict[str, Any] = {"model": None, "started": None, "ended": None}
     # Boundary records waiting for the next user or assistant record (SPEC-agents §2.5.0.5).
     held: list[dict[str, Any]] = []
+    # Attachment texts waiting for the next message, which carries them (SPEC §11 hidden
+    # context: claude_code_attachments).
+    injected: list[dict[str, str]] = []
     for node in selected:
         if node.role is None:
             if node.marker is not None:
                 held.append(node.marker)
+            elif node.injected is not None:
+                injected.append(node.injected)
             continue
         markers: dict[str, Any] = {"uuid": node.uuid}
+        if injected:
+            markers["injected_context"] = injected
+            injected = []
         if held:
             summary = node.role == "user" and bool(
                 node.meta_flags and node.meta_flags.get("compact_summary"))
@@ -276,7 +290,10 @@ def _messages(selected: list[_Node], sidechain: bool,
                 if type(output) is int and output > (recorded["output"] or 0):
                     recorded["output"] = output
             for key, value in markers.items():
-                draft.meta.setdefault(key, value)
+                if key == "injected_context":
+                    draft.meta.setdefault(key, []).extend(value)
+                else:
+                    draft.meta.setdefault(key, value)
             draft.texts.extend(content.texts)
             if content.thinking:
                 draft.meta.setdefault("thinking", []).extend(content.thinking)

@@ -36,6 +36,10 @@ FLAG_SHARE = 0.05
 # Counted tokens of the reminder's own words around a repeated TodoWrite list [X: about two
 # sentences; the transcripts do not record them, and 0 or 40 measure alike (README)].
 TODO_REMINDER_FRAME = 40
+# Counted tokens of the `<system-reminder>` tags around a recorded injection (an attachment
+# record: `meta["injected_context"]`, importers/claude_code_attachments.py) [X: the tags and
+# their line breaks in cl100k_base; the wording around some types is not recorded].
+INJECTED_FRAME = 10
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
 # subset of pairs keeps the fit linear in practice.
 EXACT_PAIRS_UP_TO = 400
@@ -122,7 +126,10 @@ def call_estimates(
     them (one call before each assistant message, plus the trailing call). `reminders`: the
     agent repeats each TodoWrite list in a reminder the transcript does not record (Claude
     Code before 1.0.108, `token_model.todo_reminders`), counted in `hidden` as the call's
-    arguments plus `TODO_REMINDER_FRAME`.
+    arguments plus `TODO_REMINDER_FRAME`. Context the agent injected that the transcript
+    records beside its messages (`meta["injected_context"]`: Claude Code's attachment
+    records, recorded before the message that carries them) is counted in `hidden` too,
+    each text plus `INJECTED_FRAME`.
 
     Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
     without running the replay.
@@ -141,7 +148,9 @@ def call_estimates(
                             output_estimate, output_recorded, hidden)
 
     for index, m in enumerate(messages):
+        injected = m.meta.get("injected_context")
         if m.role == "assistant":
+            hidden += injected_tokens(injected, counter) if injected else 0
             recorded = message_recorded(m)
             out.append(point(index, recorded["total_input"] if recorded else None, index))
             spent = m.meta.get("reasoning_tokens")
@@ -157,6 +166,8 @@ def call_estimates(
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
             output_estimate = output_recorded = hidden = 0
+        if injected and m.role != "assistant":
+            hidden += injected_tokens(injected, counter)
         if m.role == "assistant":
             visible = _visible_output(recorded)
             if visible is not None:
@@ -288,6 +299,13 @@ def relative_errors(points: Sequence[CallEstimate], calibration: Calibration) ->
         for p in points
         if p.recorded
     ]
+
+
+def injected_tokens(injected: Any, counter: TokenCounter) -> int:
+    """Counted tokens of a message's recorded injections (`meta["injected_context"]`)."""
+    return sum(counter.count(item["text"].encode("utf-8", "surrogatepass")) + INJECTED_FRAME
+               for item in injected if isinstance(item, Mapping)
+               and isinstance(item.get("text"), str))
 
 
 def percentile(values: Sequence[float], share: float) -> float:
