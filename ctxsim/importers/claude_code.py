@@ -27,6 +27,7 @@ from ctxsim.pipeline.usage import anthropic_recorded
 from .anthropic_content import AssistantContent, UserContent, split_assistant, split_user
 from .claude_code_attachments import injected_context
 from .claude_code_compaction import boundary_marker, marker_meta
+from .claude_code_tree import Node, chain_to, last_message_node, root_of, with_side_branches
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .recorded import with_recorded_compactions
@@ -56,42 +57,9 @@ def detect(probe: Probe) -> bool | str:
     return "no line has parentUuid/isSidechain or a Claude Code record type"
 
 
-class _Node:
-    """One record of the tree, reduced to what the mapping needs."""
-
-    __slots__ = (
-        "line", "uuid", "parent", "logical_parent", "sidechain", "role", "msg_id",
-        "timestamp", "content", "meta_flags", "usage", "model", "agent_id", "marker",
-        "injected",
-    )
-
-    def __init__(self, line: int, uuid: str, record: dict[str, Any]):
-        self.line = line
-        self.uuid = uuid
-        parent = record.get("parentUuid")
-        self.parent = parent if isinstance(parent, str) else None
-        logical = record.get("logicalParentUuid")
-        self.logical_parent = logical if isinstance(logical, str) else None
-        self.sidechain = record.get("isSidechain") is True
-        self.role: str | None = None
-        self.msg_id: str | None = None
-        timestamp = record.get("timestamp")
-        self.timestamp = timestamp if isinstance(timestamp, str) else None
-        self.content: UserContent | AssistantContent | None = None
-        self.meta_flags: dict[str, Any] | None = None
-        self.usage: Any = None
-        self.model: str | None = None
-        agent_id = record.get("agentId")
-        self.agent_id = agent_id if isinstance(agent_id, str) else None
-        # A compact_boundary / microcompact_boundary record (SPEC-agents §2.5.0.5).
-        self.marker: dict[str, Any] | None = None
-        # An attachment record's text that reaches the model (claude_code_attachments).
-        self.injected: dict[str, str] | None = None
-
-
-def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str, Any]]:
-    nodes: dict[str, _Node] = {}
-    order: list[_Node] = []
+def _read_nodes(source: Source) -> tuple[dict[str, Node], list[Node], dict[str, Any]]:
+    nodes: dict[str, Node] = {}
+    order: list[Node] = []
     info: dict[str, Any] = {"summaries": {}, "titles": [], "duplicate_lines": 0}
     for line, record in source.records():
         if not isinstance(record, dict):
@@ -117,7 +85,7 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
             # A resumed or forked session copies earlier lines: the first copy stands.
             info["duplicate_lines"] += 1
             continue
-        node = _Node(line, uuid, record)
+        node = Node(line, uuid, record)
         if kind == "system":
             node.marker = boundary_marker(record)
         elif kind == "attachment":
@@ -132,7 +100,7 @@ def _read_nodes(source: Source) -> tuple[dict[str, _Node], list[_Node], dict[str
     return nodes, order, info
 
 
-def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> None:
+def _fill_message(node: Node, kind: str, record: dict[str, Any], line: int) -> None:
     message = expect_dict(record.get("message"), "message", line)
     node.role = kind
     if kind == "assistant":
@@ -161,76 +129,8 @@ def _fill_message(node: _Node, kind: str, record: dict[str, Any], line: int) -> 
         node.meta_flags = {**(node.meta_flags or {}), "api_error": True}
 
 
-def _parent(node: _Node, nodes: dict[str, _Node]) -> _Node | None:
-    """The record `node` continues, on its own side: a subagent's first line may name the
-    main-chain line that started it, but the main chain is not part of the subagent."""
-    parent = nodes.get(node.parent) if node.parent else None
-    if parent is not None and parent.sidechain != node.sidechain:
-        return None
-    return parent
-
-
-def _chain(leaf: _Node, nodes: dict[str, _Node]) -> list[_Node]:
-    """From `leaf` up to its root, in file order; crosses compaction boundaries."""
-    chain: list[_Node] = []
-    seen: set[str] = set()
-    node: _Node | None = leaf
-    while node is not None and node.uuid not in seen:
-        seen.add(node.uuid)
-        chain.append(node)
-        parent = _parent(node, nodes)
-        if parent is None and node.logical_parent:
-            parent = nodes.get(node.logical_parent)
-        node = parent
-    chain.reverse()
-    return chain
-
-
-def _with_side_branches(chain: list[_Node], tree: list[_Node]) -> list[_Node]:
-    """The chain plus the lines of its responses that sit on side branches.
-
-    The other lines of a response (same `message.id`) join it. A result line off the chain
-    joins when it answers a call of the chain's responses that the chain leaves unanswered:
-    from CLI 2.1 each parallel result hangs off its own `tool_use` line, and `progress`
-    lines (hooks, bash output) written between a call and its result can put the result,
-    or the next message, on a fork of their own. Lines are kept in file order.
-    """
-    on_chain = {node.uuid for node in chain}
-    msg_ids = {node.msg_id for node in chain if node.role == "assistant" and node.msg_id}
-    extra = [
-        node for node in tree
-        if node.uuid not in on_chain and node.role == "assistant" and node.msg_id in msg_ids
-    ]
-    calls = {
-        call.id
-        for node in (*chain, *extra)
-        if isinstance(node.content, AssistantContent)
-        for call in node.content.calls
-    }
-    answered = {
-        result[0]
-        for node in chain
-        if isinstance(node.content, UserContent)
-        for result in node.content.results
-    }
-    for node in tree:
-        content = node.content
-        if node.uuid in on_chain or not isinstance(content, UserContent):
-            continue
-        if not content.results or content.texts:
-            continue
-        ids = {result[0] for result in content.results}
-        if not ids & calls or ids <= answered:
-            continue
-        answered |= ids
-        extra.append(node)
-    if not extra:
-        return chain
-    return sorted(chain + extra, key=lambda node: node.line)
-
-
-def _messages(selected: list[_Node], sidechain: bool,
-              nodes: dict[str, _Node] | None = None) -> tuple[tuple[Message, ...], dict]:
+def _messages(selected: list[Node], sidechain: bool,
+              nodes: dict[str, Node] | None = None) -> tuple[tuple[Message, ...], dict]:
     builder = HistoryBuilder()
     seen_calls: set[str] = set()
     # SPEC §11: a response is billed once per `message.id`, however many lines or drafts
@@ -327,41 +227,14 @@ def _messages(selected: list[_Node], sidechain: bool,
     return builder.messages(), stats
 
 
-def _root(node: _Node, nodes: dict[str, _Node], roots: dict[str, str]) -> str:
-    # A dict, not a list: a chain written leaf first walks its whole length here, and a list
-    # scan per step made that quadratic (issue 20 item 8). Insertion order is kept.
-    path: dict[str, None] = {}
-    current = node
-    while True:
-        known = roots.get(current.uuid)
-        if known is not None:
-            break
-        path[current.uuid] = None
-        parent = _parent(current, nodes)
-        if parent is None or parent.uuid in path:
-            known = current.uuid
-            break
-        current = parent
-    for uuid in path:
-        roots[uuid] = known
-    return known
-
-
-def _last_message_node(tree: list[_Node]) -> _Node | None:
-    for node in reversed(tree):
-        if node.role is not None:
-            return node
-    return None
-
-
 def parse(source: Source) -> list[Session]:
     nodes, order, info = _read_nodes(source)
     main_tree = [node for node in order if not node.sidechain]
-    side_trees: dict[str, list[_Node]] = {}
+    side_trees: dict[str, list[Node]] = {}
     roots: dict[str, str] = {}
     for node in order:
         if node.sidechain:
-            side_trees.setdefault(_root(node, nodes, roots), []).append(node)
+            side_trees.setdefault(root_of(node, nodes, roots), []).append(node)
 
     session_id = info.get("sessionId", "")
     base_meta = {
@@ -370,9 +243,9 @@ def parse(source: Source) -> list[Session]:
     sessions: list[Session] = []
     main_key = session_id or "main"
     task_prompts: dict[str, str] = {}
-    main_leaf = _last_message_node(main_tree)
+    main_leaf = last_message_node(main_tree)
     if main_leaf is not None:
-        selected = _with_side_branches(_chain(main_leaf, nodes), main_tree)
+        selected = with_side_branches(chain_to(main_leaf, nodes), main_tree)
         messages, stats = _messages(selected, sidechain=False, nodes=nodes)
         title = _title(selected, info) or title_from(
             messages, "Claude Code session",
@@ -395,10 +268,10 @@ def parse(source: Source) -> list[Session]:
         task_prompts = _task_prompts(messages)
 
     for index, tree in enumerate(side_trees.values(), start=1):
-        leaf = _last_message_node(tree)
+        leaf = last_message_node(tree)
         if leaf is None:
             continue
-        selected = _with_side_branches(_chain(leaf, nodes), tree)
+        selected = with_side_branches(chain_to(leaf, nodes), tree)
         messages, stats = _messages(selected, sidechain=True, nodes=nodes)
         agent_id = next((node.agent_id for node in tree if node.agent_id), None)
         meta = with_recorded_compactions(_session_meta(session_id, base_meta, stats, info),
@@ -421,7 +294,7 @@ def parse(source: Source) -> list[Session]:
     return require_sessions(sessions, "the Claude Code file has no user or assistant lines")
 
 
-def _title(selected: list[_Node], info: dict[str, Any]) -> str:
+def _title(selected: list[Node], info: dict[str, Any]) -> str:
     if info["titles"]:
         return info["titles"][-1]
     summaries = info["summaries"]

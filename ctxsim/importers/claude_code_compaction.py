@@ -6,10 +6,9 @@ importer does). Part of the `claude_code` importer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .claude_code import _Node
+from .claude_code_tree import Node
 
 
 def boundary_marker(record: dict[str, Any]) -> dict[str, Any] | None:
@@ -33,7 +32,7 @@ def boundary_marker(record: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _segment_uuids(segment: dict[str, Any] | None, nodes: dict[str, _Node]) -> list[str]:
+def _segment_uuids(segment: dict[str, Any] | None, nodes: dict[str, Node]) -> list[str]:
     """The uuids on the chain from `headUuid` to `tailUuid` (ctxsim's reading of a partial
     compaction's `preservedSegment`); empty when absent or when the chain does not meet."""
     if not segment:
@@ -50,7 +49,7 @@ def _segment_uuids(segment: dict[str, Any] | None, nodes: dict[str, _Node]) -> l
 
 
 def marker_meta(marker: dict[str, Any], summary: bool,
-                 nodes: dict[str, _Node]) -> dict[str, Any]:
+                 nodes: dict[str, Node]) -> dict[str, Any]:
     """`meta` keys for the message that follows a boundary record."""
     if marker["subtype"] == "microcompact_boundary":
         return {"microcompaction": {k: marker[k] for k in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from ctxsim.importers import claude_code, load
+from ctxsim.importers import claude_code_tree, load
 
 
 class _CountingUuid(str):
@@ -30,18 +30,18 @@ def _sidechain_line(i: int, parent: str | None) -> dict:
 
 
 def test_finding_sidechain_roots_of_a_reversed_chain_is_linear():
-    """issue 20 item 8: `_root` checked `in path` on a list, so a chain written leaf first
+    """issue 20 item 8: `root_of` checked `in path` on a list, so a chain written leaf first
     cost a scan of the path per step (64k lines: 23 s instead of 0.35 s)."""
     n = 2000
     uuids = [_CountingUuid(f"u{i}") for i in range(n)]
     nodes = {}
     for i in range(n):
-        node = claude_code._Node(i + 1, uuids[i], {"isSidechain": True,
+        node = claude_code_tree.Node(i + 1, uuids[i], {"isSidechain": True,
                                                   "parentUuid": uuids[i - 1] if i else None})
         nodes[uuids[i]] = node
     roots: dict[str, str] = {}
     _CountingUuid.compared = 0
-    found = {claude_code._root(nodes[u], nodes, roots) for u in reversed(uuids)}
+    found = {claude_code_tree.root_of(nodes[u], nodes, roots) for u in reversed(uuids)}
     assert found == {"u0"}
     assert _CountingUuid.compared <= 4 * n  # a list scan makes ~n²/2 = 2,000,000
 
