@@ -9,7 +9,7 @@ record, `{"type":"attachment","attachment":{"type":…, …}}`. The CLI wraps ea
 the model read it, the provider billed it, and no message of the history holds it.
 
 ctxsim keeps the text of the injections that carry one as `meta["injected_context"]` on the
-next message (`[{"type", "text"}]`): the token model counts it into the step it joined
+next message (`[{"type", "name", "text"}]`): the token model counts it into the step it joined
 (`calibration.call_estimates`, `hidden`), never into a message or an anchor, so the history
 and every stage stay what the transcript shows. Which field holds the model's text, per type
 [O observed records; X where a type's rendering is not public, its payload's own text]:
@@ -70,8 +70,8 @@ def _text(value: Any) -> str:
 
 
 def injected_context(attachment: Any) -> dict[str, str] | None:
-    """`{"type", "text"}` of an attachment record's payload whose text reaches the model, else
-    None. The text leads with the file or path the reminder names."""
+    """`{"type", "name", "text"}` of an attachment record's payload whose text reaches the
+    model, else None; `name` is the file or path the reminder names ("" when none)."""
     if not isinstance(attachment, Mapping):
         return None
     kind = attachment.get("type")
@@ -82,4 +82,4 @@ def injected_context(attachment: Any) -> dict[str, str] | None:
     if not text:
         return None
     name = next((v for f in NAME_FIELDS if isinstance(v := attachment.get(f), str) and v), "")
-    return {"type": str(kind), "text": f"{name}\n{text}" if name else text}
+    return {"type": str(kind), "name": name, "text": text}

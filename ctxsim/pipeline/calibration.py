@@ -301,11 +301,24 @@ def relative_errors(points: Sequence[CallEstimate], calibration: Calibration) ->
     ]
 
 
+def injected_items(injected: Any, counter: TokenCounter) -> list[dict[str, Any]]:
+    """A message's recorded injections (`meta["injected_context"]`, `{"type", "name",
+    "text"}`) as `{"type", "name", "tokens"}`: the name and text the reminder shows, counted,
+    plus `INJECTED_FRAME`."""
+    items = []
+    for item in injected if isinstance(injected, Sequence) else ():
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            continue
+        name = item.get("name") if isinstance(item.get("name"), str) else ""
+        shown = f"{name}\n{item['text']}" if name else item["text"]
+        items.append({"type": str(item.get("type", "")), "name": name, "tokens": INJECTED_FRAME
+                      + counter.count(shown.encode("utf-8", "surrogatepass"))})
+    return items
+
+
 def injected_tokens(injected: Any, counter: TokenCounter) -> int:
-    """Counted tokens of a message's recorded injections (`meta["injected_context"]`)."""
-    return sum(counter.count(item["text"].encode("utf-8", "surrogatepass")) + INJECTED_FRAME
-               for item in injected if isinstance(item, Mapping)
-               and isinstance(item.get("text"), str))
+    """Counted tokens of a message's recorded injections (`injected_items`)."""
+    return sum(item["tokens"] for item in injected_items(injected, counter))
 
 
 def percentile(values: Sequence[float], share: float) -> float:

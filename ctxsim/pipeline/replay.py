@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bookkeeping import CostCache, Deltas, rewritten
-from .calibration import call_estimates
+from .calibration import call_estimates, injected_items
 from .history import History, Prefix, plus
 from .messages import Message, Session
 from .profiles import Profile, RunConfig, resolve
@@ -77,6 +77,10 @@ class CallResult:
     # replay cannot tell. Lets a consumer of consecutive prompts (the cache simulation) look
     # at what changed only.
     sent_kept: int | None = None
+    # Context the agent injected since the previous call that the transcript records beside
+    # its messages (Claude Code's attachment records, `calibration.injected_items`): in what
+    # was billed, in no message.
+    injected: Sequence[Mapping[str, Any]] = ()
 
     @property
     def savings(self) -> dict[str, int]:
@@ -196,11 +200,15 @@ class Replay:
         reasoning: dict[int, int] = {}
         state = {"call": 0, "run": 0, "turn": 0}
         last_persistent: Sequence[Message] | None = None
+        injected: list[dict[str, Any]] = []
         for idx, src in enumerate(self.messages):
             msg = src if src.origin is not None else replace(src, origin=idx)
+            if "injected_context" in msg.meta:
+                injected += injected_items(msg.meta["injected_context"], self.counter)
             if msg.role == "assistant":
                 result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, idx,
-                                    reasoning)
+                                    reasoning, injected)
+                injected = []
                 persistent = History.of(result.persistent)
                 persistent_tokens = result.persistent_tokens
                 yield result
@@ -244,14 +252,15 @@ class Replay:
         )
         if trailing:
             result = self._call(persistent, persistent_tokens, raw, raw_tokens, state, None,
-                                reasoning)
+                                reasoning, injected)
             last_persistent = result.persistent
             yield result
         self.final_history = tuple(last_persistent if last_persistent is not None else persistent)
 
     def _call(self, persistent: History, persistent_tokens: int, raw: list[Message],
               raw_tokens: int, state: dict[str, int], response_index: int | None,
-              reasoning: dict[int, int] | None = None) -> CallResult:
+              reasoning: dict[int, int] | None = None,
+              injected: Sequence[Mapping[str, Any]] = ()) -> CallResult:
         values = self.config.values
         ctx = StageContext(values, self.counter, state["turn"], state["call"], self.spills,
                            self.tools, self.response_schema, session=self.session or {},
@@ -316,6 +325,7 @@ class Replay:
             error=error,
             input_history=start,
             sent_kept=sent_kept,
+            injected=tuple(injected),
         )
 
 

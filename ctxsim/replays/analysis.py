@@ -36,7 +36,8 @@ def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
     recorded usage (`rec`) and the provider's tokens of SPEC §11 (`craw`, `csent`; None when
     the session is uncalibrated): the token model's `real_raw`/`real_sent` when the session
     has a bill (the unit every anchored threshold compares), else the calibration line;
-    `pred` is the one-step-ahead prediction of the bill."""
+    `pred` is the one-step-ahead prediction of the bill; `inj` (only when there are some) the
+    injections the agent recorded apart since the previous call (`CallResult.injected`)."""
     reports = {}
     for run in call.stages:
         report = {}
@@ -47,7 +48,7 @@ def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
             else:
                 report[key] = value
         reports[run.stage] = report
-    return {
+    summary = {
         "i": call.call_index,
         "run": call.run_index,
         "turn": call.loop_turn,
@@ -62,6 +63,9 @@ def call_summary(call: CallResult, recorded: Mapping[str, Any] | None = None,
         "rec": dict(recorded) if recorded else None,
         **_provider_tokens(call, calibration, token_model),
     }
+    if call.injected:
+        summary["inj"] = [dict(item) for item in call.injected]
+    return summary
 
 
 def _provider_tokens(call: CallResult, calibration: Calibration | None,

@@ -227,7 +227,8 @@ def call_usage(run: ReplayRun, index: int) -> dict[str, Any]:
     out = {"recorded": recorded, "calibrated_raw": c.get("craw"), "calibrated_sent":
            c.get("csent"), "flag": flagged.get(index), "trailing": c.get("resp") is None,
            "uncalibrated": not run.totals.get("calibration"),
-           "unit_label": UNIT_LABELS[numbers_unit(run)], "predicted": c.get("pred")}
+           "unit_label": UNIT_LABELS[numbers_unit(run)], "predicted": c.get("pred"),
+           "injected": c.get("inj") or ()}
     calibration = Calibration.from_json(run.totals.get("calibration"))
     if recorded and calibration is not None and c.get("raw") is not None:
         # The in-sample line (what a flag measures), not the anchored figure (the bill).

@@ -88,7 +88,7 @@ def test_an_injection_rides_on_the_next_message_and_adds_no_message(tmp_path):
     (carrier,) = carriers
     assert carrier.role == "assistant" and carrier.meta["message_id"] == f"msg_{MEMORY_AT + 1}"
     assert carrier.meta["injected_context"] == [
-        {"type": "nested_memory", "text": f"/repo/app/CLAUDE.md\n{MEMORY}"}]
+        {"type": "nested_memory", "name": "/repo/app/CLAUDE.md", "text": MEMORY}]
 
 
 def test_the_step_that_loaded_a_claude_md_is_predicted_one_call_ahead(tmp_path):
@@ -108,9 +108,10 @@ def test_the_step_that_loaded_a_claude_md_is_predicted_one_call_ahead(tmp_path):
 def test_which_attachment_payloads_reach_the_model():
     assert injected_context({"type": "nested_memory", "path": "/p/CLAUDE.md",
                              "content": {"content": "use tabs"}}) == {
-        "type": "nested_memory", "text": "/p/CLAUDE.md\nuse tabs"}
+        "type": "nested_memory", "name": "/p/CLAUDE.md", "text": "use tabs"}
     assert injected_context({"type": "edited_text_file", "filename": "a.ts",
-                             "snippet": "1\tx"})["text"] == "a.ts\n1\tx"
+                             "snippet": "1\tx"}) == {
+        "type": "edited_text_file", "name": "a.ts", "text": "1\tx"}
     todo = injected_context({"type": "todo_reminder", "content": [
         {"content": "fix", "status": "pending"}]})
     assert todo is not None and json.loads(todo["text"]) == [

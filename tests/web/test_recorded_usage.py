@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from ctxsim.pipeline.calibration import call_estimates
+from ctxsim.pipeline.calibration import INJECTED_FRAME, call_estimates
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.transcripts.store import save_sessions
@@ -220,3 +220,27 @@ def test_compare_and_notes_are_in_the_unit_of_the_session_page(personas, billed)
     note = re.search(r"auto-compact never fired: the conversation peaked at ([\d,]+) tokens "
                      r"\(the provider&#x27;s tokens, anchored on the recorded bill\)", html)
     assert note and note.group(1) == peak.group(1)
+
+
+def test_the_call_view_names_what_the_agent_injected_apart_and_its_tokens(personas):
+    """Claude Code 2.1's attachment records (a nested CLAUDE.md): the call they joined says
+    what was injected and what it counted, as untrusted text."""
+    history = list(billed_session().messages)
+    carrier = next(i for i, m in enumerate(history)
+                   if m.role == "assistant" and m.text.startswith("Step 3:"))
+    name, text = "/repo/app/<b>CLAUDE.md</b>", "Use the design tokens.\n" * 50
+    history[carrier] = Message.of("assistant", history[carrier].content,
+                                  tool_calls=history[carrier].tool_calls, meta={
+                                      **history[carrier].meta, "injected_context": [{
+                                          "type": "nested_memory", "name": name,
+                                          "text": text}]})
+    session = Session(format="claude-code", title="Injected", messages=tuple(history),
+                      meta={"model": "claude-sonnet-4-5", "provider": "anthropic"})
+    row = save_sessions([session], team=personas.team, user=personas.users["owner"])[0]
+    client = personas.client("viewer")
+    tokens = INJECTED_FRAME + get_counter("cl100k_base").count(f"{name}\n{text}".encode())
+    html = page(client, row, "?profile=claude-code&call=3")
+    assert ("injected by the agent before this call, in what was billed but in no message: "
+            f"nested_memory <code>/repo/app/&lt;b&gt;CLAUDE.md&lt;/b&gt;</code> ({tokens:,} "
+            "tokens).") in html
+    assert 'id="call-injected"' not in page(client, row, "?profile=claude-code&call=2")
