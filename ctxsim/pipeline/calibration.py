@@ -70,6 +70,9 @@ class CallEstimate:
     # Counted tokens of context the agent sent that the transcript does not show (`reminders`),
     # in the agent's prompt so far; never part of `estimate` or `agent_estimate`.
     hidden: int = 0
+    # Where the agent's prompt starts in the transcript: the latest recorded compaction's
+    # marked message, else the first message after the leading system block.
+    agent_from: int = 0
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def call_estimates(
     """Every model call's raw estimate under profile `none`, numbered as the replay numbers
     them (one call before each assistant message, plus the trailing call). `reminders`: the
     agent repeats each TodoWrite list in a reminder the transcript does not record (Claude
-    Code before 1.0.108, `token_model.todo_reminders`), counted in `hidden` as the call's
+    Code before 1.0.98, `token_model.todo_reminders`), counted in `hidden` as the call's
     arguments plus `TODO_REMINDER_FRAME`. Context the agent injected that the transcript
     records beside its messages (`meta["injected_context"]`: Claude Code's attachment
     records, recorded before the message that carries them) is counted in `hidden` too,
@@ -145,7 +148,7 @@ def call_estimates(
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
                             agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
-                            output_estimate, output_recorded, hidden)
+                            output_estimate, output_recorded, hidden, agent_from)
 
     for index, m in enumerate(messages):
         injected = m.meta.get("injected_context")

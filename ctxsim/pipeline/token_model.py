@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,10 @@ from .calibration import FACTOR_TABLE, CallEstimate, percentile
 from .eras import parse_version
 
 NOISE = 200  # billed tokens: a smaller step is noise
+# Billed tokens a step holds beyond what the fitted model prices its messages at before they
+# count as context the transcript does not show, carried by the step's last message
+# (`TokenModel.unseen`): well above the model's error on a step, and the calibration's flag.
+UNSEEN_MIN = 500
 MIN_STEPS = 5
 BIG_STEP = 1000  # step error is measured over steps at least this big
 REFIT_GROWTH = 1.05
@@ -73,11 +78,17 @@ PRIORS: dict[str, dict[str, dict[str, tuple[float, float, float]]]] = {
 # what a response generated enters the next prompt at its recorded `output` − `reasoning`
 # instead of the tokenizer model's price (README "The token model").
 RECORDED_OUTPUT = frozenset({"codex"})
-# The first Claude Code release observed not to bill a repeated TodoWrite list: 1.0.17 billed
-# 270–300 tokens more than the text on each of 4 TodoWrite steps, 1.0.108 on none of 3
-# [O shared/transcripts/claude-code-jsonl; X the switch sits at the first release seen
-# without it].
-TODO_REMINDERS_BEFORE = (1, 0, 108)
+# The first Claude Code release observed not to bill a repeated TodoWrite list: on 1.0.17 a
+# TodoWrite step billed 225–371 tokens more than its text (17 steps), on 1.0.98 40–179 (22),
+# on 1.0.108 68–244 (5), as much as other steps' framing [O public Claude Code transcripts:
+# shared/transcripts/claude-code-jsonl and claude-code-viewer's 1.0.98 sample; X the switch
+# sits at the first release seen without it].
+TODO_REMINDERS_BEFORE = (1, 0, 98)
+# A fitted tokenizer factor further than this from the dated table's, either way, fits
+# something other than the tokenizer (a step of unseen context with few steps beside it: on a
+# 2.0.26 session `b` = 2.9, c = −99 after one screenshot the transcript does not hold), so
+# the fit falls back: `b` alone, else the table (README "The token model").
+B_SPREAD = 1.25
 
 
 def todo_reminders(agent: str | None, session: Mapping[str, Any]) -> bool:
@@ -117,15 +128,16 @@ def fit_steps(steps: Sequence[Step], table_b: float,
               start: tuple[float, float] | None = None) -> Tokenizer:
     """The tokenizer model fitted on steps (noise left out); the table below MIN_STEPS.
 
-    Invariant: `b` stays within [0.3, 3] (a fit outside it, e.g. from steps that are all
-    hidden context, falls back to `b` alone, then to the table)."""
+    Invariant: `b` stays within the table's factor ÷ or × `B_SPREAD` (a fit outside it, e.g.
+    from steps that are mostly hidden context, falls back to `b` alone, then to the table)."""
     used = [s for s in steps if abs(s[2]) >= NOISE]
     if len(used) < MIN_STEPS:
         return Tokenizer(table_b, 0.0, "table", len(used))
+    low, high = table_b / B_SPREAD, table_b * B_SPREAD
     b, c = _huber(used, start)
-    if not 0.3 <= b <= 3:
+    if not low <= b <= high:
         b, c = _huber([(x, 0.0, y) for x, _, y in used], None)[0], 0.0
-        if not 0.3 <= b <= 3:
+        if not low <= b <= high:
             return Tokenizer(table_b, 0.0, "table", len(used))
     return Tokenizer(b, c, "huber", len(used))
 
@@ -163,6 +175,9 @@ class Anchor:
     estimate: int
     messages: int
     reasoning: int = 0  # the reasoning sent back in the anchor's prompt (in its bill)
+    # The transcript's messages the anchor's prompt held: origins since ≤ o < until.
+    since: int = 0
+    until: int = 0
 
 
 @dataclass
@@ -183,24 +198,48 @@ class TokenModel:
     # The anchors as a stage measures a prompt (`full_prompt`: images as base64/4, reasoning
     # left out); None: `anchors` serve both.
     stage_anchors: list[Anchor | None] | None = None
+    # Context the transcript does not show, in billed tokens, by the origin of the message
+    # whose step brought it (ascending): what a step billed beyond `UNSEEN_MIN` over the
+    # fitted price of its messages, injections recorded apart included. It sits in every
+    # anchor's bill after it, and leaves the prompt with its message (`real(dropped_before=)`).
+    unseen: tuple[tuple[int, float], ...] = ()
+    _unseen_index: tuple[list[int], list[float]] | None = field(default=None, repr=False)
 
     def real(self, estimate: int, messages: int, call: int, *, stage: bool = False,
-             reasoning: int | None = None) -> int:
+             reasoning: int | None = None, dropped_before: int | None = None) -> int:
         """`real(S, call)` of a prompt whose counter estimate and length are given. `stage`:
         the estimate is a stage's (`full_prompt`: images counted as base64/4, no reasoning),
         which reads the anchors measured the same way (`stage_anchors`); `reasoning`, when
-        given, is the reasoning the prompt still sends back (else: the anchor's)."""
+        given, is the reasoning the prompt still sends back (else: the anchor's);
+        `dropped_before`: the prompt no longer holds the transcript's messages before this
+        origin (a compaction's summary replaced them), so neither the unseen context they
+        brought (`unseen`)."""
         if self.method == "anchored":
             anchors = self.stage_anchors if stage and self.stage_anchors else self.anchors
             anchor = anchors[min(max(call, 0), len(anchors) - 1)]
             if anchor is not None:
                 f = self.tokenizer.f
                 carried = 0 if reasoning is None else reasoning - anchor.reasoning
+                gone = 0.0
+                if dropped_before is not None and self.unseen:
+                    gone = self.unseen_between(anchor.since, min(dropped_before, anchor.until))
                 return max(0, round(anchor.bill + f(estimate + carried, messages)
-                                    - f(anchor.estimate, anchor.messages)))
+                                    - f(anchor.estimate, anchor.messages) - gone))
         if self.method == "calibrated":
             return max(0, round(self.a + self.tokenizer.b * estimate))
         return estimate
+
+    def unseen_between(self, low: int, high: int) -> float:
+        """The unseen context brought by the messages of origins low ≤ o < high."""
+        if high <= low:
+            return 0.0
+        if self._unseen_index is None:
+            sums = [0.0]
+            for _, tokens in self.unseen:
+                sums.append(sums[-1] + tokens)
+            self._unseen_index = ([o for o, _ in self.unseen], sums)
+        origins, sums = self._unseen_index
+        return sums[bisect_left(origins, high)] - sums[bisect_left(origins, low)]
 
     def call_of(self, response_index: int | None, default: int) -> int:
         """The call answered by the raw message at `response_index` (a message's `origin`)."""
@@ -232,6 +271,7 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
                               by_response=by_response)
         return TokenModel("counter", counter, Tokenizer(1.0), by_response=by_response)
     steps: list[Step] = []
+    visible: list[tuple[int, Step]] = []  # (the step's last message, its step without hidden)
     predicted: dict[int, int] = {}
     tokenizer = Tokenizer(table_b)
     fitted_at = usable = 0
@@ -252,9 +292,15 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
         predicted[cur.call_index] = round(prev.recorded + billed_out + tokenizer.f(x, n))
         steps.append((x, n, cur.recorded - prev.recorded - billed_out))
         usable += abs(steps[-1][2]) >= NOISE
+        if cur.agent_from == prev.agent_from and cur.response_input_index:
+            visible.append((cur.response_input_index - 1,
+                            (x - cur.hidden + prev.hidden, n, steps[-1][2])))
     final = fit_steps(steps, table_b)
+    unseen = tuple((origin, y - final.f(x, n)) for origin, (x, n, y) in visible
+                   if y - final.f(x, n) >= UNSEEN_MIN)
     return TokenModel("anchored", counter, final, anchors_of(points), predicted=predicted,
-                      accuracy=accuracy(billed, predicted), by_response=by_response)
+                      accuracy=accuracy(billed, predicted), by_response=by_response,
+                      unseen=unseen)
 
 
 def anchors_of(points: Sequence[CallEstimate], reasoning: bool = True) -> list[Anchor | None]:
@@ -263,7 +309,8 @@ def anchors_of(points: Sequence[CallEstimate], reasoning: bool = True) -> list[A
     stage's `full_prompt` does (the bill still holds it)."""
     def anchor(p: CallEstimate) -> Anchor:
         return Anchor(p.recorded or 0, p.agent_estimate - (0 if reasoning else p.reasoning),
-                      p.agent_messages, p.reasoning)
+                      p.agent_messages, p.reasoning, p.agent_from,
+                      p.response_input_index or 0)
 
     billed = [p for p in points if p.recorded is not None and p.recorded > 0]
     if not billed:
@@ -315,14 +362,17 @@ def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
 
 
 def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
-             source: str = "anchored", reasoning: int | None = None) -> int:
+             source: str = "anchored", reasoning: int | None = None,
+             dropped_before: int | None = None) -> int:
     """The compared figure of a view at call `call` (default: the call being made):
     `tokens` is the view's full prompt under the profile's counter (`full_prompt(view,
     ctx)`), `messages` its length, `reasoning` (when the stage knows it differs from the
     transcript's) the reasoning tokens the view still sends back (SPEC §11: a compaction
-    drops the turn's reasoning items). With `source` "anchored" and a session that records
-    usage it is SPEC §11's `real(V', call)`, else `tokens` (so `counter` and sessions
-    without usage compare ctxsim's own count, exactly as before).
+    drops the turn's reasoning items), `dropped_before` (a compacted view) the origin before
+    which the transcript's messages, and the unseen context they brought, are gone. With
+    `source` "anchored" and a session that records usage it is SPEC §11's `real(V', call)`,
+    else `tokens` (so `counter` and sessions without usage compare ctxsim's own count,
+    exactly as before).
 
     Every stage whose threshold models a provider token limit compares this figure
     (SPEC-agents §2.5.0.10)."""
@@ -330,7 +380,17 @@ def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
     if source != "anchored" or model is None or model.method != "anchored":
         return tokens
     return model.real(tokens, messages, ctx.call_index if call is None else call, stage=True,
-                      reasoning=reasoning)
+                      reasoning=reasoning, dropped_before=dropped_before)
+
+
+def dropped_before(history: Sequence[Any], anchor: int | None) -> int | None:
+    """For a view compacted up to `history[anchor]` (the last message its summary covers),
+    the origin before which the transcript's messages are gone (`compared(dropped_before=)`);
+    None before any compaction or when that message is not the transcript's."""
+    if anchor is None or not 0 <= anchor < len(history):
+        return None
+    origin = history[anchor].origin
+    return None if origin is None else origin + 1
 
 
 def step_call(ctx: Any, history: Sequence[Any], end: int, j: int) -> int:
@@ -356,14 +416,16 @@ def unit_of(ctx: Any, source: str) -> str:
     return "provider" if anchored else "counter"
 
 
-def after_fields(ctx: Any, unit: str, tokens_after: int, messages: int) -> dict[str, int]:
+def after_fields(ctx: Any, unit: str, tokens_after: int, messages: int,
+                 dropped_before: int | None = None) -> dict[str, int]:
     """`tokens_after_compared`, for a compaction report whose `tokens_before` is in the
     provider's tokens: the view it left (`tokens_after`, ctxsim's count of `full_prompt(V)` as
     SPEC-agents defines it, `messages` long) in that same unit, so a note's "before → after"
     is one unit (SPEC §11). Nothing when `tokens_before` is a count already."""
     if unit != "provider":
         return {}
-    return {"tokens_after_compared": compared(ctx, tokens_after, messages)}
+    return {"tokens_after_compared": compared(ctx, tokens_after, messages,
+                                              dropped_before=dropped_before)}
 
 
 def shown_after(report: Mapping[str, Any]) -> Any:

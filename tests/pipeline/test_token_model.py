@@ -105,6 +105,17 @@ def test_steps_under_200_tokens_are_noise_and_few_steps_take_the_table_factor():
     assert tokenizer.steps_used == MIN_STEPS - 1
 
 
+def test_a_fit_far_from_the_table_factor_falls_back():
+    """Few steps, one of them mostly unseen context (a screenshot the transcript does not
+    hold): the two-parameter fit tilts to b ≈ 2.9, c < 0, which no tokenizer explains."""
+    steps = [(2_968.0, 5.0, 8_382.0), (197.0, 2.0, 474.0), (264.0, 2.0, 534.0),
+             (276.0, 4.0, 743.0), (270.0, 2.0, 307.0)]
+    tokenizer = fit_steps(steps, 1.22)
+    assert 1.22 / 1.25 <= tokenizer.b <= 1.22 * 1.25
+    unbounded = fit_steps(steps, 1.22 * 2.5)  # the same steps with a table that admits it
+    assert unbounded.b > 2.5 and unbounded.c < 0
+
+
 def test_the_fit_is_robust_to_a_step_of_hidden_context():
     steps = [(800.0 + 90 * k, 2.0, 1.2 * (800 + 90 * k) + 60) for k in range(12)]
     steps[5] = (900.0, 2.0, 15_000.0)  # a CLAUDE.md the transcript does not show
@@ -195,10 +206,11 @@ def _todo_session(rounds: int) -> list[Message]:
     return history + [Message.of("assistant", "done")]
 
 
-def test_claude_code_before_1_0_108_is_billed_each_todo_list_twice():
+def test_claude_code_before_1_0_98_is_billed_each_todo_list_twice():
     """Claude Code 1.0.17 repeats a TodoWrite list in a reminder the transcript does not
     record: its steps are priced with the list counted again, later releases' without."""
     assert todo_reminders("claude-code", {"version": "1.0.17"})
+    assert not todo_reminders("claude-code", {"version": "1.0.98"})
     assert not todo_reminders("claude-code", {"version": "1.0.108"})
     assert not todo_reminders("codex", {"version": "0.40.0"})
     assert not todo_reminders("claude-code", {})
@@ -241,6 +253,53 @@ def test_claude_code_compacts_where_the_bill_reaches_the_threshold_and_only_once
     assert all(b - a > 1 for a, b in zip(fired, fired[1:], strict=False))
     assert calls[first_bill][1]["tokens_before"] == bills[first_bill]
     assert calls[first_bill][1]["token_source"] == "anchored"
+
+
+UNSEEN_AT, UNSEEN = 8, 9_000  # a screenshot or nested CLAUDE.md the transcript does not hold
+
+
+def _unseen_bill(k, x, n):
+    """The hand-made provider's bill, plus context the transcript never shows, from the call
+    after UNSEEN_AT's step brought it on."""
+    return round(A + B * x + C * n) + (UNSEEN if k >= UNSEEN_AT else 0)
+
+
+def test_unseen_context_leaves_the_prompt_with_the_messages_a_compaction_removed():
+    """Issue 25: a compaction must not fire at the next call again. The bill's unseen context
+    came with call UNSEEN_AT's step; a summary that replaces those messages drops it too, so
+    the compacted prompt is priced without it (it sat in every later anchor's bill)."""
+    history = _billed(_session(20, 1_500), _unseen_bill)
+    model = _model(history)
+    assert len(model.unseen) == 1 and model.unseen[0][1] == pytest.approx(UNSEEN, rel=0.05)
+    bills = [call_recorded(history, i)["total_input"] for i in
+             (k for k, m in enumerate(history) if m.role == "assistant")]
+    window = bills[UNSEEN_AT] + 33_000 - 200  # the unseen step crosses the threshold
+    calls = _cc_compactions(history, cc_context_window=window)
+    fired = [k for k, r in calls if r["compacted"]]
+    assert fired[0] == UNSEEN_AT
+    assert all(b - a > 1 for a, b in zip(fired, fired[1:], strict=False))
+    compacted = calls[UNSEEN_AT][1]
+    # What the summary left is priced with the bill's framing, no longer the unseen context.
+    assert compacted["tokens_after_compared"] < (bills[0] + B * compacted["tokens_after"]
+                                                 + UNSEEN / 2)
+    # Before any compaction every figure is the bill, unseen context included.
+    assert calls[UNSEEN_AT][1]["tokens_before"] == bills[UNSEEN_AT]
+
+
+def test_codex_does_not_compact_again_for_unseen_context_its_summary_replaced():
+    unseen = 4 * UNSEEN  # more than the conversation the summary replaces
+    history = _billed(_session(20, 1_500), lambda k, x, n: round(4_000 + 1.0 * x + 12 * n)
+                      + (unseen if k >= UNSEEN_AT else 0))
+    bills = [call_recorded(history, i)["total_input"] for i in
+             (k for k, m in enumerate(history) if m.role == "assistant")]
+    limit = 4_000 + unseen + 2_000  # the unseen context alone nearly reaches it
+    assert bills[UNSEEN_AT - 1] < limit <= bills[UNSEEN_AT]
+    rep = replay(history, "codex", {"codex_config": {
+        "model_context_window": 200_000, "model_auto_compact_token_limit": limit}})
+    fired = [c.call_index for c in rep.calls() if any(
+        s.stage == "codex_autocompact" and s.report["compacted"] for s in c.stages)]
+    assert fired[0] == UNSEEN_AT
+    assert all(b - a > 1 for a, b in zip(fired, fired[1:], strict=False))
 
 
 def test_a_compaction_note_shows_before_and_after_in_the_provider_unit():

@@ -35,7 +35,15 @@ from ..agents_common import (
 )
 from ..history import frozen
 from ..messages import Message
-from ..token_model import after_fields, compared, shown_after, step_call, unit_of, unit_words
+from ..token_model import (
+    after_fields,
+    compared,
+    dropped_before,
+    shown_after,
+    step_call,
+    unit_of,
+    unit_words,
+)
 from . import ReplayFacts, StageContext, StageResult, view_result
 
 STAGE = "claude_code_autocompact"
@@ -177,17 +185,18 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
 
     source = p.get("cc_token_source", "anchored")
 
-    def measure(v: Sequence[Message], s: State, call: int) -> int:
+    def measure(v: Sequence[Message], s: State, call: int, p: Sequence[Message]) -> int:
         if source == "usage":
             lead = leading_system_len(v)
             return usage_tokens(v, lead if s.anchor is not None else lead - 1)
-        return compared(ctx, full_prompt(v, ctx), len(v), call, source)
+        return compared(ctx, full_prompt(v, ctx), len(v), call, source,
+                        dropped_before=dropped_before(p, s.anchor))
 
     def step(s: State, h: Sequence[Message], end: int,
              j: int) -> tuple[State, list[Message], dict[str, Any]]:
         prefix = h if end == len(h) else h[:end]  # the whole history is not copied
         before = view(prefix, s)
-        tokens = measure(before, s, step_call(ctx, h, end, j))
+        tokens = measure(before, s, step_call(ctx, h, end, j), prefix)
         conversation = sum(1 for m in before if m.role != "system")
         fires = th.enabled and conversation > 0 and tokens >= th.threshold
         info: dict[str, Any] = {"tokens_before": tokens, "predicted": fires, "events": [],
@@ -249,7 +258,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
         "recorded_pre_tokens": info["recorded_pre_tokens"],
         "compactions_so_far": result.state.count, "dropped_recorded_summaries": dropped,
         "enabled": th.enabled, "token_source": source, "token_unit": unit_of(ctx, source),
-        **after_fields(ctx, unit_of(ctx, source), after, len(out)),
+        **after_fields(ctx, unit_of(ctx, source), after, len(out),
+                       dropped_before(h, result.state.anchor)),
         "env_effective": {
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": env.pct_override,
             "CLAUDE_CODE_AUTO_COMPACT_WINDOW": env.auto_compact_window,

@@ -24,7 +24,14 @@ from ..agents_common import (
     placeholder_text,
 )
 from ..messages import Message
-from ..token_model import compared, shown_after, step_call, unit_of, unit_words
+from ..token_model import (
+    compared,
+    dropped_before,
+    shown_after,
+    step_call,
+    unit_of,
+    unit_words,
+)
 from ..tokens import extras_tokens, tokens_by_identity
 from . import StageContext, StageResult, view_result
 from ._codex import (
@@ -159,7 +166,8 @@ class _Run:
         limit is compared with (SPEC-agents §2.5.0.10) at `call` (default: this call)."""
         if not self.usage:
             return compared(self.ctx, self.prompt_tokens(n, s), self.view_len(n, s), call,
-                            self.source, self.view_reasoning(n, s))
+                            self.source, self.view_reasoning(n, s),
+                            dropped_before(self.h, s.anchor))
         _, start = self._start(n, s)
         hidden = [i for i in self.hidden[bisect_left(self.hidden, start):] if i < n]
         return self._usage_from_sums(n, s, start, hidden)
