@@ -353,8 +353,9 @@ def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
     if model is None:
         return {"real_raw": None, "real_sent": None, "real_raw_predicted": None}
     i = call.call_index
+    gone = kept_from(call.sent) if model.unseen else None
     return {"real_raw": model.real(call.raw_tokens, len(call.raw_history), i),
-            "real_sent": model.real(call.sent_tokens, len(call.sent), i),
+            "real_sent": model.real(call.sent_tokens, len(call.sent), i, dropped_before=gone),
             "real_raw_predicted": model.predicted.get(i)}
 
 
@@ -363,13 +364,14 @@ def call_figures(model: TokenModel | None, call: Any) -> dict[str, int | None]:
 
 def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
              source: str = "anchored", reasoning: int | None = None,
-             dropped_before: int | None = None) -> int:
+             dropped_before: int | None = None, view: Sequence[Any] | None = None) -> int:
     """The compared figure of a view at call `call` (default: the call being made):
     `tokens` is the view's full prompt under the profile's counter (`full_prompt(view,
     ctx)`), `messages` its length, `reasoning` (when the stage knows it differs from the
     transcript's) the reasoning tokens the view still sends back (SPEC §11: a compaction
     drops the turn's reasoning items), `dropped_before` (a compacted view) the origin before
-    which the transcript's messages, and the unseen context they brought, are gone. With
+    which the transcript's messages, and the unseen context they brought, are gone (else,
+    given the `view`, `kept_from(view)`). With
     `source` "anchored" and a session that records usage it is SPEC §11's `real(V', call)`,
     else `tokens` (so `counter` and sessions without usage compare ctxsim's own count,
     exactly as before).
@@ -379,8 +381,20 @@ def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
     model: TokenModel | None = getattr(ctx, "token_model", None)
     if source != "anchored" or model is None or model.method != "anchored":
         return tokens
+    if dropped_before is None and view is not None and model.unseen:
+        dropped_before = kept_from(view)
     return model.real(tokens, messages, ctx.call_index if call is None else call, stage=True,
                       reasoning=reasoning, dropped_before=dropped_before)
+
+
+def kept_from(view: Sequence[Any]) -> int | None:
+    """The first origin among the transcript's messages a view holds past its leading system
+    block and any summary standing in for what came before: every transcript message before
+    it is gone from the view (whatever the view's shape, since it is the smallest held)."""
+    for m in view:
+        if m.role != "system" and m.origin is not None:
+            return m.origin
+    return None
 
 
 def dropped_before(history: Sequence[Any], anchor: int | None) -> int | None:

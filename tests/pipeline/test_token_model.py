@@ -284,6 +284,11 @@ def test_unseen_context_leaves_the_prompt_with_the_messages_a_compaction_removed
                                                  + UNSEEN / 2)
     # Before any compaction every figure is the bill, unseen context included.
     assert calls[UNSEEN_AT][1]["tokens_before"] == bills[UNSEEN_AT]
+    # The page's figure of what the next call sent leaves it out too.
+    rep = replay(history, "claude-code", {"cc_context_window": window})
+    after = next(c for c in rep.calls() if c.call_index == UNSEEN_AT + 1)
+    sent = call_figures(rep.token_model, after)["real_sent"]
+    assert sent < bills[0] + B * after.sent_tokens + UNSEEN / 2
 
 
 def test_codex_does_not_compact_again_for_unseen_context_its_summary_replaced():

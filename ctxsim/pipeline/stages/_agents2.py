@@ -114,7 +114,7 @@ def compared_tokens(costs: Costs, source: str, view: Sequence[Message], start: i
                 return usage_figure(rec, rule), "usage"
     tokens = costs.prompt(view) if counted is None else counted
     if source == "anchored":
-        return compared(costs.ctx, tokens, len(view), call), "anchored"
+        return compared(costs.ctx, tokens, len(view), call, view=view), "anchored"
     return tokens, "counter"
 
 

@@ -66,7 +66,8 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
              j: int) -> tuple[Block | None, list[Message], dict[str, Any]]:
         prefix = h[:end]
         before = view(prefix, b)
-        tokens = compared(ctx, full_prompt(before, ctx), len(before), step_call(ctx, h, end, j))
+        tokens = compared(ctx, full_prompt(before, ctx), len(before), step_call(ctx, h, end, j),
+                          view=before)
         fires = tokens > trigger
         response = h[end] if end < len(h) else None
         recorded = recorded_block(response) if response is not None else None

@@ -222,7 +222,7 @@ class _Run(Assembly):
             # where the session has a bill (SPEC-agents §2.5.0.10).
             messages, assembled = self.assemble(view, n)
             request = compared(self.ctx, assembled["tokens"] + self.extras, len(messages),
-                               step_call(self.ctx, history, n, j)) > self.over
+                               step_call(self.ctx, history, n, j), view=messages) > self.over
         recorded_at = self._mine([i for i, _ in self.recorded], n, j)
         recorded_now = [r for i, r in self.recorded if i in recorded_at]
         recorded_summary = next((r["summary"] for r in recorded_now
