@@ -61,6 +61,7 @@ from ctxsim.replays.pending import (
 from ctxsim.replays.state import settings_from_query
 from ctxsim.reviews import services as reviews
 from ctxsim.teams.access import get_scoped
+from ctxsim.teams.current import request_memberships
 from ctxsim.transcripts.models import Session
 
 TEMPLATE = "replays/session.html"
@@ -71,7 +72,8 @@ COMPARE_PARTIALS = {"compare-calls": "compare-calls"}
 
 
 def scoped_session(request: HttpRequest, session_id: int, action: str = "read"):
-    return get_scoped(Session.objects.select_related("team"), request.user, action, pk=session_id)
+    return get_scoped(Session.objects.select_related("team"), request.user, action,
+                      memberships=request_memberships(request), pk=session_id)
 
 
 # The same URL is a whole page or a fragment by these headers: a browser that cached the
@@ -203,6 +205,9 @@ def page_context(request, session, membership, settings, errors, run, call,
         shown, comment_boxes(request, session, call, shown, review), folds=folds,
         fold_link={"session_id": session.pk, "call_index": call, "query": settings.query()},
     )
+    # What only the whole page or the replay section shows is built when the template reads
+    # it (once): a call step's partial, the most frequent request, never does.
+    lazy = functools.cache
     return {
         **review,
         "session": session,
@@ -210,15 +215,15 @@ def page_context(request, session, membership, settings, errors, run, call,
         "settings": settings,
         "query": settings.query(),
         "call_query": settings.query(call),
-        "state_fields": settings.fields(),
-        "override_fields": settings.fields(overrides_only=True),
+        "state_fields": lazy(settings.fields),
+        "override_fields": lazy(lambda: settings.fields(overrides_only=True)),
         "errors": errors,
-        "fields": page.form_fields(settings, errors),
-        "stage_rows": page.stage_rows(settings),
-        "phases": page.phase_names(),
-        "profiles": profiles.profile_choices(session.team),
+        "fields": lazy(lambda: page.form_fields(settings, errors)),
+        "stage_rows": lazy(lambda: page.stage_rows(settings)),
+        "phases": lazy(page.phase_names),
+        "profiles": lazy(lambda: profiles.profile_choices(session.team)),
         "run": run,
-        "summary": run_figures.summary(run, numbers),
+        "summary": lazy(lambda: run_figures.summary(run, numbers)),
         # Built when the template reads it (once): a call step's partial never does, and at
         # 16,000 calls the chart's points were a seventh of a step (issue 31).
         "chart": functools.cache(lambda: run_figures.chart_data(
@@ -252,7 +257,7 @@ def page_context(request, session, membership, settings, errors, run, call,
         "jump_statuses": ("rewritten", "spilled"),
         "counts": pack.counts,
         "reports": pack.reports,
-        "facts": page.session_facts(session),
+        "facts": lazy(lambda: page.session_facts(session)),
     }
 
 

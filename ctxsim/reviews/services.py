@@ -8,6 +8,7 @@ activity list's order (`created_at`, then `pk`) is the order the writes took eff
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -171,9 +172,13 @@ class Review:
     message_threads: dict[int, list[Comment]] = field(default_factory=dict)
     message_counts: dict[int, int] = field(default_factory=dict)
     chart_counts: dict[int, int] = field(default_factory=dict)
-    activity: list[Activity] = field(default_factory=list)
     open_count: int = 0  # unresolved threads anywhere in the session
     statuses: list[tuple[str, str]] = field(default_factory=lambda: list(ReviewStatus.choices))
+
+    @functools.cached_property
+    def activity(self) -> list[Activity]:
+        """The session's latest activity, read when shown (a call step never shows it)."""
+        return activity_for(self.session)
 
 
 def threads(comments: Iterable[Comment]) -> list[Comment]:
@@ -208,7 +213,6 @@ def review_for(session: Session, membership, call_index: int | None) -> Review:
         if c.message_index is not None:
             by_message[c.message_index].append(c)
     review.message_threads = {index: threads(cs) for index, cs in by_message.items()}
-    review.activity = activity_for(session)
     return review
 
 

@@ -17,13 +17,15 @@ from ctxsim.pipeline.params import ascii_index
 from ctxsim.reviews import services
 from ctxsim.reviews.models import Comment
 from ctxsim.teams.access import get_scoped
+from ctxsim.teams.current import request_memberships
 from ctxsim.transcripts.models import Session
 
 TEMPLATE = "reviews/review.html"
 
 
 def _session(request: HttpRequest, session_id: int, action: str = "read"):
-    return get_scoped(Session.objects.all(), request.user, action, pk=session_id)
+    return get_scoped(Session.objects.all(), request.user, action,
+                      memberships=request_memberships(request), pk=session_id)
 
 
 def _comment(request: HttpRequest, comment_id: int, action: str = "read"):

@@ -8,6 +8,7 @@ Templates never guard data; a partial can be requested directly, so the check li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from django.core.exceptions import PermissionDenied
@@ -64,12 +65,15 @@ def get_scoped[M: Model](
     action: Action = "read",
     *,
     team_field: str = "team",
+    memberships: Sequence[Membership] | None = None,
     **lookup,
 ) -> tuple[M, Membership]:
     """Fetch one object of a team-owned model, checked like `get_team_for_user`.
 
     The membership filter is part of the query, so an outsider cannot even learn whether the
-    object exists: a missing object and a foreign one both give 404.
+    object exists: a missing object and a foreign one both give 404. `memberships` are the
+    user's, read already in this request (`current.request_memberships`): the member's role
+    is taken from them instead of a second query.
     """
     if not lookup:
         raise ValueError("get_scoped needs a lookup (e.g. pk=...)")
@@ -82,6 +86,8 @@ def get_scoped[M: Model](
     )
     if obj is None:
         raise Http404
-    membership = memberships_for(user).get(team_id=obj._scoped_team_id)
+    membership = next((m for m in memberships or () if m.team_id == obj._scoped_team_id), None)
+    if membership is None:
+        membership = memberships_for(user).get(team_id=obj._scoped_team_id)
     check_role(membership, action)
     return obj, membership

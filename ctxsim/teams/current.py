@@ -10,19 +10,26 @@ from ctxsim.teams.models import Membership
 SESSION_KEY = "ctxsim_team_id"
 
 
+def request_memberships(request: HttpRequest) -> list[Membership]:
+    """The user's memberships with their teams (by team name), read once per request: the
+    current team, the team switcher and the team-scoped look-ups of one request share them."""
+    cached = getattr(request, "_ctxsim_memberships", None)
+    if cached is None:
+        cached = request._ctxsim_memberships = list(memberships_for(request.user))
+    return cached
+
+
 def current_membership(request: HttpRequest) -> Membership | None:
     if not hasattr(request, "user") or not request.user.is_authenticated:
         return None
     cached = getattr(request, "_ctxsim_membership", False)
     if cached is not False:
         return cached
-    memberships = memberships_for(request.user)
-    chosen = None
+    memberships = request_memberships(request)
     team_id = request.session.get(SESSION_KEY)
-    if team_id is not None:
-        chosen = memberships.filter(team_id=team_id).first()
-    if chosen is None:
-        chosen = memberships.order_by("created_at", "pk").first()
+    chosen = next((m for m in memberships if m.team_id == team_id), None)
+    if chosen is None and memberships:  # the team joined first
+        chosen = min(memberships, key=lambda m: (m.created_at, m.pk))
     request._ctxsim_membership = chosen
     return chosen
 
