@@ -4,12 +4,11 @@ Stored sessions and replay summaries never change once written, and reviewers st
 calls of one replay one after the other, so each process keeps the sessions it loaded last, the
 summaries it read last, and replays paused where the last request left them, all within one
 budget of estimated bytes (CTXSIM_SESSION_CACHE_MB, a `Pool`: past it the least recently used
-entry of any kind goes). Everything lives in one `ReplayCache` (`REPLAYS`), keyed by
-`ReplayKey`; `REPLAYS.clear()` makes the process a fresh one (tests and benchmarks use it,
-never the attributes). Call views rendered by any process are shared through Django's cache
-(`REPLAYS.call_pack`).
+entry of any kind goes; the estimates are `ctxsim.replays.sizes`). Everything lives in one
+`ReplayCache` (`REPLAYS`), keyed by `ReplayKey`; `REPLAYS.clear()` makes the process a fresh
+one (tests and benchmarks use it, never the attributes). Call views rendered by any process
+are shared through Django's cache (`REPLAYS.call_pack`).
 """
-
 from __future__ import annotations
 
 import ctypes
@@ -17,11 +16,10 @@ import gc
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -29,6 +27,7 @@ from django.core.cache import cache as django_cache
 
 from ctxsim.pipeline.messages import Session as CanonicalSession
 from ctxsim.pipeline.tokens import isolated_counters
+from ctxsim.replays.sizes import replay_bytes, run_bytes
 
 
 class Pool:
@@ -146,115 +145,6 @@ class LRU[V]:
         self.pool.clear(self._part)
 
 
-# --- what a kept thing costs (estimates, cheap to compute, never below what was measured) ----
-
-# Python's cost of one message object beyond its content (the dataclass, its fields, the bytes
-# header, its token-cost cache entry), and of one reference in a tuple or list.
-MESSAGE_OVERHEAD = 500
-REFERENCE = 8
-# One entry of a replay's cost cache (the dict slot, the (message, tokens) pair, the int).
-COST_ENTRY = 200
-# A replay's fixed cost (its stages' memos, counters, generator frame) and one stored summary's
-# cost per call in memory (the parsed JSON of `ReplayRun.calls`: about 4× its ~0.9 KB of text).
-REPLAY_BASE = 128 * 1024
-RUN_CALL_BYTES = 4 * 1024
-
-
-def _message_bytes(message: Any) -> int:
-    calls = sum(len(c.arguments) + len(c.name) + len(c.id) + 150 for c in message.tool_calls)
-    return len(message.content) + calls + MESSAGE_OVERHEAD
-
-
-MEMO_OBJECTS = 200_000  # a walk of the stages' memos stops past this many objects
-
-
-def _memo_bytes(memos: Any, costs: Mapping[int, Any], canonical: Any) -> int:
-    """What the stages' memos hold (strings, bytes, containers and the messages in them, each
-    once), walked up to MEMO_OBJECTS objects; the session's own messages and contents, and the
-    messages the cost cache holds (counted there), are not counted."""
-    total = 0
-    seen = {id(m) for m in canonical}
-    seen.update(id(m.content) for m in canonical)
-    stack = [memos]
-    while stack and len(seen) < MEMO_OBJECTS:
-        value = stack.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, (bytes, str, bytearray)):
-            total += len(value) + 40
-        elif isinstance(value, dict):
-            total += 100 * len(value) + 64
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            total += REFERENCE * len(value) + 56
-            stack.extend(value)
-        elif hasattr(value, "content") and hasattr(value, "tool_calls"):
-            hit = costs.get(id(value))
-            if hit is None or hit[0] is not value:
-                total += _message_bytes(value)
-        elif hasattr(value, "__dict__"):
-            total += 100
-            stack.extend(vars(value).values())
-        else:
-            total += 32
-    return total
-
-
-@dataclass
-class _Sized:
-    """What `replay_bytes` counted of one replay so far: its cost cache and spill records only
-    grow, so each step of a paused replay measures only what that step added."""
-
-    entries: int = 0  # cost cache entries counted, and the bytes of the messages they hold
-    made: int = 0
-    records: int = 0  # spill records counted, and their bytes
-    spilled: int = 0
-    memo: int = 0  # the stages' memos, walked again once the cost cache grew by a tenth
-    memo_entries: int = -1
-
-
-def replay_bytes(replay: Any, *calls: Any) -> int:
-    """Estimated bytes a replay paused at (or kept for) `calls` holds beyond its session's
-    messages: every message it made (previews, stubs, summaries: all stay in the replay's
-    cost cache, which keeps each message it measured) with its content, the cache's entries,
-    the references of the calls' histories, its spill records, what its stages' memos hold
-    (walked again when the cache grew by a tenth since), what its call views remember, and a
-    fixed part."""
-    sized = replay.__dict__.get("_ctxsim_sized")
-    if sized is None:
-        sized = replay.__dict__["_ctxsim_sized"] = _Sized()
-    canonical = replay.messages
-    costs = replay.measured
-    if len(costs) > sized.entries:
-        for m, _ in islice(costs.values(), sized.entries, None):
-            origin = m.origin
-            if origin is None or origin >= len(canonical) or canonical[origin] is not m:
-                sized.made += _message_bytes(m)
-        sized.entries = len(costs)
-    records = replay.spills.records
-    if len(records) > sized.records:
-        # Each spill's name and path, and its bytes unless dropped (`spills.drop_contents`).
-        sized.spilled += sum(300 + len(r.content) for r in islice(records, sized.records, None))
-        sized.records = len(records)
-    if sized.memo_entries < 0 or len(costs) > sized.memo_entries * 1.1:
-        sized.memo = _memo_bytes(getattr(replay, "memos", None) or {}, costs, canonical)
-        sized.memo_entries = len(costs)
-    refs = 0
-    for call in calls:
-        refs += len(call.raw_history) + len(call.input_history) + len(call.sent)
-        refs += len(call.persistent) + sum(len(r.history) for r in call.stages)
-    views = replay.__dict__.get("_call_views")  # the call views' memo (`services._view_memo`)
-    return (REPLAY_BASE + sized.made + COST_ENTRY * sized.entries + REFERENCE * refs
-            + sized.spilled + sized.memo + (views.size() if views is not None else 0))
-
-
-def run_bytes(run: Any) -> int:
-    """Estimated bytes of a stored summary in memory."""
-    return RUN_CALL_BYTES * max(len(run.calls), 1) + len(run.spill_files) * 8
-
-
 @dataclass(frozen=True)
 class ReplayKey:
     """What a kept thing belongs to: a stored session (its id and creation time, since ids are
@@ -285,11 +175,17 @@ class LoadedSession:
 
 @dataclass
 class LiveReplay:
-    """A replay paused after yielding call `last.call_index`, ready to go on."""
+    """A replay paused after yielding call `last.call_index`, ready to go on; with `passed`,
+    every call it yielded so far, by index (a short session's: `services._replay_to`)."""
 
     replay: Any
     calls: Iterator[Any]  # the replay's generator
     last: Any = None  # the CallResult it yielded last
+    passed: dict[int, Any] | None = None
+
+    def held(self) -> Iterable[Any]:
+        """The calls it holds."""
+        return self.passed.values() if self.passed else [self.last]
 
 
 # Call views shared through Django's cache: bump the version when `CallPack` changes shape.
@@ -318,7 +214,7 @@ class ReplayCache:
         # Replays paused where the last request left them. A request takes its replay out
         # while it uses it, so two threads never advance the same generator.
         self.live: LRU[LiveReplay] = LRU(
-            size=lambda e: replay_bytes(e.replay, e.last), pool=self.pool)
+            size=lambda e: replay_bytes(e.replay, *e.held()), pool=self.pool)
         # Calls a summary replay kept for the request that made it, by run (no call): the
         # calls by index, and the finished Replay.
         self.kept: LRU[tuple[dict[int, Any], Any]] = LRU(

@@ -233,6 +233,7 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     # around it, where `j` and `k` go from there: KEPT_BEFORE before it, KEPT_AFTER after.
     peak, before_peak, after_peak = None, [], []
     recent: deque[CallResult] = deque(maxlen=KEPT_BEFORE)
+    every: list[CallResult] | None = [] if keeps_every_call(session) else None  # `_replay_to`
     # Only what this replay tokenized is filed under this session (the counter is shared with
     # the replays of other sessions, in this thread and others).
     with counter.recording() as fresh:
@@ -248,9 +249,11 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
             elif len(after_peak) < KEPT_AFTER:
                 after_peak.append(call)
             recent.append(call)
+            if every is not None:
+                every.append(call)
             if progress is not None:
                 progress(len(calls))
-    held = [c for c in (kept, *before_peak, peak, *after_peak) if c is not None]
+    held = every or [c for c in (kept, *before_peak, peak, *after_peak) if c is not None]
     packed, contents = spills.pack_spills(rep.spilled_files, sink.sha256)
     # The bytes are in storage now: the kept replay needs the spills' names only.
     spills.drop_contents(rep, held, sink)
@@ -291,28 +294,44 @@ class CallDetail:
 
 def _replay_to(session: Session, settings: ReplaySettings, index: int,
                user: Any = None) -> tuple[CallResult, Replay]:
-    """Call `index` of the replay: kept by the summary replay, or reached by stepping the
-    replay this process left paused (one step for the next call), or by a new replay. More
-    than the next call's step is a replay's work: it takes one of `user`'s replay slots."""
+    """Call `index` of the replay: kept by the summary replay, or passed or reached by stepping
+    the replay this process left paused (one step for the next call), or by a new replay. More
+    than the next call's step is a replay's work: it takes one of `user`'s replay slots. A
+    short session's replays keep every call they pass (`keeps_every_call`): its reviewers step
+    at different calls, and each one behind the paused replay replayed from the start."""
     key = ReplayKey.of(session, settings.key)
     kept = REPLAYS.kept.get(key)
     if kept is not None and index in kept[0]:
         return kept[0][index], kept[1]
+    live = REPLAYS.live.get(key)
+    if live is not None and live.passed and index in live.passed:
+        return live.passed[index], live.replay
     live = REPLAYS.live.pop(key)
     next_step = live is not None and live.last.call_index in (index, index - 1)
+    passed = []
     with contextlib.nullcontext() if next_step else replay_slot(user):
         if live is None or live.last.call_index > index:
             canonical = canonical_session(session, settings.counter, other_counts=True)
             rep = replay(canonical, settings.run_config(), sink=NullSpillSink())
-            live = LiveReplay(rep, rep.calls())
+            live = LiveReplay(rep, rep.calls(), passed={} if keeps_every_call(session) else None)
         while live.last is None or live.last.call_index < index:
             nxt = next(live.calls, None)
             if nxt is None:
                 raise IndexError(index)
             live.last = nxt
-    spills.drop_contents(live.replay, [live.last])  # the call view shows names, not bytes
+            if live.passed is not None:
+                live.passed[nxt.call_index] = nxt
+                passed.append(nxt)
+    # The call view shows names, not bytes.
+    spills.drop_contents(live.replay, passed or [live.last])
     REPLAYS.live.put(key, live)
     return live.last, live.replay
+
+
+def keeps_every_call(session: Session) -> bool:
+    """Whether a replay of `session` keeps every call it passes: one that replays inline
+    (CTXSIM_INLINE_REPLAY_CALLS); its calls' histories share most of their storage."""
+    return session.model_call_count <= django_settings.CTXSIM_INLINE_REPLAY_CALLS
 
 
 def call_detail(
@@ -416,5 +435,5 @@ def call_is_at_hand(session: Session, settings: ReplaySettings, index: int) -> b
     if kept is not None and index in kept[0]:
         return True
     live = REPLAYS.live.get(key)
-    return live is not None and live.last is not None and live.last.call_index in (
-        index, index - 1)
+    return live is not None and live.last is not None and (
+        live.last.call_index in (index, index - 1) or index in (live.passed or ()))

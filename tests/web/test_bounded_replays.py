@@ -59,7 +59,7 @@ def test_the_replay_cache_keeps_replays_within_its_byte_budget(personas) -> None
     """The paused and kept replays count by their estimated bytes: with a budget of a few of
     them, a viewer's new thresholds push out the oldest instead of piling up."""
     from ctxsim.generator import generate_session
-    from ctxsim.replays import cache as cache_module
+    from ctxsim.replays import sizes
 
     row = save_sessions([generate_session(60, seed=4, oversize_every=6)], team=personas.team)[0]
     client = personas.client("viewer")
@@ -72,8 +72,8 @@ def test_the_replay_cache_keeps_replays_within_its_byte_budget(personas) -> None
         kept = REPLAYS.kept.items()
         assert 0 < len(kept) < 8
         # Each kept replay is estimated from what it made, not counted as one.
-        sizes = [cache_module.replay_bytes(rep, *calls.values()) for _, (calls, rep) in kept]
-        assert min(sizes) > cache_module.REPLAY_BASE
+        estimates = [sizes.replay_bytes(rep, *calls.values()) for _, (calls, rep) in kept]
+        assert min(estimates) > sizes.REPLAY_BASE
         # Their spilled bytes are in storage: the replays keep the spills' names only.
         records = [r for _, (_, rep) in kept for r in rep.spills.records]
         assert records and all(r.content == b"" for r in records)
