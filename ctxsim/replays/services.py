@@ -70,7 +70,10 @@ def warm_up(sessions: int | None = None) -> int:
     the stored default replay summary of each of the newest `sessions` sessions
     (CTXSIM_WARM_SESSIONS by default), and those sessions with their token counts within half
     the session cache (a longer one is left to its first request; its summary is not: the
-    first step a worker served of a 16,000-call session read it, 0.3 s).
+    first step a worker served of a 16,000-call session read it, 0.3 s). A loaded session
+    that replays inline is also replayed with its default settings, every call kept, while
+    the cache stays within three quarters of its budget: each worker process otherwise
+    replayed it again under the first request for one of its calls.
 
     gunicorn runs this once in its master (`deploy/gunicorn.conf.py`, with the app preloaded),
     so every worker starts with it instead of all of them paying for it under the first
@@ -88,12 +91,16 @@ def warm_up(sessions: int | None = None) -> int:
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:
         for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:
-            stored_summary(row, default_settings(row))
+            settings = default_settings(row)
+            run = stored_summary(row, settings)
             if row.total_bytes > budget:
                 continue
             budget -= row.total_bytes
             canonical_session(row, counter)
             loaded += 1
+            if (run is not None and run.calls and keeps_every_call(row)
+                    and REPLAYS.pool.total < REPLAYS.session_bytes * 3 // 4):
+                _replay_to(row, settings, len(run.calls) - 1)
     finally:
         connections.close_all()
     return loaded
