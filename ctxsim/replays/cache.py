@@ -171,6 +171,8 @@ class LoadedSession:
     canonical: CanonicalSession
     size: int
     seen: dict[str, int] = field(default_factory=dict)
+    # Counters whose counts of every content this process stored (after a whole replay).
+    stored: set[str] = field(default_factory=set)
 
 
 @dataclass

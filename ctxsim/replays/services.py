@@ -265,7 +265,11 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     # The bytes are in storage now: the kept replay needs the spills' names only.
     spills.drop_contents(rep, held, sink)
     REPLAYS.kept.put(key, ({c.call_index: c for c in held}, rep))
-    save_counts(session, canonical, counter, fresh)
+    loaded = REPLAYS.sessions.get(ReplayKey.of(session))
+    save_counts(session, canonical, counter, fresh,
+                contents=loaded is None or counter.name not in loaded.stored)
+    if loaded is not None:
+        loaded.stored.add(counter.name)
     totals = analysis.totals(calls)
     totals["notes"] = analysis.notes(calls, rc.values, rc.stages, canonical.messages)
     totals["warnings"] = list(rc.warnings)

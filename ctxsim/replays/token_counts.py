@@ -34,10 +34,14 @@ def load_counts(row: Session, canonical: pm.Session, counter, *, contents: bool 
     return last
 
 
-def save_counts(row: Session, canonical: pm.Session, counter, fresh: dict[bytes, int]) -> None:
+def save_counts(row: Session, canonical: pm.Session, counter, fresh: dict[bytes, int], *,
+                contents: bool = True) -> None:
     """Store the counts `counter` now knows for the session's contents that have none for it
-    yet, and the `fresh` derived counts (by digest) a replay of this session tokenized."""
-    _save_content_counts(row, canonical, counter)
+    yet (unless `contents` is false: this process stored them after an earlier whole replay,
+    which counts every content), and the `fresh` derived counts (by digest) a replay of this
+    session tokenized."""
+    if contents:
+        _save_content_counts(row, canonical, counter)
     if fresh:
         insert_rows(DerivedTokenCount, ("session", "counter", "digest", "tokens"),
                     [(row.pk, counter.name, d.hex(), t) for d, t in fresh.items()],
