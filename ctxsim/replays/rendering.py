@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -53,9 +55,45 @@ def highlight(text: str, lexer: Lexer, budget: Budget) -> str | None:
     """`text` as highlighted HTML (escaped tokens in spans), or None over the caps."""
     if not budget.take(text):
         return None
-    html = pygments_highlight(text, lexer, _FORMATTER)
-    # The lexers end every text with a newline; keep the text's own ending.
-    return html[:-1] if html.endswith("\n") and not text.endswith("\n") else html
+    key = (lexer, text)
+    html = _HIGHLIGHTED.get(key)
+    if html is None:
+        html = pygments_highlight(text, lexer, _FORMATTER)
+        # The lexers end every text with a newline; keep the text's own ending.
+        if html.endswith("\n") and not text.endswith("\n"):
+            html = html[:-1]
+        _HIGHLIGHTED.put(key, html)
+    return html
+
+
+class _Highlighted:
+    """Highlighted texts a process made last, within `limit` characters: a message shows the
+    same at every call that sends it, and the call views of consecutive calls, made one by
+    one, highlighted each again (a twelfth of a loaded web worker's CPU, issue 31)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size = limit, 0
+        self._items: OrderedDict[tuple[Lexer, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Lexer, str]) -> str | None:
+        with self._lock:
+            html = self._items.get(key)
+            if html is not None:
+                self._items.move_to_end(key)
+            return html
+
+    def put(self, key: tuple[Lexer, str], html: str) -> None:
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = html
+                self.size += len(key[1]) + len(html)
+            while self.size > self.limit and self._items:
+                (_, text), gone = self._items.popitem(last=False)
+                self.size -= len(text) + len(gone)
+
+
+_HIGHLIGHTED = _Highlighted(8 * 1024 * 1024)
 
 
 @lru_cache(maxsize=256)
