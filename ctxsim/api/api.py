@@ -113,6 +113,9 @@ def _session(token: ApiToken, session_id: int) -> Session:
 
 
 def session_out(request: HttpRequest, session: Session) -> dict:
+    sidechains = getattr(session, "sidechain_rows", None)  # prefetched by the list
+    if sidechains is None:
+        sidechains = session.sidechains.all()
     return {
         "id": session.pk,
         "url": request.build_absolute_uri(reverse("session-detail", args=[session.pk])),
@@ -123,7 +126,7 @@ def session_out(request: HttpRequest, session: Session) -> dict:
         "tool_results": session.tool_result_count,
         "warnings": list(session.warnings or []),
         "parent": session.parent_id,
-        "sidechains": [s.pk for s in session.sidechains.all()],
+        "sidechains": [s.pk for s in sidechains],
         "created_at": session.created_at,
         "review_status": session.review_status,
         "redactions": dict((session.meta or {}).get("redactions") or {}),

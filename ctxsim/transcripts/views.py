@@ -41,7 +41,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         contents=bool(form.is_valid() and form.cleaned_data.get("contents")),
     )
     page = services.list_sessions(membership.team, filters, request.GET.get("page"))
-    rows = [(_row(request, s, False), [_row(request, c, True) for c in s.sidechains.all()])
+    rows = [(_row(request, s, False), [_row(request, c, True) for c in s.sidechain_rows])
             for s in page.object_list]
     context = {"form": form, "page": page, "rows": rows,
                "filtered": filters != services.SessionFilters()}
