@@ -169,6 +169,8 @@ try:
     CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://ctxsim")}
 except (ImproperlyConfigured, ValueError, KeyError) as exc:
     raise ImproperlyConfigured(f"CACHE_URL is not a valid cache URL: {exc}") from None
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.filebased.FileBasedCache":
+    CACHES["default"]["BACKEND"] = "ctxsim.filecache.FileCache"  # culled less often
 if not CACHES["default"]["BACKEND"].endswith("RedisCache"):
     # Local and file caches cull at this many entries; Redis evicts by its own policy and
     # would pass the option on to its client as an unknown connection argument.
