@@ -85,9 +85,7 @@ def warm_up(sessions: int | None = None) -> int:
         sessions = django_settings.CTXSIM_WARM_SESSIONS
     counter = ReplaySettings().counter
     get_counter(counter).count(b"warm")  # loads the BPE table
-    # Pygments compiles every lexer's file-name patterns at its first look-up: 0.3-0.4 s that
-    # the first call view showing a file's content paid (issue 31, a first step).
-    rendering.lexer_for_path("warm.py")
+    rendering.warm_lexers()  # what the first call view showing a file's content paid
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:
         for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:
