@@ -29,6 +29,13 @@ steps where an observed release is known to send it (`todo_reminders`), never in
 A per-content-class `f` (separate `b` for code, prose, JSON, white space, non-Latin text) was
 measured on the shared transcripts and not kept: see README "The token model".
 
+Context the transcript does not show (a screenshot, a nested `CLAUDE.md`) sits in the bill of
+every call after the step that brought it, hence in every anchor's offset `B_j − f(R_j)`; in
+the agent's prompt it lived with the messages of that step. A step billed `UNSEEN_MIN` or more
+beyond the final fit's price of its visible messages is recorded as unseen context carried by
+its last message (`TokenModel.unseen`), and a view that no longer holds that message (a
+compaction's summary replaced it) is priced without it (`real(dropped_before=)`).
+
 One step ahead: per billed call `i` after the first, `real_raw_predicted = B_{i−1} +
 f_{<i}(R_i) − f_{<i}(R_{i−1})` with `f_{<i}` fitted only on the steps before `i` (refitted
 while the steps grow by 5 %, so a session costs O(n log n) fits, each one fitted on earlier
@@ -371,10 +378,9 @@ def compared(ctx: Any, tokens: int, messages: int, call: int | None = None,
     transcript's) the reasoning tokens the view still sends back (SPEC §11: a compaction
     drops the turn's reasoning items), `dropped_before` (a compacted view) the origin before
     which the transcript's messages, and the unseen context they brought, are gone (else,
-    given the `view`, `kept_from(view)`). With
-    `source` "anchored" and a session that records usage it is SPEC §11's `real(V', call)`,
-    else `tokens` (so `counter` and sessions without usage compare ctxsim's own count,
-    exactly as before).
+    given the `view`, `kept_from(view)`). With `source` "anchored" and a session that
+    records usage it is SPEC §11's `real(V', call)`, else `tokens` (so `counter` and
+    sessions without usage compare ctxsim's own count, exactly as before).
 
     Every stage whose threshold models a provider token limit compares this figure
     (SPEC-agents §2.5.0.10)."""
