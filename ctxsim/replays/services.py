@@ -35,6 +35,7 @@ from ctxsim.replays import analysis, rendering, spills
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
+from ctxsim.replays.run_bounds import fit_stored
 from ctxsim.replays.spills import StorageSpillSink
 from ctxsim.replays.state import ReplaySettings, era_of
 from ctxsim.replays.token_counts import load_counts, save_counts
@@ -158,51 +159,6 @@ def _stored_run(session: Session, key: ReplayKey) -> ReplayRun | None:
     return run
 
 
-# What one stored replay may take in the database (issue 20 item 1): its per-call summaries,
-# totals and packed spills, as JSON text. 300 calls: 664 KB (about 0.9 KB a call is usual).
-RUN_BYTES_BASE = 64 * 1024
-RUN_BYTES_PER_CALL = 2 * 1024
-
-
-def run_byte_bound(calls: int) -> int:
-    """The most bytes one stored replay of `calls` model calls may take (see `_fit`)."""
-    return RUN_BYTES_BASE + RUN_BYTES_PER_CALL * calls
-
-
-def _stored_bytes(calls: list[dict[str, Any]], totals: dict[str, Any], packed: bytes) -> int:
-    return len(json.dumps([calls, totals], ensure_ascii=False, default=str)) + len(packed)
-
-
-def _fit(calls: list[dict[str, Any]], totals: dict[str, Any], packed: bytes) -> None:
-    """Shrink the per-call reports until the run fits `run_byte_bound`: lists become their
-    length (`<key>_count`, as `analysis.MAX_LIST_IN_SUMMARY` does past 20 entries), then long
-    texts are cut to 200 characters. Usual reports are far below the bound and untouched."""
-    bound = run_byte_bound(len(calls))
-    if _stored_bytes(calls, totals, packed) <= bound:
-        return
-    for cut in (_lists_to_counts, _cut_texts):
-        for call in calls:
-            for report in call["reports"].values():
-                cut(report)
-        if _stored_bytes(calls, totals, packed) <= bound:
-            return
-    logger.warning("a replay of %d calls stores %d bytes, over its bound of %d", len(calls),
-                   _stored_bytes(calls, totals, packed), bound)
-
-
-def _lists_to_counts(report: dict[str, Any]) -> None:
-    for key, value in list(report.items()):
-        if isinstance(value, list) and value:
-            report.setdefault(f"{key}_count", len(value))
-            report[key] = []
-
-
-def _cut_texts(report: dict[str, Any]) -> None:
-    for key, value in list(report.items()):
-        if isinstance(value, str) and len(value) > 200:
-            report[key] = value[:200] + "…"
-
-
 def _pinned(session: Session, settings: ReplaySettings) -> bool:
     """A replay never evicted: the session's default one, or a saved profile's as saved."""
     if settings.saved is not None and not settings.config and settings.stages is None:
@@ -277,7 +233,7 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     totals["recorded"] = (session_totals([c["rec"] for c in calls])
                           or canonical.meta.get("recorded_totals"))
     totals["model"] = canonical.meta.get("model")
-    _fit(calls, totals, packed)
+    fit_stored(calls, totals, packed)
     pinned = _pinned(session, settings)
     try:
         with transaction.atomic():
@@ -337,10 +293,19 @@ def _replay_to(session: Session, settings: ReplaySettings, index: int,
     return live.last, live.replay
 
 
+# Past this many calls a replay never keeps every call, whatever the inline bound: what the
+# kept calls hold grows with the square of the session (a stage that returns a tuple holds a
+# whole history per call: 463 M references for 16,000 calls, and measuring them took 2 s of a
+# background replay run with the bound raised to 16,000).
+KEEP_EVERY_CALL_UP_TO = 1000
+
+
 def keeps_every_call(session: Session) -> bool:
     """Whether a replay of `session` keeps every call it passes: one that replays inline
-    (CTXSIM_INLINE_REPLAY_CALLS); its calls' histories share most of their storage."""
-    return session.model_call_count <= django_settings.CTXSIM_INLINE_REPLAY_CALLS
+    (CTXSIM_INLINE_REPLAY_CALLS) and is short (`KEEP_EVERY_CALL_UP_TO`); its calls' histories
+    share most of their storage."""
+    return session.model_call_count <= min(django_settings.CTXSIM_INLINE_REPLAY_CALLS,
+                                           KEEP_EVERY_CALL_UP_TO)
 
 
 def call_detail(

@@ -182,18 +182,18 @@ def test_a_session_keeps_its_runs_per_session_and_evicted_spill_files_go(
 
 
 def test_a_run_over_its_byte_bound_keeps_counts_instead_of_long_report_lists() -> None:
-    from ctxsim.replays.services import _fit, _stored_bytes, run_byte_bound
+    from ctxsim.replays.run_bounds import fit_stored, run_byte_bound, stored_bytes
 
     calls = [{"i": n, "reports": {"budget": {"spilled": ["x" * 300] * 20, "note": "n" * 5000}}}
              for n in range(10)]
     totals: dict = {}
-    assert _stored_bytes(calls, totals, b"") > run_byte_bound(10)
-    _fit(calls, totals, b"")
-    assert _stored_bytes(calls, totals, b"") <= run_byte_bound(10)
+    assert stored_bytes(calls, totals, b"") > run_byte_bound(10)
+    fit_stored(calls, totals, b"")
+    assert stored_bytes(calls, totals, b"") <= run_byte_bound(10)
     report = calls[0]["reports"]["budget"]
     assert report["spilled"] == [] and report["spilled_count"] == 20
     untouched = [{"i": 0, "reports": {"budget": {"spilled": ["a"]}}}]
-    _fit(untouched, totals, b"")
+    fit_stored(untouched, totals, b"")
     assert untouched[0]["reports"]["budget"] == {"spilled": ["a"]}
 
 
@@ -237,7 +237,7 @@ def test_a_viewers_50_new_thresholds_stay_within_the_database_and_memory_bounds(
 ):
     from ctxsim.generator import generate_session
     from ctxsim.pipeline.tokens import TiktokenCounter
-    from ctxsim.replays.services import run_byte_bound
+    from ctxsim.replays.run_bounds import run_byte_bound
 
     budget = 48 * 1024 * 1024
     monkeypatch.setattr(TiktokenCounter, "MAX_CACHED_BYTES", TOKEN_CACHE)
@@ -295,3 +295,17 @@ def test_a_step_reads_its_summary_from_memory_when_the_session_and_replay_fill_t
     table = ReplayRun._meta.db_table
     assert not [q for q in queries.captured_queries
                 if f'FROM "{table}"' in q["sql"] and "SELECT" in q["sql"]]
+
+
+def test_only_short_sessions_keep_every_call_whatever_the_inline_bound(settings) -> None:
+    """What the kept calls hold grows with the square of the session: raising the inline
+    bound (the bench replays 16,000 calls inline) must not keep every call of a long one."""
+    from types import SimpleNamespace
+
+    from ctxsim.replays.services import KEEP_EVERY_CALL_UP_TO, keeps_every_call
+
+    settings.CTXSIM_INLINE_REPLAY_CALLS = 16_000
+    assert keeps_every_call(SimpleNamespace(model_call_count=KEEP_EVERY_CALL_UP_TO))
+    assert not keeps_every_call(SimpleNamespace(model_call_count=KEEP_EVERY_CALL_UP_TO + 1))
+    settings.CTXSIM_INLINE_REPLAY_CALLS = 100
+    assert not keeps_every_call(SimpleNamespace(model_call_count=200))
