@@ -8,6 +8,7 @@ from collections.abc import Collection, Sequence
 from itertools import compress
 from operator import itemgetter, not_
 
+from .history import Prefix
 from .messages import Message
 from .stages import Delta, changed_positions
 from .tokens import TokenCounter, tokens_by_identity
@@ -74,12 +75,19 @@ class CostCache:
         return tokens
 
 
+def _lowest(part: Collection[int]) -> int:
+    """The lowest of a non-empty set of positions: a `Prefix` of positions is a view of a list
+    a stage appended to in order (`tool_context`'s older results, most of a long history at
+    every call), so its first."""
+    return part[0] if isinstance(part, Prefix) else min(part)
+
+
 def _indexable(history: Sequence[Message]) -> Sequence[Message]:
     return history if isinstance(history, (tuple, list)) else tuple(history)
 
 
 def rewritten(before: Sequence[Message], after: Sequence[Message],
-               reported: tuple[int, ...] | None) -> tuple[int, ...] | None:
+               reported: Sequence[int] | None) -> Sequence[int] | None:
     """Where a stage put other messages than it was given; None when it changed the length."""
     if after is before:
         return ()
@@ -133,7 +141,7 @@ class Deltas:
         return Delta(before_in, before_out, (*self.carried, *made, *self._now, appended))
 
     def ran(self, slot: int, phase: str, history: Sequence[Message],
-            out: Sequence[Message], changed: tuple[int, ...] | None) -> None:
+            out: Sequence[Message], changed: Sequence[int] | None) -> None:
         given = self._now
         now: _Parts | None = None
         if given is not None and changed is not None:
@@ -149,7 +157,7 @@ class Deltas:
         the persistent phase carried over. Call after the last stage, before `finish`."""
         if self.carried is None or self._last_now is None or self._now is None:
             return None
-        return min((self.base_len, *(min(part) for part in (
+        return min((self.base_len, *(_lowest(part) for part in (
             *self.carried, *self._last_now, *self._now) if part)))
 
     def finish(self, persistent_len: int) -> None:

@@ -24,7 +24,7 @@ CHUNK = 1 << _SHIFT  # messages per chunk
 _MASK = CHUNK - 1
 
 
-class _Shared(Sequence[Message]):
+class _Shared[T](Sequence[T]):
     """What both kinds of shared history have in common: they compare equal to the tuple they
     stand for (and to each other), message by message, and are not hashable (unlike tuples)."""
 
@@ -43,12 +43,13 @@ class _Shared(Sequence[Message]):
         return f"{type(self).__name__}({list(self)!r})"
 
 
-class Prefix(_Shared):
-    """`items[:n]` of a list that is only ever appended to (never rewritten or shortened)."""
+class Prefix[T](_Shared[T]):
+    """`items[:n]` of a list that is only ever appended to (never rewritten or shortened): a
+    replay's raw history, or positions a stage appended in order (`tool_context`)."""
 
     __slots__ = ("_items", "_n")
 
-    def __init__(self, items: list[Message], n: int | None = None) -> None:
+    def __init__(self, items: list[T], n: int | None = None) -> None:
         self._items = items
         self._n = len(items) if n is None else n
 
@@ -56,10 +57,10 @@ class Prefix(_Shared):
         return self._n
 
     @overload
-    def __getitem__(self, index: int) -> Message: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
-    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
         if isinstance(index, slice):
             start, stop, step = index.indices(self._n)
             return tuple(self._items[start:stop:step])
@@ -69,10 +70,10 @@ class Prefix(_Shared):
             raise IndexError("history index out of range")
         return self._items[index]
 
-    def __iter__(self) -> Iterator[Message]:
+    def __iter__(self) -> Iterator[T]:
         return islice(self._items, self._n)
 
-    def __reversed__(self) -> Iterator[Message]:
+    def __reversed__(self) -> Iterator[T]:
         items = self._items
         return (items[i] for i in range(self._n - 1, -1, -1))
 
@@ -81,7 +82,7 @@ class Prefix(_Shared):
         return (Prefix, (list(self),))
 
 
-class History(_Shared):
+class History(_Shared[Message]):
     """An immutable history: full chunks of `CHUNK` messages, then a shorter tail. Appending
     copies the tail only (the chunk list too, once per `CHUNK` messages); replacing copies the
     chunks it lands in (and the chunk list when one of them is a full chunk)."""

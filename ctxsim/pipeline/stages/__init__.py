@@ -33,7 +33,7 @@ class StageResult:
     report: dict[str, Any]
     # When the stage knows them: the positions where `history` holds a message other than the
     # input's (same length). Lets the replay re-measure just those, not scan the history.
-    changed: tuple[int, ...] | None = None
+    changed: Sequence[int] | None = None
     # When the stage builds its output from the one it returned at the previous call: that
     # output and where `history` holds other messages than it (below its length). Lets the
     # replay measure what changed since, where `changed` (against the input) is most of a

@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..history import History
+from ..history import History, Prefix
 from ..messages import Message
 from . import ReplayFacts, Since, StageContext, StageResult, handed_on, other_objects
 
@@ -45,7 +45,9 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
             and all(history[i].role == seen[i].role for i in changed)):
         # From the previous output: what changed in the input, and what was appended.
         start = len(seen)
-        tools = tools + [i for i in range(start, len(history)) if history[i].role == "tool"]
+        # In place: the list is only ever appended to (a reset makes a new one), so the
+        # `Prefix` views of it handed out at earlier calls still hold what they held.
+        tools.extend(i for i in range(start, len(history)) if history[i].role == "tool")
         was = memo.get("older", 0)
         out = since = last
         for i in range(start, len(history)):
@@ -73,7 +75,7 @@ def run(history: Sequence[Message], ctx: StageContext) -> StageResult:
     result = memo["output"] = out.replaced(changes)
     # Against the previous output, only the input's changes and the newly older results
     # differ (and what was appended): the replay measures those, not every older result.
-    return StageResult(result, report, tuple(tools[:older]),
+    return StageResult(result, report, Prefix(tools, older),
                        None if since is None else Since(since, tuple(changes)))
 
 # --- what a report means ----------------------------------------------------------------------
