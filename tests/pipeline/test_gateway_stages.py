@@ -33,6 +33,24 @@ def test_the_placeholder_replaces_even_shorter_content_and_can_be_portuguese() -
     assert r.history[1].content == AIVAX_PLACEHOLDER_PT.encode()
 
 
+def test_the_older_positions_handed_out_at_a_call_stay_what_they_were() -> None:
+    """The memo appends to one list of tool positions and hands out views of it: a later call
+    appending to it, or starting again from scratch, never changes an earlier call's."""
+    c = aivax(toolContextCount=1)
+    c.memo = {}
+    h = [user(), assistant("a", "b"), tool("a"), tool("b")]
+    seen = []
+    for step in range(4):
+        r = tool_context.run(h, c)
+        seen.append((r.changed, list(r.changed)))
+        h = [*h, assistant(f"c{step}"), tool(f"c{step}")]
+    h = h[:4]  # shorter: the memo starts again
+    seen.append((tool_context.run(h, c).changed, [2]))
+    for view, positions in seen:
+        assert list(view) == positions and len(view) == len(positions)
+    assert [p for _, p in seen[:4]] == [[2], [2, 3], [2, 3, 5], [2, 3, 5, 7]]
+
+
 def test_tool_context_off_counts_every_tool_message_as_kept() -> None:
     h = [assistant("a", "b"), tool("a"), tool("b")]
     r = tool_context.run(h, aivax(toolContextCount=0))
