@@ -21,8 +21,9 @@ say exactly what is timed):
 - `token-model` (SPEC §11, issue 25): a cold replay of a 2,000-call Claude Code session with
   recorded usage, profile `claude-code`, with the token model on against the same replay
   with it off: <= 1.1.
-- `import-worker-memory`: a real `db_worker` importing the ~100 MB Claude Code file, its peak
-  RSS above its idle RSS against the file size: <= 2.
+- `import-worker-memory`: a real task worker (`ctxsim_worker`, the task in its own process)
+  importing the ~100 MB Claude Code file, its peak RSS above its idle RSS (the tokenizer
+  loaded) against the file size: <= 2.
 
 Issue 31's (`bench/scale.py` says what each times):
 - `page-open-scale`: the 16,000-call session page opened from its stored replay (and the call
@@ -33,8 +34,8 @@ Issue 31's (`bench/scale.py` says what each times):
 - `replay-scale`: the background replay of the 16,000-call session against 4 x the
   4,000-call one: <= 1.15.
 - `poll-bytes`: the bytes of a pending insights poll, in KB: <= 2.
-- `worker-memory-16k`: a real `db_worker` replaying the 16,000-call session, its peak RSS above
-  its idle RSS against the session's stored size: <= 4.
+- `worker-memory-16k`: a real task worker (the same) replaying the 16,000-call session, its
+  peak RSS above its idle RSS against the session's stored size: <= 4.
 
     python -m bench.run [--quick]      # --quick: smaller inputs, for trying the harness
     python -m bench.run --only replay-physical --only memo
@@ -198,7 +199,7 @@ def scale_targets(only: set[str], scale: int, reps: int) -> list[bool]:
         worker = child("bench.scale", "worker-memory", str(LONG // scale))
         above = worker["peak"] - worker["idle"]
         results.append(line("worker-memory-16k", above / worker["bytes"], 4))
-        info(f"db_worker replaying the {worker['calls']}-call session "
+        info(f"the worker replaying the {worker['calls']}-call session "
              f"({worker['bytes'] / 1e6:.0f} MB stored, {worker['seconds']:.1f}s): peak RSS "
              f"{worker['peak'] / 1e6:.0f} MB, idle {worker['idle'] / 1e6:.0f} MB, after the "
              f"task {worker['after'] / 1e6:.0f} MB")
@@ -302,7 +303,7 @@ def main() -> int:
         worker = child("bench.worker_memory", str(path))
         above = worker["peak_bytes"] - worker["idle_bytes"]
         results.append(line("import-worker-memory", above / worker["file_bytes"], 2))
-        info(f"db_worker importing {worker['file_bytes'] / 1e6:.1f} MB "
+        info(f"the worker importing {worker['file_bytes'] / 1e6:.1f} MB "
              f"({worker['sessions']} sessions, {worker['seconds']:.1f}s): peak RSS "
              f"{worker['peak_bytes'] / 1e6:.0f} MB, idle {worker['idle_bytes'] / 1e6:.0f} MB, "
              f"{above / 1e6:.0f} MB above idle; baseline, the file size")

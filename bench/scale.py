@@ -29,8 +29,10 @@ only the database.
   of one poll of its columns' jobs (the page's status element, `GET /jobs/<pk>/?also=…`) —
   `poll_bytes`; the bytes of the section itself once every column is stored are printed
   beside (`section_bytes`).
-- `worker-memory`: one size; a real `manage.py db_worker --queue-name replays` idles
-  IDLE_SECONDS (its RSS then: `idle`), then replays the session under its default profile as a
+- `worker-memory`: one size; a real `manage.py ctxsim_worker --queue-name replays`
+  (production's worker, with `CTXSIM_WORKER_MAX_MB=0`: the task runs in the process measured,
+  not in a child) idles IDLE_SECONDS (its RSS then: `idle`, the tokenizer loaded), then
+  replays the session under its default profile as a
   session page request queues it (`background.pending_for`, the stored summary removed); its
   peak RSS (`VmHWM`) minus the idle RSS, against the session's stored size (`total_bytes`).
 """
@@ -258,12 +260,12 @@ def worker_memory(folder: str, env: dict, row) -> dict:
     from ctxsim.replays.models import BackgroundReplay, ReplayRun
     from ctxsim.replays.services import default_settings
 
-    worker_env = {**os.environ, **env,
+    worker_env = {**os.environ, **env, "CTXSIM_WORKER_MAX_MB": "0",
                   "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                               os.environ.get("PYTHONPATH")]))}
     log = open(output_dir() / "worker-memory-16k.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--queue-name", "replays",
+        [sys.executable, "manage.py", "ctxsim_worker", "--queue-name", "replays",
          "--no-startup-delay", "--no-reload", "--worker-id", "bench-scale-memory",
          "--interval", "0.2"], cwd=ROOT, env=worker_env, stdout=log, stderr=log)
     try:

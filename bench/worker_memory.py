@@ -1,9 +1,12 @@
 """Import worker memory (issue 21): `python -m bench.worker_memory PATH`.
 
 A fresh SQLite file database in a temporary folder (migrated, WAL), one team and user, and a
-real task worker, `manage.py db_worker --queue-name imports`, started as production starts it.
+real task worker, `manage.py ctxsim_worker --queue-name imports` (production's), with
+`CTXSIM_WORKER_MAX_MB=0` so the task runs in the process measured rather than in a child.
 Once it has polled the empty queue for IDLE_SECONDS its resident memory is read (`VmRSS` in
-/proc: the idle RSS, with Django, the importers and the tokenizer loaded as a worker has them).
+/proc: the idle RSS, with Django, the importers and the tokenizer loaded as a worker has them;
+until stop 39 the worker loaded the tokenizer at its first task, so its ~40 MB counted as the
+import's).
 Then PATH is queued as an upload would queue it (`queue_import`, the view's service), the
 worker imports it, and when the job is done its peak resident memory is read (`VmHWM`, the
 kernel's high-water mark of the worker process). The target is (peak - idle) / file size.
@@ -57,12 +60,12 @@ def run(folder: str, path: Path) -> dict:
     from ctxsim.transcripts.services import queue_import
 
     team, user = bench_owner(wal=True)
-    worker_env = {**os.environ, **env,
+    worker_env = {**os.environ, **env, "CTXSIM_WORKER_MAX_MB": "0",
                   "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                               os.environ.get("PYTHONPATH")]))}
     log = open(output_dir() / "worker-memory.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--queue-name", "imports",
+        [sys.executable, "manage.py", "ctxsim_worker", "--queue-name", "imports",
          "--no-startup-delay", "--no-reload", "--worker-id", "bench-memory",
          "--interval", "0.2"],
         cwd=ROOT, env=worker_env, stdout=log, stderr=log)

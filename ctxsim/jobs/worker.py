@@ -16,6 +16,8 @@
   starts again (`LOCKED_PAUSE`), with a log line each time.
 - **Priority.** A replay or a sweep runs `nice`d (`BACKGROUND_NICE`): with a worker per
   queue, an import never waits for one, and it is not slowed down by one either.
+- **The tokenizer** (the default counter's BPE table) is loaded once, before the first task:
+  a child forked for a task finds it loaded (it used to build it again, 0.2 s and 40 MB).
 - **Signals.** SIGTERM or SIGINT to the worker reaches the running child too (a sweep stops
   between points and is queued again), and the worker exits once the child did.
 
@@ -78,6 +80,11 @@ class BoundedWorker(Worker):
     child: int | None = None
 
     def run(self) -> None:
+        from ctxsim.replays.services import warm_encoding
+
+        # Every import and replay tokenizes: each task's child, forked from here, finds the
+        # table loaded and shares its pages, instead of building it again (0.2 s a task).
+        warm_encoding()
         while True:
             try:
                 super().run()

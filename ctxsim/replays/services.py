@@ -66,6 +66,14 @@ def canonical_session(session: Session, counter_name: str | None = None, *,
     return entry.canonical
 
 
+def warm_encoding() -> str:
+    """Load the default counter's BPE table (what every replay needs first; ~0.2 s and 40 MB
+    for cl100k_base) and return the counter's name."""
+    counter = ReplaySettings().counter
+    get_counter(counter).count(b"warm")
+    return counter
+
+
 def warm_up(sessions: int | None = None) -> int:
     """Load what every request needs before serving any: the default counter's encoding,
     the stored default replay summary of each of the newest `sessions` sessions
@@ -84,8 +92,7 @@ def warm_up(sessions: int | None = None) -> int:
 
     if sessions is None:
         sessions = django_settings.CTXSIM_WARM_SESSIONS
-    counter = ReplaySettings().counter
-    get_counter(counter).count(b"warm")  # loads the BPE table
+    counter = warm_encoding()
     rendering.warm_lexers()  # what the first call view showing a file's content paid
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:

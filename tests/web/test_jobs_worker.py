@@ -11,7 +11,7 @@ from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
 from tests.web import workers
-from tests.web.worker_tasks import hog, kill_myself, whoami
+from tests.web.worker_tasks import encodings_loaded, hog, kill_myself, whoami
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,6 +36,17 @@ def test_a_task_over_the_memory_limit_fails_and_the_worker_runs_the_next(setting
         assert row.status == "SUCCESSFUL"
         assert row.return_value != worker.pid  # a child of its own
         assert worker.poll() is None  # the worker lives on
+
+
+def test_a_task_finds_the_tokenizer_the_worker_loaded_before_forking_it(settings):
+    """Every import and replay tokenizes: the worker loads the default counter's table once,
+    so a task's child no longer builds it again (0.2 s a task for cl100k_base)."""
+    env = workers.worker_env(settings, CTXSIM_WORKER_MAX_MB="400")
+    first, second = encodings_loaded.enqueue(), encodings_loaded.enqueue()
+    with workers.running(env, command_name="ctxsim_worker") as worker:
+        for result in (first, second):
+            row = workers.wait_for(lambda r=result: finished(r.id), 60, "the task's end", worker)
+            assert row.status == "SUCCESSFUL" and row.return_value == ["cl100k_base"]
 
 
 @pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite's write lock")

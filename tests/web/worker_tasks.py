@@ -24,3 +24,11 @@ def whoami() -> int:
 @task(queue_name="replays")
 def kill_myself() -> None:
     os.kill(os.getpid(), 9)
+
+
+@task(queue_name="replays")
+def encodings_loaded() -> list[str]:
+    """The token counters the task's process had loaded when the task started."""
+    from ctxsim.pipeline import tokens
+
+    return sorted(tokens._COUNTERS)
