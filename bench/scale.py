@@ -42,16 +42,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import html
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
 from bench.common import ROOT, bench_owner, emit, median, note, output_dir, setup_django, timed
-from bench.worker_memory import IDLE_SECONDS, status_kib
+from bench.worker_memory import idle_worker, status_kib
 
 STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
 POLL = {"HX-Request": "true"}  # htmx polling a job from the page
@@ -260,19 +257,7 @@ def worker_memory(folder: str, env: dict, row) -> dict:
     from ctxsim.replays.models import BackgroundReplay, ReplayRun
     from ctxsim.replays.services import default_settings
 
-    worker_env = {**os.environ, **env, "CTXSIM_WORKER_MAX_MB": "0",
-                  "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                              os.environ.get("PYTHONPATH")]))}
-    log = open(output_dir() / "worker-memory-16k.log", "w")  # noqa: SIM115 - closed below
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "ctxsim_worker", "--queue-name", "replays",
-         "--no-startup-delay", "--no-reload", "--worker-id", "bench-scale-memory",
-         "--interval", "0.2"], cwd=ROOT, env=worker_env, stdout=log, stderr=log)
-    try:
-        time.sleep(IDLE_SECONDS)
-        if worker.poll() is not None:
-            raise RuntimeError(f"the worker exited with {worker.returncode} (see {log.name})")
-        idle = status_kib(worker.pid, "VmRSS") * 1024
+    with idle_worker(env, "replays", "worker-memory-16k") as (worker, idle):
         ReplayRun.objects.filter(session=row).delete()
         REPLAYS.clear()  # this process's copy of the summary too
         queued = background.pending_for(row, default_settings(row))
@@ -292,10 +277,6 @@ def worker_memory(folder: str, env: dict, row) -> dict:
         time.sleep(1.0)  # the task's end: what it let go shows in the current RSS
         peak = status_kib(worker.pid, "VmHWM") * 1024
         after = status_kib(worker.pid, "VmRSS") * 1024
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
-        log.close()
     return {"calls": row.model_call_count, "bytes": row.total_bytes, "idle": idle,
             "peak": peak, "after": after, "seconds": took}
 

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import ROOT, bench_owner, emit, note, output_dir, setup_django
@@ -52,6 +54,35 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextmanager
+def idle_worker(env: dict[str, str], queue: str,
+                name: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """Production's task worker (`ctxsim_worker`) on `queue`, with `CTXSIM_WORKER_MAX_MB=0` so
+    its tasks run in the process measured, not in a child; yields it with its RSS after it
+    idled IDLE_SECONDS (Django and the tokenizer loaded), and stops it. Its output goes to
+    `bench-output/<name>.log`."""
+    worker_env = {**os.environ, **env, "CTXSIM_WORKER_MAX_MB": "0",
+                  "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                              os.environ.get("PYTHONPATH")]))}
+    with open(output_dir() / f"{name}.log", "w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "ctxsim_worker", "--queue-name", queue,
+             "--no-startup-delay", "--no-reload", "--worker-id", name, "--interval", "0.2"],
+            cwd=ROOT, env=worker_env, stdout=log, stderr=log)
+        try:
+            time.sleep(IDLE_SECONDS)
+            if worker.poll() is not None:
+                raise RuntimeError(f"the worker exited with {worker.returncode} (see {log.name})")
+            yield worker, status_kib(worker.pid, "VmRSS") * 1024
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+
+
 def run(folder: str, path: Path) -> dict:
     env = setup_django(folder, LOG_LEVEL="ERROR")
     from django.core.files.uploadedfile import UploadedFile
@@ -60,20 +91,7 @@ def run(folder: str, path: Path) -> dict:
     from ctxsim.transcripts.services import queue_import
 
     team, user = bench_owner(wal=True)
-    worker_env = {**os.environ, **env, "CTXSIM_WORKER_MAX_MB": "0",
-                  "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                              os.environ.get("PYTHONPATH")]))}
-    log = open(output_dir() / "worker-memory.log", "w")  # noqa: SIM115 - closed below
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "ctxsim_worker", "--queue-name", "imports",
-         "--no-startup-delay", "--no-reload", "--worker-id", "bench-memory",
-         "--interval", "0.2"],
-        cwd=ROOT, env=worker_env, stdout=log, stderr=log)
-    try:
-        time.sleep(IDLE_SECONDS)
-        if worker.poll() is not None:
-            raise RuntimeError(f"the worker exited with {worker.returncode} (see {log.name})")
-        idle = status_kib(worker.pid, "VmRSS") * 1024
+    with idle_worker(env, "imports", "worker-memory") as (worker, idle):
         size = path.stat().st_size
         start = time.perf_counter()
         with path.open("rb") as handle:
@@ -88,7 +106,8 @@ def run(folder: str, path: Path) -> dict:
             if rss > highest:
                 highest, phase = rss, f"{job.progress}% {job.message}"
             if worker.poll() is not None:
-                raise RuntimeError(f"the worker died ({worker.returncode}, see {log.name})")
+                raise RuntimeError(f"the worker died ({worker.returncode}, see "
+                                   f"{output_dir() / 'worker-memory.log'})")
             if time.perf_counter() - start > TIMEOUT_SECONDS:
                 raise RuntimeError("the import did not finish in time")
             time.sleep(0.1)
@@ -98,14 +117,6 @@ def run(folder: str, path: Path) -> dict:
             raise RuntimeError(f"the import ended {job.status}: {job.message}")
         note(f"worker idle {idle / 1e6:.0f} MB, peak {peak / 1e6:.0f} MB, "
              f"import {seconds:.1f}s; highest RSS sampled at {phase!r}")
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        log.close()
     return {"file_bytes": size, "idle_bytes": idle, "peak_bytes": peak, "seconds": seconds,
             "sessions": len(job.session_ids), "phase": phase}
 
