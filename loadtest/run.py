@@ -10,6 +10,10 @@
 4. Runs USERS simulated reviewers for DURATION seconds, each with 1–3 s think time between
    actions: browsing the sessions list, opening a session, stepping calls, changing a threshold
    (the htmx replay request) and commenting (only when the team-review feature exists).
+   An answer the worker has to complete (a session past CTXSIM_INLINE_REPLAY_CALLS, e.g.
+   `--calls 2000`: a status element polling its job) is followed as the page follows it:
+   each poll a request of its own ("poll"), then the region loaded; how long the action
+   waited for its result is reported beside the requests (it was the status answers alone).
 5. Stops the stack, prints errors, p50 and p95 per action, overall and per 10-second window,
    and exits 1 on any error (an answer outside 2xx/3xx, a failed connection, or one slower than
    10 s) or when any 10-second window's p95 is above 1 s (SPEC §9, issue 21).
@@ -18,10 +22,12 @@
 from __future__ import annotations
 
 import argparse
+import html
 import http.client
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -44,6 +50,11 @@ SLOW = 10.0  # seconds: slower than this is an error (SPEC §9)
 THRESHOLDS = (4000, 6000, 8000, 10000, 12000, 16000)
 # action -> weight (share of a reviewer's actions)
 ACTIONS = {"list": 2, "open": 2, "step": 4, "threshold": 2, "comment": 1}
+# A region the worker fills answers with a status element that polls its job (templates/jobs/
+# poll.html); once the job ended, the answer loads the region (or refreshes the page). The
+# reviewer follows it as the browser does, each poll a request of its own ("poll").
+POLLING = re.compile(rb'<div class="job-poll"[^>]*? hx-get="([^"]+)" hx-trigger="every (\d+)s"')
+ENDED = re.compile(rb'<div class="job-poll job-ended"[^>]*? hx-get="([^"]+)" hx-trigger="load"')
 
 
 def log(text: str) -> None:
@@ -163,6 +174,10 @@ class Reviewer:
     deadline: float
     samples: list[Sample] = field(default_factory=list)
 
+    # (action, seconds from its request until its region held the result) for the actions
+    # answered by a status element the reviewer polled (work the worker did meanwhile)
+    waits: list[tuple[str, float]] = field(default_factory=list)
+
     def __post_init__(self) -> None:
         self.rng = random.Random(1000 + self.number)
         self.csrf = "".join(self.rng.choices(string.ascii_letters + string.digits, k=32))
@@ -172,7 +187,8 @@ class Reviewer:
         self.threshold: int | None = None
 
     def request(self, action: str, method: str, path: str, *, body: str | None = None,
-                headers: dict[str, str] | None = None) -> None:
+                headers: dict[str, str] | None = None) -> tuple[bytes, dict[str, str]]:
+        """Send one request and record it; its body and headers (empty on an error)."""
         all_headers = {"Cookie": f"sessionid={self.cookie}; csrftoken={self.csrf}",
                        "User-Agent": f"ctxsim-loadtest/{self.number}", **(headers or {})}
         if body is not None:
@@ -180,13 +196,14 @@ class Reviewer:
             all_headers["X-CSRFToken"] = self.csrf
         start = time.perf_counter()
         sent_at = time.monotonic()
-        status, error = 0, ""
+        status, error, content, answer_headers = 0, "", b"", {}
         try:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
             self.conn.request(method, path, body=body, headers=all_headers)
             response = self.conn.getresponse()
-            response.read()
+            content = response.read()
+            answer_headers = {k.lower(): v for k, v in response.getheaders()}
             status = response.status
             if response.getheader("Connection", "").lower() == "close":
                 self.conn.close()
@@ -204,6 +221,36 @@ class Reviewer:
         self.samples.append(Sample(action, seconds, status, error, sent_at))
         if error:
             log(f"reviewer {self.number}: {action} {method} {path}: {error}")
+            return b"", {}
+        return content, answer_headers
+
+    def follow(self, action: str, path: str, target: str, answer: tuple[bytes, dict[str, str]],
+               started: float) -> None:
+        """Poll a status element in `answer` until the region `target` of page `path` holds
+        the result, as the page's htmx does; record how long the action waited for it."""
+        content, headers = answer
+        polled = False
+        page = f"http://127.0.0.1:{self.port}{path}"
+        for _ in range(600):  # bounded; the deadline ends it first
+            found = POLLING.search(content)
+            if found is None or time.monotonic() >= self.deadline + 60:
+                break
+            polled = True
+            time.sleep(int(found.group(2)))
+            content, headers = self.request(
+                "poll", "GET", html.unescape(found.group(1).decode()),
+                headers={"HX-Request": "true", "HX-Current-URL": page})
+            if "hx-refresh" in headers:
+                content, headers = self.request("poll", "GET", path)
+                continue
+            ended = ENDED.search(content)
+            if ended is not None:
+                content, headers = self.request(
+                    "poll", "GET", html.unescape(ended.group(1).decode()),
+                    headers={"HX-Request": "true", "HX-Target": target,
+                             "HX-Current-URL": page})
+        if polled:
+            self.waits.append((action, time.perf_counter() - started))
 
     def query(self) -> str:
         q = "profile=chatcli"
@@ -221,15 +268,19 @@ class Reviewer:
             self.call = self.rng.randrange(self.session["calls"])
             self.request("open", "GET", f"/sessions/{self.session['id']}/?{self.query()}"
                          f"&call={self.call}")
-        elif action == "step":
-            self.call = min(max(self.call + self.rng.choice((-1, 1, 1)), 0),
-                            self.session["calls"] - 1)
-            self.request("step", "GET", f"/sessions/{sid}/?{self.query()}&call={self.call}",
-                         headers={"HX-Request": "true", "HX-Target": "div#call-view"})
-        elif action == "threshold":
-            self.threshold = self.rng.choice(THRESHOLDS)
-            self.request("threshold", "GET", f"/sessions/{sid}/?{self.query()}&call={self.call}",
-                         headers={"HX-Request": "true", "HX-Target": "section#replay"})
+        elif action in ("step", "threshold"):
+            if action == "step":
+                self.call = min(max(self.call + self.rng.choice((-1, 1, 1)), 0),
+                                self.session["calls"] - 1)
+                target = "div#call-view"
+            else:
+                self.threshold = self.rng.choice(THRESHOLDS)
+                target = "section#replay"
+            path = f"/sessions/{sid}/?{self.query()}&call={self.call}"
+            started = time.perf_counter()
+            answer = self.request(action, "GET", path,
+                                  headers={"HX-Request": "true", "HX-Target": target})
+            self.follow(action, path, target, answer, started)
         elif action == "comment":
             body = f"body=Load+test+note+{self.number}-{len(self.samples)}&call={self.call}"
             self.request("comment", "POST", f"/sessions/{sid}/comments/", body=body,
@@ -283,8 +334,9 @@ def windows(samples: list[Sample]) -> list[tuple[int, int, float, float, int, fl
     return out
 
 
-def report(samples: list[Sample], comments: bool) -> int:
-    names = [a for a in ACTIONS if any(s.action == a for s in samples)]
+def report(samples: list[Sample], comments: bool,
+           waits: list[tuple[str, float]] = ()) -> int:
+    names = [a for a in [*ACTIONS, "poll"] if any(s.action == a for s in samples)]
     print(f"{'action':<10} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
           f"{'max ms':>8}")
     for name in [*names, "overall"]:
@@ -305,6 +357,14 @@ def report(samples: list[Sample], comments: bool) -> int:
             flag = f"  p95 above {WINDOW_P95_LIMIT_MS} ms"
         print(f"{f'{start}-{start + WINDOW_SECONDS}s':<10} {count:>8} {errors:>6} {p50:>8.0f} "
               f"{p95:>8.0f} {slowest:>8.0f}{flag}")
+    # Actions whose answer was a status element (the worker replayed): how long the reviewer
+    # waited for the result, polls included (reported; the windows hold each request).
+    for name in ACTIONS:
+        times = sorted(seconds * 1000 for action, seconds in waits if action == name)
+        if times:
+            print(f"{name} until its result (polled: the worker replayed): {len(times)}, "
+                  f"p50 {percentile(times, 50):.0f} ms, p95 {percentile(times, 95):.0f} ms, "
+                  f"max {times[-1]:.0f} ms")
     if not comments:
         print("comment: skipped (no URL named comment-create: the team-review feature is absent)")
     errors = sum(1 for s in samples if s.error)
@@ -369,7 +429,8 @@ def main() -> int:
         stop(server)
         server_log.close()
         log("stack stopped (server log: bench-output/loadtest-server.log)")
-    return report([s for r in reviewers for s in r.samples], seeded["comments"])
+    return report([s for r in reviewers for s in r.samples], seeded["comments"],
+                  [w for r in reviewers for w in r.waits])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ and one user cannot hold every thread (the per-user limit holds across processes
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 
 import pytest
@@ -137,6 +138,30 @@ def test_a_threshold_change_and_a_call_step_show_the_progress_in_their_region(
     assert "Call 3" in done
     replay = client.get(url(session, NEW), headers=REPLAY).content.decode()
     assert 'id="tokens-chart"' in replay
+
+
+def test_the_load_test_follows_a_pending_region_to_its_result_as_the_page_does(
+        personas, short_bound):
+    """`make loadtest` polls a status element until its region holds the result (sessions
+    past the inline bound, `--calls 2000`): its patterns match the templates' markup."""
+    from loadtest.run import ENDED, POLLING
+
+    client = personas.client("viewer")
+    page = url(short_bound, NEW)
+    pending = client.get(page, headers=REPLAY).content
+    found = POLLING.search(pending)
+    assert found is not None and found.group(2) == b"1"
+    poll = html.unescape(found.group(1).decode())
+    still = client.get(poll, headers={"HX-Request": "true", "HX-Current-URL": page}).content
+    assert POLLING.search(still) is not None and ENDED.search(still) is None
+    run_queued_replays()
+    ended = ENDED.search(client.get(poll, headers={"HX-Request": "true",
+                                                   "HX-Current-URL": page}).content)
+    assert ended is not None
+    result = client.get(html.unescape(ended.group(1).decode()),
+                        headers={**REPLAY, "HX-Current-URL": page}).content.decode()
+    assert result.lstrip().startswith('<section id="replay"') and 'id="tokens-chart"' in result
+    assert POLLING.search(result.encode()) is None
 
 
 def test_a_short_session_still_replays_inline(personas, long_session, replays_run):
