@@ -334,6 +334,9 @@ CTXSIM_REPLAYS_PER_USER = _int("CTXSIM_REPLAYS_PER_USER", 1, minimum=1)
 # needs a replay that is not stored (the page polls its progress); shorter ones inline. A
 # 1,000-call session replays in about 1-4 s here, the demo's longest has 150 calls.
 CTXSIM_INLINE_REPLAY_CALLS = _int("CTXSIM_INLINE_REPLAY_CALLS", 1000, minimum=0)
+# Where the processes of this machine take turns at replaying the same settings (lock files,
+# ctxsim/replays/flight.py); shared by every process of one deployment.
+CTXSIM_LOCK_DIR = Path(env.str("CTXSIM_LOCK_DIR", default=str(BASE_DIR / ".cache" / "locks")))
 # The largest trace a download or the API writes, estimated before the replay (bytes): a full
 # trace holds every history sent and grows with the square of the calls; past it a 413 links
 # the summary trace (ctxsim/replays/traces.py).

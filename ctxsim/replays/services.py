@@ -31,7 +31,7 @@ from ctxsim.pipeline.spill import MemorySpillSink, NullSpillSink
 from ctxsim.pipeline.tokens import get_counter
 from ctxsim.pipeline.trace import replay_calibration
 from ctxsim.pipeline.usage import call_recorded, session_totals
-from ctxsim.replays import analysis, rendering, spills
+from ctxsim.replays import analysis, flight, rendering, spills
 from ctxsim.replays.cache import REPLAYS, LiveReplay, LoadedSession, ReplayKey
 from ctxsim.replays.limits import replay_slot
 from ctxsim.replays.models import ReplayRun
@@ -126,7 +126,9 @@ def summary_for(session: Session, settings: ReplaySettings, keep: int | None = N
     cached = _stored_run(session, key)
     if cached is not None:
         return cached
-    with REPLAYS.replaying(key):
+    # One replay of these settings at a time: among this process's threads, then among the
+    # machine's processes (`flight`); a waiter reads the run the first one stored.
+    with REPLAYS.replaying(key), flight.one_at_a_time(session.pk, key.run):
         cached = _stored_run(session, key)
         if cached is not None:
             return cached
