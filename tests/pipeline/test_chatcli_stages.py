@@ -239,6 +239,34 @@ def test_markers_dropped_by_the_rewrite_are_listed_even_with_ccr_off() -> None:
     assert r.history[2].content.endswith(b"@recall <<ccr:0123456789abcdef>>]")
 
 
+def test_the_recall_keys_of_an_original_are_kept_across_replays_within_a_byte_bound() -> None:
+    keys = microcompact.RecallKeys(max_bytes=100, max_item=60)
+    marked = b"<<ccr:0123456789abcdef>> and <<ccr:0123456789abcdef>> again"  # 59 bytes
+    assert keys.of(marked)[0] == (b"0123456789abcdef",)  # once, though it appears twice
+    full = b"<<ccr:0123456789abcdef>><<ccr:fedcba9876543210>><<ccr:0123456789abcdef>>"
+    found = keys.of(full)  # 72 bytes: longer than max_item, answered but not kept
+    assert found[0] == (b"0123456789abcdef", b"fedcba9876543210")
+    assert found[1] == hashlib.sha256(full).hexdigest()[:16].encode()
+    plain = [bytes([65 + n]) * 30 for n in range(4)]
+    first = keys.of(plain[0])
+    assert first == ((), hashlib.sha256(plain[0]).hexdigest()[:16].encode())
+    assert keys.of(bytes(plain[0])) is first  # an equal original, another object: kept
+    keys.of(plain[1])  # 59 + 30 + 30 bytes > 100: the oldest (the marked one) goes
+    assert marked not in keys._keys and plain[0] in keys._keys
+    keys.of(plain[2])
+    keys.of(plain[3])  # one by one, oldest first: only what the bound needs
+    assert list(keys._keys) == plain[1:] and keys._bytes == 90
+
+
+def test_a_kept_recall_key_makes_the_same_suffix_as_a_fresh_one() -> None:
+    body = "y" * 5000
+    fresh = microcompact.run(_aged(body, 4), ctx(ccr="on")).history[2].content
+    assert body.encode() in microcompact.RECALL_KEYS._keys
+    again = microcompact.run(_aged(body, 4), ctx(ccr="on")).history[2].content
+    assert again == fresh and fresh.endswith(
+        f"<<ccr:{hashlib.sha256(body.encode()).hexdigest()[:16]}>>]".encode())
+
+
 # --- environment -----------------------------------------------------------------------------
 
 def test_env_values_are_parsed_like_go_atoi() -> None:

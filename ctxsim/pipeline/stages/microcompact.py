@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -129,14 +131,10 @@ def preview[U: (bytes, str)](s: U, head: int, tail: int) -> U:
 
 def recall_suffix(original: bytes, stub: bytes, ccr_on: bool) -> bytes:
     """Markers of the original the stub lost; with CCR on, an unmarked original is archived."""
-    keys: list[bytes] = []
-    for key in CCR_MARKER.findall(original):
-        if key not in keys:
-            keys.append(key)
+    markers, archive = RECALL_KEYS.of(original)
+    keys = markers or ((archive,) if ccr_on else ())
     if not keys:
-        if not ccr_on:
-            return b""
-        keys = [hashlib.sha256(original).hexdigest()[:16].encode()]
+        return b""
     missing = [k for k in keys if b"<<ccr:" + k + b">>" not in stub]
     if not missing:
         return b""
@@ -145,6 +143,55 @@ def recall_suffix(original: bytes, stub: bytes, ccr_on: bool) -> bytes:
         + b"".join(b" <<ccr:" + k + b">>" for k in missing)
         + b"]"
     )
+
+
+class RecallKeys:
+    """What `recall_suffix` reads of an original: its CCR markers in order of first
+    appearance, and the archive key of an unmarked one (its SHA-256, 16 hex digits), kept by
+    the original's bytes across replays.
+
+    Every replay compacts the same results of a stored session again, each once: scanning
+    and hashing their originals was a fifth of a warm 200-call `chatcli` replay (8 of 40 ms,
+    446 originals of ~11 KB), and of the replays a web process runs to reach a call. Entries
+    hold their originals (mostly the very objects of the sessions a process holds and of the
+    token counter's cache, bounded alike), so the memo is bounded by their bytes (`max_bytes`:
+    a 16,000-call session's results fit; a replay of more finds none of its originals, the
+    oldest having gone first, and pays only the bookkeeping) and skips an original larger
+    than `max_item`. Thread-safe."""
+
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024, max_item: int = 1024 * 1024) -> None:
+        self.max_bytes, self.max_item = max_bytes, max_item
+        self._keys: OrderedDict[bytes, tuple[tuple[bytes, ...], bytes]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def of(self, original: bytes) -> tuple[tuple[bytes, ...], bytes]:
+        found = self._keys.get(original)
+        if found is not None:
+            return found
+        markers: list[bytes] = []
+        if b"<<ccr:" in original:  # a memchr-speed scan first: most results hold none
+            for key in CCR_MARKER.findall(original):
+                if key not in markers:
+                    markers.append(key)
+        found = tuple(markers), hashlib.sha256(original).hexdigest()[:16].encode()
+        if len(original) <= self.max_item:
+            with self._lock:
+                if original not in self._keys:
+                    self._keys[original] = found
+                    self._bytes += len(original)
+                    while self._bytes > self.max_bytes:  # O(1) each, unlike a dict's first key
+                        oldest, _ = self._keys.popitem(last=False)
+                        self._bytes -= len(oldest)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+            self._bytes = 0
+
+
+RECALL_KEYS = RecallKeys()
 
 
 def _is_exempt(name: str, exempt: Sequence[str]) -> bool:
