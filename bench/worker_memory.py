@@ -91,7 +91,8 @@ def run(folder: str, path: Path) -> dict:
     from ctxsim.transcripts.services import queue_import
 
     team, user = bench_owner(wal=True)
-    with idle_worker(env, "imports", "worker-memory") as (worker, idle):
+    name = "worker-memory"
+    with idle_worker(env, "imports", name) as (worker, idle):
         size = path.stat().st_size
         start = time.perf_counter()
         with path.open("rb") as handle:
@@ -107,7 +108,7 @@ def run(folder: str, path: Path) -> dict:
                 highest, phase = rss, f"{job.progress}% {job.message}"
             if worker.poll() is not None:
                 raise RuntimeError(f"the worker died ({worker.returncode}, see "
-                                   f"{output_dir() / 'worker-memory.log'})")
+                                   f"{output_dir() / name}.log)")
             if time.perf_counter() - start > TIMEOUT_SECONDS:
                 raise RuntimeError("the import did not finish in time")
             time.sleep(0.1)

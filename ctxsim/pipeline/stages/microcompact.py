@@ -147,8 +147,8 @@ def recall_suffix(original: bytes, stub: bytes, ccr_on: bool) -> bytes:
 
 class RecallKeys:
     """What `recall_suffix` reads of an original: its CCR markers in order of first
-    appearance, and the archive key of an unmarked one (its SHA-256, 16 hex digits), kept by
-    the original's bytes across replays.
+    appearance, or, for an unmarked one, its archive key (its SHA-256, 16 hex digits; empty
+    for a marked one, which never reads it), kept by the original's bytes across replays.
 
     Every replay compacts the same results of a stored session again, each once: scanning
     and hashing their originals was a fifth of a warm 200-call `chatcli` replay (8 of 40 ms,
@@ -174,7 +174,8 @@ class RecallKeys:
             for key in CCR_MARKER.findall(original):
                 if key not in markers:
                     markers.append(key)
-        found = tuple(markers), hashlib.sha256(original).hexdigest()[:16].encode()
+        archive = b"" if markers else hashlib.sha256(original).hexdigest()[:16].encode()
+        found = tuple(markers), archive
         if len(original) <= self.max_item:
             with self._lock:
                 if original not in self._keys:
@@ -184,11 +185,6 @@ class RecallKeys:
                         oldest, _ = self._keys.popitem(last=False)
                         self._bytes -= len(oldest)
         return found
-
-    def clear(self) -> None:
-        with self._lock:
-            self._keys.clear()
-            self._bytes = 0
 
 
 RECALL_KEYS = RecallKeys()
