@@ -89,13 +89,14 @@ def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
 # the previews and stubs the stages make (a head of the content, a marker, its tail) cut the same
 # pieces where they share the content's bytes, so only the part around the marker is tokenized.
 # Each piece costs a search, a digest and a call of the tokenizer (~3 µs): head pieces reach
-# ~2.3 KB, which covers microcompact's previews (heads of 1-2 KB, most previews of a chatcli
-# replay); past that one more head piece reaches ~4.6 KB (tool_cap keeps a 5,000-byte head), and
-# a head in between (the spill preview's 4 KB) is tokenized anew from ~2.3 KB, which measured
-# cheaper on the 2,000-call session than cutting every long content in 768 B up to 5 KB.
+# ~4 KB, which covers microcompact's previews (heads of 1-2 KB) and most of the spill preview's
+# 4 KB head; past that one more head piece reaches ~4.6 KB (tool_cap keeps a 5,000-byte head).
+# Pieces up to ~2.3 KB measured as cheap on the 2,000-call cold replay (2.32-2.39 s against
+# 2.31-2.36 s), and once a web process knows the pieces another one counted (`recording`), a
+# 200-call session's first lower spill cap costs 157 ms of CPU there instead of 188 (issue 31).
 PIECE_MIN = 2048
 HEAD_PIECE = 768
-HEAD_REGION = 2400
+HEAD_REGION = 4200
 FAR_HEAD = 4608
 TAIL_PIECE = 384
 
@@ -164,10 +165,22 @@ _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 
 def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
-             chunk_bytes: int = 1024 * 1024) -> int:
+             chunk_bytes: int = 1024 * 1024, learned: dict[bytes, int] | None = None) -> int:
     """The token count of `content` (exactly `len(encode_ordinary(decoded))`), its head and tail
-    pieces looked up in and added to `pieces` (by SHA-256), long middles in exact chunks."""
+    pieces looked up in and added to `pieces` (by SHA-256), long middles in exact chunks. A
+    piece counted here is also put in `learned`, when given (to be stored for other
+    processes: a preview of the content begins and ends with the same pieces)."""
     count = text_counter(encoding)
+    sha256 = hashlib.sha256
+
+    def piece(part: bytes) -> int:
+        digest = sha256(part).digest()
+        known = pieces.get(digest)
+        if known is None:
+            known = pieces[digest] = count(part.decode("utf-8", "replace"))
+            if learned is not None:
+                learned[digest] = known
+        return known
 
     def whole(part: bytes) -> int:
         if len(part) <= chunk_bytes:
@@ -179,15 +192,9 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
     n = len(content)
     if not heads and tail == n:
         return whole(content)
-    sha256 = hashlib.sha256
     total, start = 0, 0
     for cut in heads:
-        part = content[start:cut]
-        digest = sha256(part).digest()
-        known = pieces.get(digest)
-        if known is None:
-            known = pieces[digest] = count(part.decode("utf-8", "replace"))
-        total += known
+        total += piece(content[start:cut])
         start = cut
     line = content.rfind(b"\n", start + 1)
     if 0 < n - line <= LAST_LINE and content[line - 1] in _ALNUM:
@@ -198,10 +205,5 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
                 return total + known + whole(content[start:cut]) + whole(content[line:])
     total += whole(content[start:tail])
     if tail < n:
-        part = content[tail:]
-        digest = sha256(part).digest()
-        known = pieces.get(digest)
-        if known is None:
-            known = pieces[digest] = count(part.decode("utf-8", "replace"))
-        total += known
+        total += piece(content[tail:])
     return total

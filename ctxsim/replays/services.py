@@ -205,8 +205,9 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
     recent: deque[CallResult] = deque(maxlen=KEPT_BEFORE)
     every: list[CallResult] | None = [] if keeps_every_call(session) else None  # `_replay_to`
     # Only what this replay tokenized is filed under this session (the counter is shared with
-    # the replays of other sessions, in this thread and others).
-    with counter.recording() as fresh:
+    # the replays of other sessions, in this thread and others). With the head and tail pieces
+    # of its long contents when web processes replay it (`pieces_shared`).
+    with counter.recording(pieces=pieces_shared(session)) as fresh:
         # SPEC §11: once per summary, a pass over the raw history (no replay).
         calibration = replay_calibration(rep)
         for call in rep.calls():
@@ -307,6 +308,17 @@ def _replay_to(session: Session, settings: ReplaySettings, index: int,
 # whole history per call: 463 M references for 16,000 calls, and measuring them took 2 s of a
 # background replay run with the bound raised to 16,000).
 KEEP_EVERY_CALL_UP_TO = 1000
+
+
+def pieces_shared(session: Session) -> bool:
+    """Whether a replay of `session` stores the pieces it tokenized (`TiktokenCounter.recording`)
+    with the counts it stores: when web processes replay the session (CTXSIM_INLINE_REPLAY_CALLS).
+    A web process that loaded the session's counts then counts a new threshold's previews of its
+    long results without tokenizing their heads and tails again: a 200-call session's first
+    lower cap cost 237 ms of CPU in a web process, 182 ms with the pieces known (issue 31). A
+    longer session replays on the worker, which keeps its own pieces (184,000 rows for 16,000
+    calls would be loaded for nothing)."""
+    return session.model_call_count <= django_settings.CTXSIM_INLINE_REPLAY_CALLS
 
 
 def keeps_every_call(session: Session) -> bool:

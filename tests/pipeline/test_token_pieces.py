@@ -155,7 +155,7 @@ def test_worker_processes_count_exactly_as_this_one(monkeypatch):
         monkeypatch.setattr(token_pool, "MIN_BYTES", 0)
         pooled.count_many(contents)
         assert [pooled.cached(c) for c in contents] == expected
-        assert pooled._pieces == serial._pieces  # the workers' pieces came back
+        assert pooled._by_digest == serial._by_digest  # the workers' pieces came back
     finally:
         token_pool.shutdown()
 
@@ -306,3 +306,29 @@ def test_a_content_waiting_for_its_digest_gets_it_from_a_batch_of_its_length():
     counter.count_many(siblings)  # two of that length: both digested, and the waiting one
     assert [counter.cached(c) for c in siblings] == [plain("cl100k_base", c) for c in siblings]
     assert spy.handed == len(siblings[1])  # the digit sibling was known by its shape
+
+
+def test_pieces_one_process_recorded_count_another_ones_previews():
+    """Issue 31: a replay records the head and tail pieces of the long contents it tokenizes
+    (`recording(pieces=True)`, stored with the session's counts); another process primed with
+    them (as `load_counts` primes it from the stored rows) counts a new spill preview of such a
+    content tokenizing only the bytes around its marker. Without the pieces it tokenizes all of
+    the preview."""
+    content = long_result()
+    made = spill_preview(content, "/tmp/spill/budget_call_1_7.txt", True)
+    recorded, contents_only = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
+    with recorded.recording(pieces=True) as with_pieces:
+        recorded.count(content)
+    with contents_only.recording() as without:
+        contents_only.count(content)
+    assert set(without) < set(with_pieces)  # the content's digest, then its pieces
+
+    handed = {}
+    for name, counts in (("pieces", with_pieces), ("content", without)):
+        other = TiktokenCounter("cl100k_base")
+        other.prime_digests(counts.items())
+        other._encoding = spy = Spy("cl100k_base")
+        assert other.count(made) == plain("cl100k_base", made)
+        handed[name] = spy.handed
+    assert handed["content"] == len(made)
+    assert 0 < handed["pieces"] < len(made) / 3

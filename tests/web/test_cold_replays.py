@@ -3,11 +3,13 @@ replayed with the counts other processes stored, tokenizing nothing they already
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from django.core.cache import cache
 from django.http import QueryDict
 
-from ctxsim.pipeline import tokens
+from ctxsim.pipeline import token_cuts, tokens
 from ctxsim.replays import services
 from ctxsim.replays.cache import REPLAYS
 from ctxsim.replays.models import DerivedTokenCount, ReplayRun
@@ -50,3 +52,27 @@ def test_a_new_threshold_in_a_cold_process_reuses_the_stored_preview_counts(
         assert ReplayRun.objects.filter(session=long_session, key=never.key).exists()
         assert run.totals["spills"] == first.totals["spills"]
         assert run.totals["total_sent"] == first.totals["total_sent"]
+
+
+@pytest.mark.parametrize("bound", [1000, 10])
+def test_the_first_replay_stores_the_pieces_of_long_results_of_sessions_web_processes_replay(
+    personas, long_session, settings, bound
+):
+    """Issue 31: with the counts of what it tokenized, the replay of a session that replays
+    inline (within CTXSIM_INLINE_REPLAY_CALLS) stores the head pieces of its long results, so
+    a web process counts their previews without tokenizing them again; past the bound (the
+    worker replays it, and keeps its own pieces) it does not."""
+    settings.CTXSIM_INLINE_REPLAY_CALLS = bound
+    long_results = [m.content for m in services.canonical_session(long_session).messages
+                    if m.role == "tool" and len(m.content) > 2 * token_cuts.HEAD_REGION]
+    assert long_results
+    with REPLAYS.another_process():
+        services.summary_for(long_session, threshold(personas, 9001))
+    stored = set(DerivedTokenCount.objects.filter(session=long_session)
+                 .values_list("digest", flat=True))
+    heads = {hashlib.sha256(c[:token_cuts.piece_cuts(c)[0][0]]).hexdigest()
+             for c in long_results}
+    if long_session.model_call_count <= bound:
+        assert heads <= stored
+    else:
+        assert not heads & stored
