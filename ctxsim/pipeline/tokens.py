@@ -128,9 +128,8 @@ class TiktokenCounter:
         if fresh is not None:
             fresh[digest] = tokens
 
-    def _tokenize(self, content: bytes) -> int:
-        return tokenize(self._encoding, content, self._by_digest, self.CHUNK_BYTES,
-                        getattr(self._recording, "pieces", None))
+    def _tokenize(self, content: bytes, learned: dict[bytes, int] | None = None) -> int:
+        return tokenize(self._encoding, content, self._by_digest, self.CHUNK_BYTES, learned)
 
     def count_many(self, contents: Iterable[bytes]) -> None:
         """Count every content not known yet, now: a cold session's distinct contents are
@@ -159,7 +158,7 @@ class TiktokenCounter:
         counted = token_pool.count_all(self.name, items, self.CHUNK_BYTES)
         learned = getattr(self._recording, "pieces", None)
         if counted is None:  # not worth other processes: here, as `count` would
-            counted = [(self._tokenize(c), []) for c in items]
+            counted = [(self._tokenize(c, learned), []) for c in items]
         for (key, digested), content, (tokens, pieces) in zip(todo.items(), items, counted,
                                                                strict=True):
             for piece_digest, piece_tokens in pieces:
@@ -184,10 +183,11 @@ class TiktokenCounter:
     def recording(self, pieces: bool = False) -> Iterator[dict[bytes, int]]:
         """The counts this thread tokenizes within the block, by digest (of the content or of
         its digit shape), for other processes to prime with; with `pieces`, the head and tail
-        pieces of the long contents it tokenizes too (a preview of such a content, which any
-        process may make next, starts and ends with them: ~2,300 of a 200-call session's
-        contents, ~184,000 of a 16,000-call one's). Per thread, so replays of other sessions
-        running at the same time never mix theirs in."""
+        pieces of the long contents it counts ahead (`count_many`: a session's own contents)
+        too. A preview of such a content, which any process may make next, starts and ends
+        with them (~2,300 pieces for a 200-call session's contents, ~184,000 for a
+        16,000-call one's); a preview's own pieces hold its marker and serve no other. Per
+        thread, so replays of other sessions running at the same time never mix theirs in."""
         outer = (getattr(self._recording, "counts", None),
                  getattr(self._recording, "pieces", None))
         counts: dict[bytes, int] = {}

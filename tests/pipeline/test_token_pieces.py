@@ -309,19 +309,22 @@ def test_a_content_waiting_for_its_digest_gets_it_from_a_batch_of_its_length():
 
 
 def test_pieces_one_process_recorded_count_another_ones_previews():
-    """Issue 31: a replay records the head and tail pieces of the long contents it tokenizes
-    (`recording(pieces=True)`, stored with the session's counts); another process primed with
-    them (as `load_counts` primes it from the stored rows) counts a new spill preview of such a
-    content tokenizing only the bytes around its marker. Without the pieces it tokenizes all of
-    the preview."""
+    """Issue 31: a replay records the head and tail pieces of the session's long contents it
+    counts ahead (`recording(pieces=True)`, stored with the session's counts), not those of
+    the previews it makes; another process primed with them (as `load_counts` primes it from
+    the stored rows) counts a new spill preview of such a content tokenizing only the bytes
+    around its marker. Without the pieces it tokenizes all of the preview."""
     content = long_result()
     made = spill_preview(content, "/tmp/spill/budget_call_1_7.txt", True)
     recorded, contents_only = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
     with recorded.recording(pieces=True) as with_pieces:
-        recorded.count(content)
+        recorded.count_many([content])
+        recorded.count(made + b"\n")  # a preview: its digest, none of its pieces
     with contents_only.recording() as without:
-        contents_only.count(content)
-    assert set(without) < set(with_pieces)  # the content's digest, then its pieces
+        contents_only.count_many([content])
+        contents_only.count(made + b"\n")
+    assert set(without) < set(with_pieces)  # the digests, then the content's pieces
+    assert len(with_pieces) == len(without) + len(token_cuts.piece_cuts(content)[0]) + 1
 
     handed = {}
     for name, counts in (("pieces", with_pieces), ("content", without)):
