@@ -42,6 +42,7 @@ from ctxsim.replays.token_counts import load_counts, save_counts
 from ctxsim.replays.view_memo import ViewMemo
 from ctxsim.transcripts.models import Session
 from ctxsim.transcripts.store import load_session
+from ctxsim.warm import warm_pages
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ def warm_up(sessions: int | None = None) -> int:
         sessions = django_settings.CTXSIM_WARM_SESSIONS
     counter = warm_encoding()
     rendering.warm_lexers()  # what the first call view showing a file's content paid
+    warm_pages()  # the URLconf and the templates: what each worker's first requests paid
     loaded, budget = 0, REPLAYS.session_bytes // 2
     try:
         for row in Session.objects.filter(parent__isnull=True).order_by("-created_at")[:sessions]:

@@ -231,9 +231,20 @@ def test_the_gunicorn_master_warms_the_newest_sessions_before_forking_workers(
 
     _pattern_cache.clear()
     services.rendering.lexer_for_path.cache_clear()
+    from django.template import engines
+    from django.urls import clear_url_caches, get_resolver
+
+    clear_url_caches()
+    engine = engines["django"].engine
+    engine.template_loaders[0].reset()
     with REPLAYS.another_process():
         assert services.warm_up(2) == 2
         assert len(_pattern_cache) > 100  # the lexers' file-name patterns, compiled once
+        # The URLconf is imported and the pages' templates compiled: a worker's first
+        # request resolves and renders with them.
+        assert "url_patterns" in get_resolver().__dict__
+        cached = engine.template_loaders[0].get_template_cache
+        assert {"replays/session.html", "transcripts/session_list.html"} <= set(cached)
         # The two newest, each with its stored token counts handed to the default counter.
         counters = REPLAYS.loaded_sessions()
         loaded = set(counters)
