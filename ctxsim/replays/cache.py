@@ -26,6 +26,7 @@ from django.conf import settings as django_settings
 from django.core.cache import cache as django_cache
 
 from ctxsim.pipeline.messages import Session as CanonicalSession
+from ctxsim.pipeline.stages.microcompact import isolated_recall_keys
 from ctxsim.pipeline.tokens import isolated_counters
 from ctxsim.replays.sizes import replay_bytes, run_bytes
 
@@ -240,12 +241,13 @@ class ReplayCache:
 
     @contextmanager
     def another_process(self) -> Iterator[None]:
-        """Within the block, this process starts empty (no sessions, replays or token
-        counts); what it kept comes back after the block. For tests of what processes share."""
+        """Within the block, this process starts empty (no sessions, replays, token counts
+        or recall keys); what it kept comes back after the block. For tests of what processes
+        share."""
         saved = dict(self.__dict__)
         self._fresh()
         try:
-            with isolated_counters():
+            with isolated_counters(), isolated_recall_keys():
                 yield
         finally:
             self.__dict__.update(saved)
