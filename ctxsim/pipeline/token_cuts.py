@@ -91,9 +91,10 @@ def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
 # Each piece costs a search, a digest and a call of the tokenizer (~3 µs): head pieces reach
 # ~4 KB, which covers microcompact's previews (heads of 1-2 KB) and most of the spill preview's
 # 4 KB head; past that one more head piece reaches ~4.6 KB (tool_cap keeps a 5,000-byte head).
-# Pieces up to ~2.3 KB measured as cheap on the 2,000-call cold replay (2.32-2.39 s against
-# 2.31-2.36 s), and once a web process knows the pieces another one counted (`recording`), a
-# 200-call session's first lower spill cap costs 157 ms of CPU there instead of 188 (issue 31).
+# Head pieces to ~4 KB rather than ~2.3 KB measured alike on the 2,000-call cold replay
+# (2.31-2.36 s against 2.32-2.39 s), and once a web process knows the pieces another process
+# counted (`recording`), a 200-call session's first lower spill cap costs 157 ms of CPU there
+# instead of 188 (issue 31).
 PIECE_MIN = 2048
 HEAD_PIECE = 768
 HEAD_REGION = 4200

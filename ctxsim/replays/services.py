@@ -313,13 +313,13 @@ KEEP_EVERY_CALL_UP_TO = 1000
 
 
 def pieces_shared(session: Session) -> bool:
-    """Whether a replay of `session` stores the pieces it tokenized (`TiktokenCounter.recording`)
-    with the counts it stores: when web processes replay the session (CTXSIM_INLINE_REPLAY_CALLS).
-    A web process that loaded the session's counts then counts a new threshold's previews of its
-    long results without tokenizing their heads and tails again: a 200-call session's first
-    lower cap cost 237 ms of CPU in a web process, 182 ms with the pieces known (issue 31). A
-    longer session replays on the worker, which keeps its own pieces (184,000 rows for 16,000
-    calls would be loaded for nothing)."""
+    """Whether a replay of `session` stores the pieces of the contents it counts
+    (`TiktokenCounter.recording`) with the counts it stores: when web processes replay the
+    session (CTXSIM_INLINE_REPLAY_CALLS). A web process that loaded the session's counts then
+    counts a new threshold's previews of its long results without tokenizing their heads and
+    tails again: a 200-call session's first lower cap cost 238 ms of CPU in a web process, 157
+    ms with the pieces known (issue 31). A longer session replays on the worker, which keeps
+    its own pieces (184,000 rows for 16,000 calls would be loaded for nothing)."""
     return session.model_call_count <= django_settings.CTXSIM_INLINE_REPLAY_CALLS
 
 
