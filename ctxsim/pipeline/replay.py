@@ -10,7 +10,7 @@ changed positions. Histories are therefore sequences, read like tuples, not alwa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -120,6 +120,13 @@ class Replay:
         self.counter = get_counter(self.config.values["counter"])
         self.image_rule = self.config.values.get("image_rule", "auto")
         self._costs = CostCache(self.counter, self.image_rule)
+        # A message's tokens as this replay measures them (by identity: a message it already
+        # measured is looked up, never counted again); `costs`, of many at once (a call view
+        # weighs every row). The cost cache's own methods, not the replay's: a call view kept
+        # on the replay (the web's view memo) holds them, and through a method of the replay
+        # made a cycle, so a dropped replay waited for a full collection (issue 31).
+        self.cost: Callable[[Message], int] = self._costs.cost
+        self.costs: Callable[[list[Message]], list[int]] = self._costs.each
         self._deltas = Deltas()
         # slot -> the history a stage returned at the previous call and its tokens
         self._made: dict[int, tuple[Sequence[Message], int]] = {}
@@ -143,15 +150,6 @@ class Replay:
         measured: its cost cache, which keeps each of them alive (what a cache of paused
         replays accounts for)."""
         return self._costs._costs
-
-    def cost(self, m: Message) -> int:
-        """A message's tokens as this replay measures them (by identity: a message it already
-        measured is looked up, never counted again)."""
-        return self._costs.cost(m)
-
-    def costs(self, messages: list[Message]) -> list[int]:
-        """`cost` of each of `messages`, in one pass (a call view weighs every row)."""
-        return self._costs.each(messages)
 
     @property
     def spilled_files(self) -> list[SpillRecord]:

@@ -13,6 +13,7 @@ on the message alone.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -115,14 +116,21 @@ class CallView:
                  capped: set[int], costs: Callable[[list[Message]], list[int]],
                  memo: ViewMemo | None = None) -> None:
         self._call, self._cost, self._capped = call, cost, capped
-        self._memo = ViewMemo() if memo is None else memo
-        raw_by_origin = self._memo.raw_by_origin(call.raw_history)
-        started = self._memo.started_by_origin(call.input_history)
+        # The memo is the replay's, which keeps this view as its last one: held weakly, so the
+        # two make no cycle and a dropped replay's memo and view go with reference counting
+        # (issue 31: cycles left every dropped replay to a full collection, a 0.5 s pause of
+        # a busy web process). Whoever reads the view holds the memo meanwhile
+        # (`services.CallDetail`); a view made without one owns its memo.
+        if memo is None:
+            memo = self._own_memo = ViewMemo()
+        self._memo_ref = weakref.ref(memo)
+        raw_by_origin = memo.raw_by_origin(call.raw_history)
+        started = memo.started_by_origin(call.input_history)
         sent = list(call.sent)
         # The last view of this replay showed most of these rows as the very same messages (a
         # step to the next call sends the history it sent and a few more): what depends only
         # on the message (origin, role, raw message, tokens, tools) is that view's.
-        last = self._memo.last[1] if self._memo.last is not None else None
+        last = memo.last[1] if memo.last is not None else None
         kept = last.same_rows(sent) if last is not None else 0
         new = sent[kept:]
         sent_origins = _head(last, "origins", kept) + list(map(_origin, new))
@@ -157,7 +165,6 @@ class CallView:
         self._raw_by_origin = raw_by_origin
         self._rows: dict[int, MessageRow] = {}
         self.spill_records: Mapping[str, Any] | None = None
-        self.rows = _Rows(self)
 
     def _new_statuses(self, sent: list[Message], raw_for: list[Message | None],
                       started_for: list[Message | None]) -> tuple[list[str], list[bool]]:
@@ -267,6 +274,19 @@ class CallView:
                 found[k] = memo[id(m)] = (m, canonical.setdefault(names, names))
         self._tools = self._tools_kept + list(map(itemgetter(1), found))  # type: ignore[arg-type]
         return self._tools
+
+    @property
+    def _memo(self) -> ViewMemo:
+        memo = self._memo_ref()
+        if memo is None:
+            raise RuntimeError("a call view was read after its replay's memo was let go")
+        return memo
+
+    @property
+    def rows(self) -> Sequence[MessageRow]:
+        """Every row, each made when read (and kept): a window made when asked for, so the view
+        and its rows make no cycle (a dropped replay's last view goes with reference counting)."""
+        return _Rows(self)
 
     def __len__(self) -> int:
         return len(self.statuses)

@@ -267,6 +267,9 @@ def _replay_and_store(session: Session, settings: ReplaySettings, key: ReplayKey
 class CallDetail:
     call: CallResult
     view: analysis.CallView
+    # What the view remembers (its replay's, which the view holds weakly): held as long as
+    # the detail is read, even if the replay is dropped from this process's cache meanwhile.
+    memo: ViewMemo | None = None
 
 
 def _replay_to(session: Session, settings: ReplaySettings, index: int,
@@ -346,14 +349,14 @@ def call_detail(
     memo = _view_memo(rep)
     with memo.lock:  # the memo is brought up to this call: one request at a time
         if memo.last is not None and memo.last[0] is chosen:
-            return CallDetail(chosen, memo.last[1])
+            return CallDetail(chosen, memo.last[1], memo)
         view = analysis.call_view(chosen, rep.cost, memo.capped_of(rep.dispatch), rep.costs,
                                   memo)
         view.spill_records = spills.spills_in_call(run, index)  # what a spilled row links to
         memo.last = (chosen, view)
     for kept in (REPLAYS.live, REPLAYS.kept):  # its size now counts what the view remembers
         kept.remeasure(key)
-    return CallDetail(chosen, view)
+    return CallDetail(chosen, view, memo)
 
 
 def _view_memo(rep: Replay) -> ViewMemo:

@@ -440,3 +440,24 @@ logging.getLogger("django.server").info('"%s" %s %s', "GET /invites/{token}/ HTT
     assert "Not Found: /invites/[token]/" in result.stderr
     assert "GET /invites/[token]/ HTTP/1.1" in result.stderr
     assert token not in result.stderr
+
+
+def test_gunicorn_workers_run_full_collections_ten_times_less_often(monkeypatch):
+    """What a worker keeps (replays holding every call) makes a full collection a pause of
+    all its requests; a dropped replay needs none (`test_replay_garbage`), so the master
+    leaves its workers a threshold ten times the default."""
+    import gc
+    import logging
+    from types import SimpleNamespace
+
+    from ctxsim.replays import services
+
+    config = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    monkeypatch.setattr(services, "warm_up", lambda: 0)
+    monkeypatch.setattr(gc, "freeze", lambda: None)  # what the master loaded stays collectable
+    before = gc.get_threshold()
+    try:
+        config["when_ready"](SimpleNamespace(log=logging.getLogger("gunicorn.test")))
+        assert gc.get_threshold() == (before[0], before[1], 100)
+    finally:
+        gc.set_threshold(*before)
