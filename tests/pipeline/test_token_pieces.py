@@ -38,6 +38,7 @@ def small_pieces():
         patch.setattr(token_cuts, "FAR_HEAD", 70)
         patch.setattr(token_cuts, "LAST_LINE", 20)
         patch.setattr(token_cuts, "TAIL_PIECE", 7)
+        patch.setattr(token_cuts, "TAIL_REGION", 16)
         yield
 
 
@@ -49,8 +50,9 @@ texts = st.text(alphabet=ALPHABET, max_size=160)
 def test_a_content_in_pieces_counts_as_a_whole(text, junk, name):
     content = text.encode("utf-8") + junk  # junk: bytes that are not UTF-8 at all
     with small_pieces():
-        heads, tail = token_cuts.piece_cuts(content)
-        assert heads == sorted(heads) and all(cut < tail for cut in heads)
+        heads, tails = token_cuts.piece_cuts(content)
+        cuts = heads + tails
+        assert cuts == sorted(set(cuts)) and all(0 < cut < len(content) for cut in cuts)
         assert token_cuts.tokenize(get_encoding(name), content, {}, chunk_bytes=16) == (
             plain(name, content))
 
@@ -274,7 +276,7 @@ def test_the_tail_piece_before_an_appended_last_line_is_not_tokenized_again():
     spy = Spy("cl100k_base")
     counter._encoding = spy
     assert counter.count(made) == plain("cl100k_base", made)
-    tail = len(content) - token_cuts.piece_cuts(content)[1]  # the content's tail piece
+    tail = len(content) - token_cuts.piece_cuts(content)[1][-1]  # the content's last piece
     last_head = token_cuts.piece_cuts(made)[0][-1]
     # Tokenized: from the last head piece to the tail piece, and the appended line alone.
     assert spy.handed == len(made) - last_head - tail
@@ -324,7 +326,8 @@ def test_pieces_one_process_recorded_count_another_ones_previews():
         contents_only.count_many([content])
         contents_only.count(made + b"\n")
     assert set(without) < set(with_pieces)  # the digests, then the content's pieces
-    assert len(with_pieces) == len(without) + len(token_cuts.piece_cuts(content)[0]) + 1
+    heads, tails = token_cuts.piece_cuts(content)
+    assert len(with_pieces) == len(without) + len(heads) + len(tails)
 
     handed = {}
     for name, counts in (("pieces", with_pieces), ("content", without)):
