@@ -85,17 +85,17 @@ def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
 
 # Pieces (issue 21): a long content is tokenized as a few head pieces of about HEAD_PIECE bytes
 # (up to HEAD_REGION), a middle, and two tail pieces from the first exact cuts at or after
-# TAIL_REGION and TAIL_PIECE bytes before its end, all cut at `_EXACT_CUT` points of the content itself, so the
-# sum is its count whatever the pieces are. The head and tail pieces' counts are kept by digest:
-# the previews and stubs the stages make (a head of the content, a marker, its tail) cut the same
-# pieces where they share the content's bytes, so only the part around the marker is tokenized.
-# Each piece costs a search, a digest and a call of the tokenizer (~3 µs): head pieces reach
-# ~4 KB, which covers microcompact's previews (heads of 1-2 KB) and most of the spill preview's
-# 4 KB head; past that one more head piece reaches ~4.6 KB (tool_cap keeps a 5,000-byte head).
-# Head pieces to ~4 KB rather than ~2.3 KB measured alike on the 2,000-call cold replay
-# (2.31-2.36 s against 2.32-2.39 s), and once a web process knows the pieces another process
-# counted (`recording`), a 200-call session's first lower spill cap costs 157 ms of CPU there
-# instead of 188 (issue 31).
+# TAIL_REGION and TAIL_PIECE bytes before its end, all cut at `_EXACT_CUT` points of the content
+# itself, so the sum is its count whatever the pieces are. The head and tail pieces' counts are
+# kept by digest: the previews and stubs the stages make (a head of the content, a marker, its
+# tail) cut the same pieces where they share the content's bytes, so only the part around the
+# marker is tokenized. Each piece costs a search, a digest and a call of the tokenizer (~3 µs):
+# head pieces reach ~4 KB, which covers microcompact's previews (heads of 1-2 KB) and most of the
+# spill preview's 4 KB head; past that one more head piece reaches ~4.6 KB (tool_cap keeps a
+# 5,000-byte head). Head pieces to ~4 KB rather than ~2.3 KB measured alike on the 2,000-call cold
+# replay (2.31-2.36 s against 2.32-2.39 s), and once a web process knows the pieces another
+# process counted (`recording`), a 200-call session's first lower spill cap costs 157 ms of CPU
+# there instead of 188 (issue 31).
 PIECE_MIN = 2048
 HEAD_PIECE = 768
 HEAD_REGION = 4200
