@@ -328,6 +328,9 @@ def test_pieces_one_process_recorded_count_another_ones_previews():
     assert set(without) < set(with_pieces)  # the digests, then the content's pieces
     heads, tails = token_cuts.piece_cuts(content)
     assert len(with_pieces) == len(without) + len(heads) + len(tails)
+    # The preview keeps the content's last ~1,000 bytes: both its tail pieces are the content's.
+    shift = len(content) - len(made)
+    assert len(tails) == 2 and token_cuts.piece_cuts(made)[1] == [t - shift for t in tails]
 
     handed = {}
     for name, counts in (("pieces", with_pieces), ("content", without)):
