@@ -269,7 +269,7 @@ class CallDetail:
     view: analysis.CallView
     # What the view remembers (its replay's, which the view holds weakly): held as long as
     # the detail is read, even if the replay is dropped from this process's cache meanwhile.
-    memo: ViewMemo | None = None
+    memo: ViewMemo
 
 
 def _replay_to(session: Session, settings: ReplaySettings, index: int,
