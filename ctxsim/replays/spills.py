@@ -158,33 +158,61 @@ def _unpacked(data: bytes | memoryview) -> dict[str, Any]:
     return json.loads(zlib.decompress(bytes(data)).decode("utf-8", "surrogatepass"))
 
 
-def unpack_spills(data: bytes | memoryview, run_key: str) -> list[SpillRef]:
-    if not data:
-        return []
-    body = _unpacked(data)
-    contents = body["contents"]
-    return [SpillRef(run_key, seq, name, path, call, contents[n][1], contents[n][0])
-            for seq, (name, path, call, n) in enumerate(body["files"])]
+class _Packed:
+    """A run's packed spills, decoded once: each `SpillRef` is made when asked for. A call view
+    shows the few spills of its call; making a ref for each of the run's thousand re-spills
+    was 4 % of a new threshold's request (issue 31)."""
+
+    def __init__(self, body: dict[str, Any], run_key: str) -> None:
+        self.run_key = run_key
+        self.contents = body["contents"]
+        self.files = body["files"]
+        self._by_call: dict[int, list[int]] | None = None
+
+    def ref(self, seq: int) -> SpillRef:
+        name, path, call, n = self.files[seq]
+        sha256, size = self.contents[n]
+        return SpillRef(self.run_key, seq, name, path, call, size, sha256)
+
+    def in_call(self, index: int) -> list[SpillRef]:
+        by_call = self._by_call
+        if by_call is None:  # built whole, then shared (threads may both build it)
+            by_call = {}
+            for seq, entry in enumerate(self.files):
+                by_call.setdefault(entry[2], []).append(seq)
+            self._by_call = by_call
+        return [self.ref(seq) for seq in by_call.get(index, ())]
+
+
+_NOTHING_PACKED = _Packed({"contents": [], "files": []}, "")
+
+
+def _packed(run: ReplayRun) -> _Packed:
+    """The run's spills, decoded once per run object."""
+    packed = run.__dict__.get("_spills_packed")
+    if packed is None:
+        packed = (_Packed(_unpacked(run.spill_files), run.key) if run.spill_files
+                  else _NOTHING_PACKED)
+        run.__dict__["_spills_packed"] = packed
+    return packed
 
 
 def spills_of(run: ReplayRun) -> list[SpillRef]:
-    """The run's spills in creation order (unpacked once per run object)."""
-    refs = run.__dict__.get("_spill_refs")
-    if refs is None:
-        refs = run.__dict__["_spill_refs"] = unpack_spills(run.spill_files, run.key)
-    return refs
+    """The run's spills in creation order."""
+    packed = _packed(run)
+    return [packed.ref(seq) for seq in range(len(packed.files))]
 
 
 def spills_in_call(run: ReplayRun, index: int) -> dict[str, SpillRef]:
     """The spills call `index` wrote, by file name."""
-    return {s.name: s for s in spills_of(run) if s.created_in_call == index}
+    return {s.name: s for s in _packed(run).in_call(index)}
 
 
 def spill_at(run: ReplayRun, seq: int) -> SpillRef:
-    refs = spills_of(run)
-    if not 0 <= seq < len(refs):
+    packed = _packed(run)
+    if not 0 <= seq < len(packed.files):
         raise Http404("No such spilled file.")
-    return refs[seq]
+    return packed.ref(seq)
 
 
 def drop_contents(replay: Any, calls: Iterable[Any],

@@ -12,12 +12,13 @@ import gc
 
 import pytest
 from django.db import connection
+from django.http import Http404
 from django.urls import reverse
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.replays.cache import LRU, REPLAYS, Pool
 from ctxsim.replays.models import ReplayRun, SpillContent
-from ctxsim.replays.spills import spills_of
+from ctxsim.replays.spills import spill_at, spills_in_call, spills_of
 from ctxsim.transcripts.store import save_sessions
 from tests.factories import SPILLED, first_spill, spill_args
 
@@ -149,6 +150,27 @@ def test_a_replays_spills_are_one_record_and_one_row_per_distinct_content(person
     for spill in refs:
         body = client.get(reverse("spill-view", args=spill_args(row, spill))).content.decode()
         assert spill.path in body and f"call {spill.created_in_call}" in body
+
+
+def test_a_calls_spills_and_a_spill_by_position_are_read_from_the_packed_record(personas):
+    """A call view asks for its own call's spills and the viewer for one spill by position:
+    each is made from the packed record when asked for (not every ref of the run), and equals
+    what the whole list says."""
+    row = save_sessions([two_result_session()], team=personas.team)[0]
+    client = personas.client("viewer")
+    assert client.get(page(row, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=10000&call=2"),
+                      follow=True).status_code == 200
+    run = ReplayRun.objects.get(session=row, pinned=False)
+    every = spills_of(run)
+    assert len(every) >= 3 and len({s.created_in_call for s in every}) >= 2
+    fresh = ReplayRun.objects.get(pk=run.pk)  # decoded again, by call first
+    for index in range(len(run.calls)):
+        assert spills_in_call(fresh, index) == {
+            s.name: s for s in every if s.created_in_call == index}
+    assert [spill_at(fresh, seq) for seq in range(len(every))] == every
+    for seq in (-1, len(every)):
+        with pytest.raises(Http404):
+            spill_at(fresh, seq)
 
 
 def test_a_session_keeps_its_runs_per_session_and_evicted_spill_files_go(
