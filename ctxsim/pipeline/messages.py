@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -102,7 +102,12 @@ class Message:
         return len(self.content)
 
     def with_content(self, content: bytes) -> Message:
-        return replace(self, content=content)
+        # The constructor with every field, not `dataclasses.replace` (twice its cost): stages
+        # rewrite a content thousands of times a replay (ChatCLI re-spills every oversized
+        # result at each call). `test_with_content_keeps_every_other_field` guards the list.
+        return Message(self.role, content, self.name, self.tool_calls, self.tool_call_id,
+                       self.is_error, self.error_code, self.agent_feedback, self.meta,
+                       self.origin)
 
     @property
     def has_calls(self) -> bool:

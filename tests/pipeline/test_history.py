@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxsim.pipeline.history import CHUNK, History, Prefix, frozen, plus, with_changes
-from ctxsim.pipeline.messages import Message
+from ctxsim.pipeline.messages import Message, ToolCall
 
 POOL = [Message.of("user", f"m{i}") for i in range(8)]
 operations = st.lists(st.one_of(
@@ -72,3 +72,23 @@ def test_a_prefix_is_a_fixed_window_on_a_growing_list() -> None:
         pass
     else:
         raise AssertionError("a prefix reads nothing past its length")
+
+
+def test_with_content_keeps_every_other_field() -> None:
+    """`Message.with_content` names every field (it is faster than `dataclasses.replace`): a
+    field added to Message and forgotten there would be lost in every rewrite."""
+    from dataclasses import fields, replace
+
+    original = Message(role="tool", content=b"before", name="n",
+                       tool_calls=(ToolCall("c", "Read", "{}"),), tool_call_id="call-1", is_error=True, error_code="E1",
+                       agent_feedback=True, meta={"usage": {"input": 3}}, origin=7)
+    # Every field set to a value other than its default, so a dropped one shows.
+    defaults = Message(role="user")
+    for f in fields(Message):
+        if f.name != "content":
+            assert getattr(original, f.name) != getattr(defaults, f.name), f.name
+    rewritten = original.with_content(b"after")
+    assert rewritten.content == b"after"
+    expected = replace(original, content=b"after")
+    for f in fields(Message):
+        assert getattr(rewritten, f.name) == getattr(expected, f.name), f.name
