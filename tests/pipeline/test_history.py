@@ -80,8 +80,9 @@ def test_with_content_keeps_every_other_field() -> None:
     from dataclasses import fields, replace
 
     original = Message(role="tool", content=b"before", name="n",
-                       tool_calls=(ToolCall("c", "Read", "{}"),), tool_call_id="call-1", is_error=True, error_code="E1",
-                       agent_feedback=True, meta={"usage": {"input": 3}}, origin=7)
+                       tool_calls=(ToolCall("c", "Read", "{}"),), tool_call_id="call-1",
+                       is_error=True, error_code="E1", agent_feedback=True,
+                       meta={"usage": {"input": 3}}, origin=7)
     # Every field set to a value other than its default, so a dropped one shows.
     defaults = Message(role="user")
     for f in fields(Message):

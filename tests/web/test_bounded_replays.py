@@ -133,14 +133,20 @@ def page(row, query: str = "") -> str:
     return reverse("session-detail", args=[row.pk]) + (f"?{query}" if query else "")
 
 
-def test_a_replays_spills_are_one_record_and_one_row_per_distinct_content(personas):
-    """ChatCLI re-spills a result at every later call: three spills of two contents are one
-    packed field on the run and two content rows, not three rows."""
+def low_cap_run(personas):
+    """The two-result session stored, a viewer's client, and the run of a 10,000-byte cap
+    (ChatCLI spills both results, and re-spills them at later calls), replayed by a page."""
     row = save_sessions([two_result_session()], team=personas.team)[0]
     client = personas.client("viewer")
     assert client.get(page(row, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=10000&call=2"),
                       follow=True).status_code == 200
-    run = ReplayRun.objects.get(session=row, pinned=False)
+    return row, client, ReplayRun.objects.get(session=row, pinned=False)
+
+
+def test_a_replays_spills_are_one_record_and_one_row_per_distinct_content(personas):
+    """ChatCLI re-spills a result at every later call: three spills of two contents are one
+    packed field on the run and two content rows, not three rows."""
+    row, client, run = low_cap_run(personas)
     refs = spills_of(run)
     assert len(refs) > len({s.sha256 for s in refs}) == 2
     assert {s.size for s in refs} == {len(SPILLED), len(OTHER)}
@@ -156,11 +162,7 @@ def test_a_calls_spills_and_a_spill_by_position_are_read_from_the_packed_record(
     """A call view asks for its own call's spills and the viewer for one spill by position:
     each is made from the packed record when asked for (not every ref of the run), and equals
     what the whole list says."""
-    row = save_sessions([two_result_session()], team=personas.team)[0]
-    client = personas.client("viewer")
-    assert client.get(page(row, "env.CHATCLI_TOOL_RESULT_MAX_CHARS=10000&call=2"),
-                      follow=True).status_code == 200
-    run = ReplayRun.objects.get(session=row, pinned=False)
+    _, _, run = low_cap_run(personas)
     every = spills_of(run)
     assert len(every) >= 3 and len({s.created_in_call for s in every}) >= 2
     fresh = ReplayRun.objects.get(pk=run.pk)  # decoded again, by call first
