@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxsim.pipeline.token_cuts import _CLASSES, digit_touches_non_ascii
 from ctxsim.pipeline.tokens import TiktokenCounter, digit_shape, get_encoding
 
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -44,3 +45,14 @@ def test_a_respilled_preview_is_tokenized_once_per_shape():
     counter.count(first)
     assert counter.shape_count(again) == counter.count(first)
     assert digit_shape("½1".encode()) is None  # a digit next to another numeral: exact path
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(["1", "42", "a", " ", "\n", "—", "é", "½", "漢字", "—" * 30]),
+                max_size=80))
+def test_a_digit_next_to_a_non_ascii_byte_is_found_as_the_two_scans_find_it(parts):
+    """`digit_touches_non_ascii` walks the few non-ASCII bytes of a text (a spill preview's
+    em dash) instead of scanning it twice; past _WALK_BYTES of them it scans. Either way its
+    answer is the scans'."""
+    classes = "".join(parts).encode("utf-8").translate(_CLASSES)
+    assert digit_touches_non_ascii(classes) == (b"\x800" in classes or b"0\x80" in classes)
