@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -111,57 +112,139 @@ def exact_chunks(content: bytes, size: int) -> Iterator[bytes]:
     yield content[start:]
 
 
-# Pieces (issue 21): a long content is tokenized as a few head pieces of about HEAD_PIECE bytes
-# (up to HEAD_REGION), a middle, and two tail pieces from the first exact cuts at or after
-# TAIL_REGION and TAIL_PIECE bytes before its end, all cut at `_EXACT_CUT` points of the content
-# itself, so the sum is its count whatever the pieces are. The head and tail pieces' counts are
-# kept by digest: the previews and stubs the stages make (a head of the content, a marker, its
-# tail) cut the same pieces where they share the content's bytes, so only the part around the
-# marker is tokenized. Each piece costs a search, a digest and a call of the tokenizer (~3 µs):
-# head pieces reach ~4 KB, which covers microcompact's previews (heads of 1-2 KB) and most of the
-# spill preview's 4 KB head; past that one more head piece reaches ~4.6 KB (tool_cap keeps a
-# 5,000-byte head). Head pieces to ~4 KB rather than ~2.3 KB measured alike on the 2,000-call cold
-# replay (2.31-2.36 s against 2.32-2.39 s), and once a web process knows the pieces another
-# process counted (`recording`), a 200-call session's first lower spill cap costs 157 ms of CPU
-# there instead of 188 (issue 31).
+# Pieces (issue 21): a long content is tokenized as head pieces, a middle, and two tail pieces
+# from the first exact cuts at or after TAIL_REGION and TAIL_PIECE bytes before its end, all cut
+# at exact points of the content itself, so the sum is its count whatever the pieces are. The
+# head and tail pieces' counts are kept by digest: the previews and stubs the stages make (a
+# head of the content, a marker, its tail) cut the same pieces where they share the content's
+# bytes, so only the part around the marker is tokenized. Each piece costs a search, a digest
+# and a call of the tokenizer (~3 µs on a fast machine).
+#
+# The head pieces end where the stages' previews end their heads (`PREVIEW_HEADS`, issue 31): a
+# content long enough for such a preview is cut at the last exact cut before the head that
+# preview would keep (a line break, found as the stage finds it), and the preview, which begins
+# with those bytes and then its marker, finds the same cut from its marker. Between two of
+# those cuts, and past the last, a head piece every HEAD_PIECE bytes or so while the stretch is
+# longer than two of them (a preview made with another head length still shares the pieces
+# before it). Before this, head pieces every 768 bytes to ~4.6 KB: a microcompact preview
+# re-tokenized the ~450 bytes between its content's last shared cut and its marker, and the
+# 2,000-call cold replay handed the tokenizer 3.6 MB of its 4,252 previews (now 0.5 MB), with
+# two pieces a long content more.
 PIECE_MIN = 2048
 HEAD_PIECE = 768
-HEAD_REGION = 4200
-FAR_HEAD = 4608
+HEAD_REGION = 4608  # head pieces of the last stretch end before (the marks may be past it)
 TAIL_PIECE = 384
 # A second tail piece before the last one, from the first exact cut at or after TAIL_REGION
-# bytes before the end; head pieces end before it. A spill preview keeps about the last
-# 1,000 bytes of its content (from the line after), so both of its tail pieces are the
-# content's and only the stretch around its marker is tokenized: a new spill cap of 6,000
-# bytes on ten 200-call sessions tokenized 1.6 MB instead of 3.6, and each first replay of it
-# in a web process took 129 ms of CPU instead of 166 (issue 31).
+# bytes before the end; the stretch head pieces fill ends before it. A spill preview keeps about
+# the last 1,000 bytes of its content (from the line after), so both of its tail pieces are the
+# content's and only the stretch around its marker is tokenized: a new spill cap of 6,000 bytes
+# on ten 200-call sessions tokenized 1.6 MB instead of 3.6, and each first replay of it in a web
+# process took 129 ms of CPU instead of 166 (issue 31).
 TAIL_REGION = 896
 
 
-def piece_cuts(content: bytes) -> tuple[list[int], list[int]]:
-    """The head cuts of a long content and where its tail pieces start (ascending; none: no
-    tail piece). A content shorter than PIECE_MIN has none: it is tokenized whole."""
+@dataclass(frozen=True)
+class PreviewHead:
+    """How a stage's preview keeps a content's head: its first `length` bytes, or up to just
+    after the last line break before them when that lies past `snap_after` (None: never), then
+    a marker that starts with `marker`. Only contents longer than `shortest` get one."""
+
+    length: int
+    snap_after: int | None
+    marker: bytes
+    shortest: int
+
+    def end(self, content: bytes) -> int:
+        """Where the preview of `content` ends its head, as the stage finds it."""
+        if self.snap_after is None:
+            return self.length
+        k = content.rfind(b"\n", 0, self.length)
+        return k + 1 if k > self.snap_after else self.length
+
+
+# The stages' previews with their default lengths, shortest head first (tests check that each
+# stage's preview is found and shares its content's pieces up to its marker):
+PREVIEW_HEADS = (
+    # microcompact's `truncateToolResultPreview` (ChatCLI: 2,000 + 500 + 100 bytes and more)
+    PreviewHead(2000, 1000, b"\n[... ", 2600),
+    # the budget's spill preview (head 4,000, back to a line break past 2,000)
+    PreviewHead(4000, 2000, b"\n\n... [", 4000),
+    # tool_cap's `TruncateForLLM` (head 5,000 as is, for results past caps of 6,000 and more)
+    PreviewHead(5000, None, b"\n\n... [TRUNCATED", 6000),
+)
+# How far back from a head's end its cut is looked for.
+MARK_REACH = 64
+# The last exact cut before a head's end that needs no byte at or past it: after an ASCII
+# letter or digit followed by an ASCII byte that is neither (nor an apostrophe). No piece of
+# either encoding's split runs from a letter or digit into such a byte (letter pieces end in
+# letters, or in a contraction that needs a letter after the apostrophe; digit pieces are
+# digits; punctuation and space pieces hold neither), and the pieces from that byte on are the
+# same whatever precedes it (tests check it with hypothesis, for both encodings). The greedy
+# `.*` makes the match end at the last such place in the searched stretch.
+_LAST_EDGE = re.compile(rb"(?s:.*)[A-Za-z0-9](?=[\x00-\x26\x28-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f])")
+
+
+def edge_before(content: bytes, end: int, start: int = 0) -> int:
+    """The last cut of `_LAST_EDGE` in (start, end), within MARK_REACH bytes before `end`, or
+    -1: exact in `content` and in any text that shares its first `end` bytes."""
+    found = _LAST_EDGE.match(content, max(start, end - MARK_REACH), end)
+    return -1 if found is None else found.end()
+
+
+def head_marks(content: bytes) -> tuple[list[int], int]:
+    """The cuts before the heads the stages' previews of `content` would keep, ascending, and
+    where the marker of the preview `content` is starts (-1: none found; no cut past it)."""
+    marks: list[int] = []
+    last = 0
+    n = len(content)
+    for shape in PREVIEW_HEADS:
+        marker = content.find(shape.marker, HEAD_PIECE, shape.length + len(shape.marker))
+        end = marker if marker >= 0 else shape.end(content) if n > shape.shortest else -1
+        if end > 0:
+            cut = edge_before(content, end, last)
+            if cut > last:
+                marks.append(cut)
+                last = cut
+        if marker >= 0:
+            return marks, marker
+    return marks, -1
+
+
+def preview_cuts(content: bytes) -> tuple[list[int], list[int], bool]:
+    """`piece_cuts`, and whether `content` is a stage's preview (its marker was found)."""
     n = len(content)
     if n < PIECE_MIN:
-        return [], []
+        return [], [], False
+    marks, marker = head_marks(content)
     heads: list[int] = []
     start = 0
-    end = n - TAIL_REGION  # where the tail pieces' region begins: head pieces end before it
-    while start + HEAD_PIECE <= HEAD_REGION:
-        start = next_cut(content, start + HEAD_PIECE, end)
-        if start < 0:
-            start = heads[-1] if heads else 0
-            break
-        heads.append(start)
-    far = next_cut(content, max(FAR_HEAD, start + HEAD_PIECE), end)
-    if far > 0:
-        heads.append(far)
-        start = far
+    # Head pieces fill each stretch before a mark, and past the last one (not in a preview:
+    # its marker follows) up to HEAD_REGION, ending before the tail pieces' region.
+    bounds = [(mark, True) for mark in marks]
+    if marker < 0:
+        bounds.append((min(HEAD_REGION, n - TAIL_REGION), False))
+    for bound, is_mark in bounds:
+        while bound - start > 2 * HEAD_PIECE:
+            cut = next_cut(content, start + HEAD_PIECE, bound)
+            if cut < 0:
+                break
+            heads.append(cut)
+            start = cut
+        if is_mark:
+            heads.append(bound)
+            start = bound
     tails: list[int] = []
     for back in (TAIL_REGION, TAIL_PIECE):
         cut = next_cut(content, max(n - back, start + 1))
         if cut > 0 and (not tails or cut > tails[-1]):
             tails.append(cut)
+    return heads, tails, marker >= 0
+
+
+def piece_cuts(content: bytes) -> tuple[list[int], list[int]]:
+    """The head cuts of a long content and where its tail pieces start (ascending; none: no
+    tail piece). A content shorter than PIECE_MIN has none: it is tokenized whole."""
+    heads, tails, _ = preview_cuts(content)
     return heads, tails
 
 
@@ -193,17 +276,15 @@ def text_counter(encoding: Any) -> Callable[[str], int]:
     return count
 
 
-# A last line appended to a content's tail (microcompact's recall line "[full content
-# recoverable via @recall <<ccr:…>>]") would hide the tail piece it shares. So a long content
-# whose last line break follows an ASCII letter or digit and starts a line of at most LAST_LINE
-# bytes is also tried as: the tail piece that ends at that line break, searched for as the
-# content would be searched were it to end there (a hit means its bytes are a known tail
-# piece), then the last line on its own. Cutting before that "\n" is exact: no piece of either
-# encoding's split runs from a letter or digit into a line break (letter pieces end in letters
-# or a contraction, digit pieces are digits, punctuation and space pieces hold neither), and
-# the "\n" starts the same pieces with or without what comes before it (tests check it).
+# A last line appended to a preview's tail (microcompact's recall line "[full content
+# recoverable via @recall <<ccr:…>>]") would hide the tail piece it shares. So a preview (its
+# marker found) whose last line is at most LAST_LINE bytes is also tried as: the tail piece that
+# ends at that line's break, searched for as the content would be searched were it to end there
+# (a hit means its bytes are a known tail piece), then the last line on its own. The cut is
+# after the last ASCII letter or digit before that line break (`_LAST_EDGE`: exact), so the
+# content's bytes between it and the break (a JSON content's closing "}") are tokenized with
+# the last line, and taken off the known piece's count (tokenized alone).
 LAST_LINE = 256
-_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
@@ -230,7 +311,7 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
         return sum(count(chunk.decode("utf-8", "replace"))
                    for chunk in exact_chunks(part, chunk_bytes))
 
-    heads, tails = piece_cuts(content)
+    heads, tails, previewed = preview_cuts(content)
     n = len(content)
     if not heads and not tails:
         return whole(content)
@@ -238,13 +319,16 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
     for cut in heads:
         total += piece(content[start:cut])
         start = cut
-    line = content.rfind(b"\n", start + 1)
-    if 0 < n - line <= LAST_LINE and content[line - 1] in _ALNUM:
+    line = content.rfind(b"\n", start + 1) if previewed else -1
+    if 0 < n - line <= LAST_LINE:
         cut = next_cut(content, line - TAIL_PIECE, line)
-        if cut > start:
+        body = edge_before(content, line + 1, cut) if cut > start else -1
+        if body > 0:
             known = pieces.get(sha256(content[cut:line]).digest())
             if known is not None:
-                return total + known + whole(content[start:cut]) + whole(content[line:])
+                if body < line:
+                    known -= whole(content[body:line])
+                return total + whole(content[start:cut]) + known + whole(content[body:])
     total += whole(content[start:tails[0] if tails else n])
     for first, last in pairwise([*tails, n]):
         total += piece(content[first:last])

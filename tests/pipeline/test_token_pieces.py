@@ -34,12 +34,22 @@ def small_pieces():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(token_cuts, "PIECE_MIN", 12)
         patch.setattr(token_cuts, "HEAD_PIECE", 5)
-        patch.setattr(token_cuts, "HEAD_REGION", 40)
-        patch.setattr(token_cuts, "FAR_HEAD", 70)
+        patch.setattr(token_cuts, "HEAD_REGION", 70)
         patch.setattr(token_cuts, "LAST_LINE", 20)
         patch.setattr(token_cuts, "TAIL_PIECE", 7)
         patch.setattr(token_cuts, "TAIL_REGION", 16)
+        patch.setattr(token_cuts, "MARK_REACH", 8)
+        patch.setattr(token_cuts, "PREVIEW_HEADS", SMALL_HEADS)
         yield
+
+
+# The stages' preview heads at the scale of `small_pieces`, with markers hypothesis writes too
+# (one the start of another's, as the budget's and tool_cap's are).
+SMALL_HEADS = (
+    token_cuts.PreviewHead(20, 10, b"[.", 26),
+    token_cuts.PreviewHead(40, 20, b"\n{", 40),
+    token_cuts.PreviewHead(50, None, b"\n{:", 60),
+)
 
 
 texts = st.text(alphabet=ALPHABET, max_size=160)
@@ -95,17 +105,21 @@ class Spy:
     lambda c: truncate_for_llm(c, 8000),
     lambda c: microcompact_preview(c, 2000, 500) + b"\n[full content recoverable]",
 ], ids=["spill-documented", "spill-as-implemented", "tool-cap", "microcompact"])
-def test_the_stages_previews_tokenize_only_what_is_not_the_contents(make):
+@pytest.mark.parametrize("ending", [b"", b"\n", b'"}', b" ]\n"])
+def test_the_stages_previews_tokenize_only_what_is_not_the_contents(make, ending):
+    """Each stage's preview is found by its marker and cut where its content was cut before
+    the head it keeps (`PREVIEW_HEADS`): what is tokenized again is its marker and the few
+    bytes between it and the content's tail piece (and an appended last line), whatever the
+    content ends with."""
     counter = TiktokenCounter("cl100k_base")
-    content = long_result()
+    content = long_result() + ending
     counter.count(content)
     made = make(content)
     spy = Spy("cl100k_base")
     counter._encoding = spy
     assert counter.count(made) == plain("cl100k_base", made)
-    # The head pieces (and the tail piece where the preview ends as the content does) were
-    # counted with the content: well under half the preview is tokenized again.
-    assert 0 < spy.handed < len(made) / 2
+    assert token_cuts.preview_cuts(made)[2]
+    assert 0 < spy.handed < 250  # of previews of 2,500 to 6,000 bytes
 
 
 def test_counting_many_at_once_records_what_count_would(monkeypatch):
@@ -251,6 +265,49 @@ def test_a_cut_between_a_letter_or_digit_and_a_line_break_is_exact(left, last, r
     """What `tokenize` relies on before a content's last line."""
     before, after = (left + last).encode(), ("\n" + right).encode()
     assert plain(name, before) + plain(name, after) == plain(name, before + after)
+
+
+ASCII_EDGES = [chr(b) for b in range(128) if not chr(b).isalnum() and chr(b) != "'"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts, st.sampled_from("aZ09sStT"), st.sampled_from(ASCII_EDGES), texts,
+       st.sampled_from(ENCODINGS))
+def test_a_cut_after_a_letter_or_digit_before_another_ascii_byte_is_exact(left, last, first,
+                                                                          right, name):
+    """What the head marks and the last-line cut rely on (`_LAST_EDGE`): after an ASCII letter
+    or digit, before an ASCII byte that is neither nor an apostrophe (a contraction's)."""
+    before, after = (left + last).encode(), (first + right).encode()
+    assert plain(name, before) + plain(name, after) == plain(name, before + after)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=80).map(lambda t: t.encode("utf-8")),
+       st.integers(0, 90), st.integers(0, 90))
+def test_edge_before_finds_the_last_edge_within_reach(content, end, start):
+    end = min(end, len(content))
+    edges = [q for q in range(max(start, end - token_cuts.MARK_REACH) + 1, end)
+             if chr(content[q - 1]).isascii() and chr(content[q - 1]).isalnum()
+             and chr(content[q]) in ASCII_EDGES]
+    assert token_cuts.edge_before(content, end, start) == (edges[-1] if edges else -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from(SMALL_HEADS), st.integers(0, 60), texts,
+       st.text(alphabet=ALPHABET.replace("\n", ""), max_size=25) | st.none(),
+       st.sampled_from(ENCODINGS))
+def test_a_stages_preview_counted_with_its_contents_pieces_is_exact(text, shape, tail, rest,
+                                                                    line, name):
+    """A preview as the stages make it: the head `shape` keeps, its marker, the content's
+    tail, and maybe a line of its own (microcompact's recall line)."""
+    content = text.encode("utf-8")
+    made = (content[:shape.end(content)] + shape.marker + rest.encode()
+            + content[len(content) - tail:] + (b"" if line is None else b"\n" + line.encode()))
+    pieces: dict[bytes, int] = {}
+    encoding = get_encoding(name)
+    with small_pieces():
+        assert token_cuts.tokenize(encoding, content, pieces) == plain(name, content)
+        assert token_cuts.tokenize(encoding, made, pieces) == plain(name, made)
 
 
 @settings(max_examples=300, deadline=None)
