@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxsim.pipeline import token_cuts, token_pool
+from ctxsim.pipeline.params import CHATCLI_ENV
+from ctxsim.pipeline.stages import budget, microcompact, tool_cap
 from ctxsim.pipeline.stages.budget import spill_preview
 from ctxsim.pipeline.stages.microcompact import preview as microcompact_preview
 from ctxsim.pipeline.stages.tool_cap import truncate_for_llm
@@ -120,6 +122,20 @@ def test_the_stages_previews_tokenize_only_what_is_not_the_contents(make, ending
     assert counter.count(made) == plain("cl100k_base", made)
     assert token_cuts.preview_cuts(made)[2]
     assert 0 < spy.handed < 250  # of previews of 2,500 to 6,000 bytes
+
+
+def test_the_preview_heads_are_the_stages_defaults():
+    """`PREVIEW_HEADS` restates the stages' head lengths (the counter cannot import them); a
+    stage whose default changes must change it too, or its previews stop sharing pieces."""
+    env = {var.key: var.default for var in CHATCLI_ENV}
+    mc_head, mc_tail = env["mc_truncate_head_chars"], env["mc_truncate_tail_chars"]
+    microcompact_head, spill_head, cap_head = token_cuts.PREVIEW_HEADS
+    assert (microcompact_head.length, microcompact_head.snap_after) == (mc_head, mc_head // 2)
+    assert microcompact_head.shortest == mc_head + mc_tail + microcompact.PREVIEW_GUARD
+    assert (spill_head.length, spill_head.snap_after) == (budget.PREVIEW_HEAD,
+                                                          budget.PREVIEW_HEAD // 2)
+    assert cap_head.length == tool_cap.PREVIEW and cap_head.snap_after is None
+    assert cap_head.shortest == tool_cap.PREVIEW + tool_cap.SUFFIX
 
 
 def test_counting_many_at_once_records_what_count_would(monkeypatch):
