@@ -10,7 +10,8 @@ takes long (the 16,000-call session holds ~450 MB), so it is built once and cach
 the kept call view and the migrations); each run copies it into its own folder. "A fresh
 process" below is this process after `REPLAYS.clear()` with fresh token counters
 (`isolated_counters`) and Django's cache cleared: another web or worker process, which finds
-only the database.
+only the database. Once the database is set up, this process calms its collector as gunicorn's
+master and the task worker do before they fork (`ctxsim.warm.calm_collector`).
 
 - `pages`: per size, as production serves it (`IMPORT_BOUND`), the page at the middle call is
   asked once and the worker's task that replays to it run here (untimed; it keeps the calls
@@ -49,6 +50,7 @@ import time
 
 from bench.common import ROOT, bench_owner, emit, median, note, output_dir, setup_django, timed
 from bench.worker_memory import idle_worker, status_kib
+from ctxsim.warm import calm_collector
 
 STEP = {"HX-Request": "true", "HX-Target": "div#call-view"}
 POLL = {"HX-Request": "true"}  # htmx polling a job from the page
@@ -299,6 +301,8 @@ def main() -> None:
         if args.mode == "poll":
             extra["CTXSIM_INSIGHTS_INLINE_CALLS"] = "0"
         env, (_, user, rows) = prepared(folder, sizes, args.seed, extra)
+        if args.mode != "worker-memory":  # (a real worker, which does it itself)
+            calm_collector()  # as gunicorn's master and the task worker do before forking
         if args.mode == "pages":
             emit({"sizes": [pages(row, user, args.reps) for row in rows]})
         elif args.mode == "replay":

@@ -78,22 +78,12 @@ preload_app = True
 
 
 def when_ready(server):
-    import gc
-
     from ctxsim.replays.services import warm_up
+    from ctxsim.warm import calm_collector
 
     server.log.info("ctxsim: warmed %d session(s) before starting the workers", warm_up())
-    # What the warm-up loaded lives as long as the workers: out of the collector's sight, a
-    # full collection no longer walks it (0.45 s each, a pause of every request of the worker,
-    # with 20 sessions replayed), nor writes to its pages, which the workers then keep shared.
-    gc.collect()
-    gc.freeze()
-    # A full collection walks every object a worker keeps: the replays it keeps hold every
-    # call of a short session, some 10,000 objects each; under 100 reviewers each full
-    # collection paused all of a worker's requests for about 0.5 s, four or five times a
-    # minute (issue 31). What one reclaims is little now (a dropped replay and its call views
-    # go with reference counting, `Replay.cost`, `CallView`): the workers run them ten times
-    # less often, after 100 collections of the middle generation instead of 10.
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, 100)
+    # What the warm-up loaded lives as long as the workers: out of the collector's sight, and
+    # full collections ten times rarer in the workers (a 0.5 s pause of every request of the
+    # worker, four or five times a minute under 100 reviewers, issue 31).
+    calm_collector()
 

@@ -81,10 +81,14 @@ class BoundedWorker(Worker):
 
     def run(self) -> None:
         from ctxsim.replays.services import warm_encoding
+        from ctxsim.warm import calm_collector
 
         # Every import and replay tokenizes: each task's child, forked from here, finds the
         # table loaded and shares its pages, instead of building it again (0.2 s a task).
         warm_encoding()
+        # A task's child replays sessions of millions of objects, which every full collection
+        # walks: they run ten times less often there, and never walk what is loaded here.
+        calm_collector()
         while True:
             try:
                 super().run()

@@ -11,7 +11,7 @@ from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
 from tests.web import workers
-from tests.web.worker_tasks import encodings_loaded, hog, kill_myself, whoami
+from tests.web.worker_tasks import collector_state, encodings_loaded, hog, kill_myself, whoami
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,6 +47,18 @@ def test_a_task_finds_the_tokenizer_the_worker_loaded_before_forking_it(settings
         for result in (first, second):
             row = workers.wait_for(lambda r=result: finished(r.id), 60, "the task's end", worker)
             assert row.status == "SUCCESSFUL" and row.return_value == ["cl100k_base"]
+
+
+def test_a_tasks_child_runs_full_collections_ten_times_less_often(settings):
+    """Issue 31: a task replaying a 16,000-call session holds millions of objects, which each
+    full collection walks; the worker froze what it loaded and raised the oldest generation's
+    threshold before forking the task's child (`ctxsim.warm.calm_collector`)."""
+    env = workers.worker_env(settings, CTXSIM_WORKER_MAX_MB="400")
+    result = collector_state.enqueue()
+    with workers.running(env, command_name="ctxsim_worker") as worker:
+        row = workers.wait_for(lambda: finished(result.id), 60, "the task's end", worker)
+    threshold, frozen = row.return_value
+    assert row.status == "SUCCESSFUL" and threshold == 100 and frozen > 10_000
 
 
 @pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite's write lock")

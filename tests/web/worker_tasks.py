@@ -32,3 +32,11 @@ def encodings_loaded() -> list[str]:
     from ctxsim.pipeline import tokens
 
     return sorted(tokens._COUNTERS)
+
+
+@task(queue_name="replays")
+def collector_state() -> list[int]:
+    """The task's process's oldest-generation threshold and how many objects it has frozen."""
+    import gc
+
+    return [gc.get_threshold()[2], gc.get_freeze_count()]
