@@ -20,14 +20,20 @@ serially (`floor`). The `replay` target is cold replay / floor.
 With `--physical` (run with CTXSIM_TOKEN_PROCESSES=1: one process does all the work), every
 figure is CPU time of this process (`time.process_time`), per repetition and side by side:
 - `raw_floor`: serial tiktoken (`encode_ordinary`) over the distinct raw contents of the first
-  session (its messages' contents, tool-call names and arguments, tool-call ids), nothing else;
+  session (its messages' contents, tool-call names and arguments, tool-call ids), nothing else,
+  run just before the cold replay and again just after the warm one: a repetition's floor is
+  the mean of the two;
 - `cold` and `warm` replays as above.
 - `unmemoized`: the first session's warm replay again with the stages' memos off
   (`Replay(use_memos=False)`: every stage redoes at every call what its memo would skip).
 `replay-physical` is (cold - warm) / raw_floor: the token-counting work a cold replay does
 (everything the warm replay does not) against tokenizing the transcript once; it is above 1 by
-what the previews and stubs cost and by the counter's own bookkeeping. `memo` (SPEC §9: memos
-off / on, warm) is unmemoized / warm.
+what the previews and stubs cost and by the counter's own bookkeeping. It is taken per
+repetition, against the floor measured around that repetition's replays, and the median of
+those ratios is the result (`physical`): on a machine whose speed drifts (the same floor took
+6.5 s of CPU in one repetition and 10.5 s in the next, stop 44), a ratio of medians taken
+tens of seconds apart measured the drift. `memo` (SPEC §9: memos off / on, warm) is
+unmemoized / warm.
 
 Within a repetition the floor and every size run one after the other, so all of them see the
 same machine state (the linearity ratios compare two sizes measured side by side).
@@ -38,6 +44,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from bench.common import emit, median, note, timed
@@ -71,10 +78,12 @@ def _replay_once(messages, profile: str, use_memos: bool = True) -> dict:
 
 
 def run_replay(messages, profile: str = PROFILE, clock=time.perf_counter,
-               unmemoized: bool = False) -> dict:
+               unmemoized: bool = False, after_warm: Callable[[], object] | None = None
+               ) -> dict:
     """One full replay from a cold token cache (every call, raw and sent token counts), then
     the same replay again with that counter (every count known), and with `unmemoized` once
-    more with the stages' memos off: the cold one timed by `clock`, the others by CPU time."""
+    more with the stages' memos off: the cold one timed by `clock`, the others by CPU time.
+    `after_warm` runs between the warm replay and the unmemoized one (untimed here)."""
     timings = {}
     with tokens.isolated_counters():  # a fresh shared counter: empty content cache
         start = clock()
@@ -84,6 +93,8 @@ def run_replay(messages, profile: str = PROFILE, clock=time.perf_counter,
         start = time.process_time()
         again = _replay_once(messages, profile)
         timings["warm"] = time.process_time() - start
+        if after_warm is not None:
+            after_warm()
         if unmemoized:
             gc.collect()
             start = time.process_time()
@@ -184,7 +195,16 @@ def main() -> None:
     floor_times: list[float] = []
     raw_times: list[float] = []
     outcome: dict[int, dict] = {}
+    physical_ratios: list[float] = []
     floor_tokens = raw_tokens = 0
+
+    def time_raw_floor() -> int:
+        gc.collect()
+        start = clock()
+        counted = run_raw_floor(raw)
+        raw_times.append(clock() - start)
+        return counted
+
     for rep in range(args.reps):
         if args.floor:
             gc.collect()
@@ -192,18 +212,20 @@ def main() -> None:
             floor_tokens = run_floor(contents)
             floor_times.append(clock() - start)
         if args.physical:
-            gc.collect()
-            start = clock()
-            raw_tokens = run_raw_floor(raw)
-            raw_times.append(clock() - start)
+            raw_tokens = time_raw_floor()
         for n in sizes:
             gc.collect()
-            outcome[n] = run_replay(sessions[n], args.profile, clock,
-                                    unmemoized=args.physical and n == sizes[0])
+            first_physical = args.physical and n == sizes[0]
+            outcome[n] = run_replay(sessions[n], args.profile, clock, unmemoized=first_physical,
+                                    after_warm=time_raw_floor if first_physical else None)
             cold_times[n].append(outcome[n].pop("cold"))
             warm_times[n].append(outcome[n].pop("warm"))
             if "unmemoized" in outcome[n]:
                 unmemoized_times.append(outcome[n].pop("unmemoized"))
+            if first_physical:
+                # The floor of this repetition: the mean of the two runs around its replays.
+                raw_times[-2:] = [(raw_times[-2] + raw_times[-1]) / 2]
+                physical_ratios.append((cold_times[n][-1] - warm_times[n][-1]) / raw_times[-1])
         note(f"rep {rep + 1}/{args.reps}: "
              + ", ".join(f"{n} calls {cold_times[n][-1]:.2f}s (warm {warm_times[n][-1]:.2f}s)"
                          for n in sizes)
@@ -233,6 +255,8 @@ def main() -> None:
         "floor_tokens": floor_tokens,
         "raw_floor_times": raw_times, "raw_floor": median(raw_times) if raw_times else None,
         "raw_contents": len(raw), "raw_bytes": sum(map(len, raw)), "raw_tokens": raw_tokens,
+        "physical_ratios": physical_ratios,
+        "physical": median(physical_ratios) if physical_ratios else None,
         "unmemoized_times": unmemoized_times,
         "unmemoized": median(unmemoized_times) if unmemoized_times else None,
     })

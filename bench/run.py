@@ -262,13 +262,15 @@ def main() -> int:
         small = physical["sizes"][0]
         counting = small["replay"] - small["warm"]
         if "replay-physical" in only:
-            results.append(line("replay-physical", counting / physical["raw_floor"], 1.15))
+            results.append(line("replay-physical", physical["physical"], 1.15))
             info(f"{small['calls']} calls, CPU in one process: cold replay {small['replay']:.2f}s"
                  f" - warm replay {small['warm']:.2f}s = {counting:.2f}s of token counting; "
                  f"baseline: serial tiktoken over the {physical['raw_contents']} distinct raw "
                  f"contents ({physical['raw_bytes'] / 1e6:.1f} MB, "
                  f"{physical['raw_tokens']:,} tokens) {physical['raw_floor']:.2f}s "
-                 f"(runs {runs(physical, 'raw_floor_times')})")
+                 f"(runs {runs(physical, 'raw_floor_times')}, each the mean of a run before "
+                 f"and after that repetition's replays); the median of the repetitions' ratios "
+                 f"({runs(physical, 'physical_ratios')})")
         if "memo" in only:
             results.append(line("memo", physical["unmemoized"] / small["warm"], 10,
                                 at_least=True))
