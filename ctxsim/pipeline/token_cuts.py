@@ -312,15 +312,11 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
                    for chunk in exact_chunks(part, chunk_bytes))
 
     heads, tails, previewed = preview_cuts(content)
-    n = len(content)
     if not heads and not tails:
         return whole(content)
-    total, start = 0, 0
-    for cut in heads:
-        total += piece(content[start:cut])
-        start = cut
+    start = heads[-1] if heads else 0
     line = content.rfind(b"\n", start + 1) if previewed else -1
-    if 0 < n - line <= LAST_LINE:
+    if 0 < len(content) - line <= LAST_LINE:
         cut = next_cut(content, line - TAIL_PIECE, line)
         body = edge_before(content, line + 1, cut) if cut > start else -1
         if body > 0:
@@ -328,8 +324,100 @@ def tokenize(encoding: Any, content: bytes, pieces: dict[bytes, int],
             if known is not None:
                 if body < line:
                     known -= whole(content[body:line])
-                return total + whole(content[start:cut]) + known + whole(content[body:])
-    total += whole(content[start:tails[0] if tails else n])
+                return (sum(piece(content[a:b]) for a, b in pairwise([0, *heads]))
+                        + whole(content[start:cut]) + known + whole(content[body:]))
+    return sum(piece(part) if keyed else whole(part)
+               for part, keyed in content_parts(content, heads, tails))
+
+
+# `tokenize_all` cuts a group of contents of about this many bytes, then tokenizes its parts.
+GROUP_BYTES = 4 * 1024 * 1024
+
+
+def tokenize_all(encoding: Any, contents: list[bytes], pieces: dict[bytes, int],
+                 chunk_bytes: int = 1024 * 1024,
+                 learned: dict[bytes, int] | None = None) -> list[int]:
+    """`tokenize` of each content, in order, with the same counts and the same pieces added to
+    `pieces` and `learned`; for many contents at once (a cold session's own, in one process).
+
+    A group of contents (GROUP_BYTES) is cut and its pieces looked up first, then the
+    tokenizer counts every part no lookup knew, one call after another, then the counts are
+    summed. The tokenizer's tables and the cutting's code each stay in the processor's caches
+    for the whole stretch instead of evicting each other at every piece. On the 2,000-call cold
+    replay in one process (interleaved pairs, issue 31): the work beyond the tokenizer's own
+    0.71 → 0.63 s (medians of four), the counting beyond a warm replay 1.13 → 1.08 times the
+    serial tokenizing of the raw contents (of six). A preview of a content (its marker found)
+    is left to `tokenize` after its group, when the group's pieces are known. The texts of a
+    group are held together: a few MB."""
+    out = [0] * len(contents)
+    start = 0
+    while start < len(contents):
+        end, size = start + 1, len(contents[start])
+        while end < len(contents) and size < GROUP_BYTES:
+            size += len(contents[end])
+            end += 1
+        _tokenize_group(encoding, contents, range(start, end), out, pieces, chunk_bytes,
+                        learned)
+        start = end
+    return out
+
+
+def _tokenize_group(encoding: Any, contents: list[bytes], group: range, out: list[int],
+                    pieces: dict[bytes, int], chunk_bytes: int,
+                    learned: dict[bytes, int] | None) -> None:
+    sha256 = hashlib.sha256
+    known = pieces.get
+    texts: list[str] = []  # what the tokenizer is to count, in order
+    waiting: dict[bytes, int] = {}  # a piece's digest -> its text's index
+    sums: list[tuple[int, int, list[int]]] = []  # content index, known counts, text indices
+    previews: list[int] = []
+    for k in group:
+        content = contents[k]
+        heads, tails, previewed = preview_cuts(content)
+        if previewed:
+            previews.append(k)
+            continue
+        base, refs = 0, []
+        for part, keyed in content_parts(content, heads, tails):
+            if keyed:
+                digest = sha256(part).digest()
+                count = known(digest)
+                if count is not None:
+                    base += count
+                    continue
+                at = waiting.get(digest)
+                if at is None:
+                    at = waiting[digest] = len(texts)
+                    texts.append(part.decode("utf-8", "replace"))
+                refs.append(at)
+            else:
+                chunks = (part,) if len(part) <= chunk_bytes else exact_chunks(part, chunk_bytes)
+                for chunk in chunks:
+                    refs.append(len(texts))
+                    texts.append(chunk.decode("utf-8", "replace"))
+        sums.append((k, base, refs))
+    counter = text_counter(encoding)
+    counts = [counter(text) for text in texts]
+    for digest, at in waiting.items():
+        pieces[digest] = counts[at]
+        if learned is not None:
+            learned[digest] = counts[at]
+    for k, base, refs in sums:
+        out[k] = base + sum(counts[at] for at in refs)
+    for k in previews:
+        out[k] = tokenize(encoding, contents[k], pieces, chunk_bytes, learned)
+
+
+def content_parts(content: bytes, heads: list[int], tails: list[int]
+                  ) -> Iterator[tuple[bytes, bool]]:
+    """The parts `tokenize` counts a content in, with its cuts (`piece_cuts`), in order, each
+    with whether it is a piece looked up by digest: the head pieces, the middle (tokenized
+    whole: True for none), the tail pieces. A content with no cut is one part."""
+    start = 0
+    for cut in heads:
+        yield content[start:cut], True
+        start = cut
+    n = len(content)
+    yield content[start:tails[0] if tails else n], False
     for first, last in pairwise([*tails, n]):
-        total += piece(content[first:last])
-    return total
+        yield content[first:last], True

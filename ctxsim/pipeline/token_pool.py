@@ -8,9 +8,10 @@ here) unless all of these hold:
   is 2 or more; `1` or `0` turns the workers off;
 - the contents add up to at least MIN_BYTES (4 MB, about a quarter second of tokenizing):
   below that, handing them over costs more than it saves.
-Workers run `tokens.tokenize`, the function the serial counter runs, so the counts are the
-same; each returns the head and tail pieces it counted, for the caller's piece cache. The
-results come back in the order of the contents whatever the schedule (deterministic).
+Workers run `tokens.tokenize`, which cuts the pieces the serial counter's `tokenize_all`
+cuts, so the counts are the same; each returns the head and tail pieces it counted, for the
+caller's piece cache. The results come back in the order of the contents whatever the
+schedule (deterministic).
 
 The pool is started on first use and kept while it is used: it stops IDLE_SECONDS (60) after
 its last job, so a web or task worker holds no idle counting processes (each holds a BPE table,

@@ -21,7 +21,7 @@ from .encodings import get_encoding as get_encoding
 from .encodings import load_bpe_file as load_bpe_file
 from .images import part_tokens
 from .messages import Message
-from .token_cuts import digit_shape, tokenize
+from .token_cuts import digit_shape, tokenize, tokenize_all
 from .token_cuts import exact_chunks as exact_chunks  # tests and callers import it here
 
 
@@ -131,11 +131,17 @@ class TiktokenCounter:
     def _tokenize(self, content: bytes, learned: dict[bytes, int] | None = None) -> int:
         return tokenize(self._encoding, content, self._by_digest, self.CHUNK_BYTES, learned)
 
+    def _tokenize_all(self, contents: list[bytes], learned: dict[bytes, int] | None = None
+                      ) -> list[int]:
+        return tokenize_all(self._encoding, contents, self._by_digest, self.CHUNK_BYTES,
+                            learned)
+
     def count_many(self, contents: Iterable[bytes]) -> None:
         """Count every content not known yet, now: a cold session's distinct contents are
         spread over the machine's cores when there are enough of them (`token_pool`), else
         tokenized here. Afterwards `count` finds each in the cache; the counts are the ones
-        `count` would have made (the same `tokenize`), recorded the same way."""
+        `count` would have made (`tokenize`, or here `tokenize_all`, which cuts the same
+        pieces), recorded the same way."""
         from . import token_pool
 
         new = list(dict.fromkeys(c for c in contents if c and c not in self._cache))
@@ -157,8 +163,8 @@ class TiktokenCounter:
         items = [key if content is None else content for key, content in todo.items()]
         counted = token_pool.count_all(self.name, items, self.CHUNK_BYTES)
         learned = getattr(self._recording, "pieces", None)
-        if counted is None:  # not worth other processes: here, as `count` would
-            counted = [(self._tokenize(c, learned), []) for c in items]
+        if counted is None:  # not worth other processes: here, with the counts `count` makes
+            counted = [(tokens, []) for tokens in self._tokenize_all(items, learned)]
         for (key, digested), content, (tokens, pieces) in zip(todo.items(), items, counted,
                                                                strict=True):
             for piece_digest, piece_tokens in pieces:

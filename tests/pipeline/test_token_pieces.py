@@ -150,6 +150,41 @@ def test_counting_many_at_once_records_what_count_would(monkeypatch):
     assert by_many == by_count
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6), st.sampled_from(SMALL_HEADS), texts,
+       st.integers(1, 120), st.sampled_from(ENCODINGS))
+def test_many_contents_tokenized_together_count_as_each_alone(found, shape, rest, group,
+                                                              name):
+    """`tokenize_all`, in groups of `group` bytes: the counts of plain tokenization, for the
+    contents, repeats of them and previews of them the stages' way (left to `tokenize` after
+    their group); every piece it adds is a piece's count and is also learned."""
+    contents = [t.encode("utf-8") for t in found]
+    contents += [contents[0], contents[-1][:shape.end(contents[-1])] + shape.marker
+                 + rest.encode() + contents[-1][-20:]]
+    encoding = get_encoding(name)
+    pieces: dict[bytes, int] = {}
+    learned: dict[bytes, int] = {}
+    alone: dict[bytes, int] = {}
+    with small_pieces(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(token_cuts, "GROUP_BYTES", group)
+        counted = token_cuts.tokenize_all(encoding, contents, pieces, 16, learned)
+        assert counted == [plain(name, c) for c in contents]
+        assert counted == [token_cuts.tokenize(encoding, c, alone, 16) for c in contents]
+    assert learned == pieces
+    assert all(alone[digest] == tokens for digest, tokens in pieces.items()
+               if digest in alone)
+
+
+def test_many_long_contents_tokenized_together_add_the_pieces_each_would():
+    contents = [long_result(n) for n in (30, 80, 80, 200)] + [b"short", long_result(5000)]
+    encoding = get_encoding("cl100k_base")
+    together: dict[bytes, int] = {}
+    alone: dict[bytes, int] = {}
+    counted = token_cuts.tokenize_all(encoding, contents, together, 64 * 1024)
+    assert counted == [token_cuts.tokenize(encoding, c, alone, 64 * 1024) for c in contents]
+    assert together == alone and len(together) > len(contents)
+
+
 @pytest.mark.parametrize("value, expected", [("1", 1), ("0", 0), ("3", 3), ("x", None)])
 def test_the_env_var_sets_the_worker_processes(monkeypatch, value, expected):
     monkeypatch.setenv(token_pool.PROCESSES_ENV, value)

@@ -154,7 +154,13 @@ def _spied(counter: TiktokenCounter) -> list[bytes]:
         tokenized.append(content)
         return real(content)
 
+    def spy_all(contents: list[bytes], learned: dict[bytes, int] | None = None) -> list[int]:
+        tokenized.extend(contents)
+        return real_all(contents, learned)
+
+    real_all = counter._tokenize_all
     counter._tokenize = spy  # type: ignore[method-assign]
+    counter._tokenize_all = spy_all  # type: ignore[method-assign]
     return tokenized
 
 

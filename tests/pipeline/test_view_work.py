@@ -24,8 +24,10 @@ def test_the_call_view_tokenizes_nothing_even_after_the_count_cache_forgot_every
         counter._cache.clear()  # as a cache past its bound forgets (the oldest first)
         counter._by_digest.clear()
         tokenized: list[bytes] = []
-        real = counter._tokenize
+        real, real_all = counter._tokenize, counter._tokenize_all
         counter._tokenize = lambda c: tokenized.append(c) or real(c)
+        counter._tokenize_all = lambda cs, learned=None: tokenized.extend(cs) or real_all(
+            cs, learned)
         views = [call_view(call, rep.cost) for call in calls[-5:]]
     assert tokenized == []
     last = calls[-1]
