@@ -337,8 +337,9 @@ GROUP_BYTES = 4 * 1024 * 1024
 def tokenize_all(encoding: Any, contents: list[bytes], pieces: dict[bytes, int],
                  chunk_bytes: int = 1024 * 1024,
                  learned: dict[bytes, int] | None = None) -> list[int]:
-    """`tokenize` of each content, in order, with the same counts and the same pieces added to
-    `pieces` and `learned`; for many contents at once (a cold session's own, in one process).
+    """`tokenize` of each content, in order: the same counts, and the pieces `tokenize` cuts
+    added to `pieces` and `learned` (a preview, counted after its group, may find more of its
+    pieces known); for many contents at once (a cold session's own, in one process).
 
     A group of contents (GROUP_BYTES) is cut and its pieces looked up first, then the
     tokenizer counts every part no lookup knew, one call after another, then the counts are
@@ -391,8 +392,7 @@ def _tokenize_group(encoding: Any, contents: list[bytes], group: range, out: lis
                     texts.append(part.decode("utf-8", "replace"))
                 refs.append(at)
             else:
-                chunks = (part,) if len(part) <= chunk_bytes else exact_chunks(part, chunk_bytes)
-                for chunk in chunks:
+                for chunk in exact_chunks(part, chunk_bytes):  # (a short part: itself)
                     refs.append(len(texts))
                     texts.append(chunk.decode("utf-8", "replace"))
         sums.append((k, base, refs))
@@ -411,8 +411,8 @@ def _tokenize_group(encoding: Any, contents: list[bytes], group: range, out: lis
 def content_parts(content: bytes, heads: list[int], tails: list[int]
                   ) -> Iterator[tuple[bytes, bool]]:
     """The parts `tokenize` counts a content in, with its cuts (`piece_cuts`), in order, each
-    with whether it is a piece looked up by digest: the head pieces, the middle (tokenized
-    whole: True for none), the tail pieces. A content with no cut is one part."""
+    with whether it is a piece looked up by digest: the head pieces, the middle (False:
+    tokenized whole), the tail pieces. A content with no cut is one part."""
     start = 0
     for cut in heads:
         yield content[start:cut], True
