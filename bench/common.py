@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -13,6 +14,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("CTXSIM_BENCH_OUTPUT", ROOT / "bench-output"))
+
+# Debian's Chromium, which Playwright drives here (it cannot download its own browsers): as
+# root it needs --no-sandbox, and the background-networking flags keep it from calling out of
+# an offline machine. Shared by the browser tests and `bench.browser_scale`.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str:
+    """`CTXSIM_CHROMIUM`, else `chromium` on PATH, else empty."""
+    return os.environ.get("CTXSIM_CHROMIUM") or shutil.which("chromium") or ""
 
 
 def output_dir() -> Path:

@@ -8,7 +8,6 @@ background-networking flags keep it from calling out of this offline machine.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 
 import pytest
@@ -16,6 +15,7 @@ from django.db import connections
 from django_tasks_db.management.commands.db_worker import Worker
 from playwright.sync_api import expect
 
+from bench.common import CHROMIUM_ARGS, chromium_path
 from tests.factories import password_for, use_fast_password_hashing
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
@@ -27,18 +27,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # cores with other work).
 expect.set_options(timeout=15_000)
 
-CHROMIUM = os.environ.get("CTXSIM_CHROMIUM") or shutil.which("chromium") or ""
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-]
+CHROMIUM = chromium_path()
 
 
 def pytest_collection_modifyitems(config, items):
