@@ -125,6 +125,10 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             for rep in range(args.reps):
+                # The previous server's write-ahead log belongs to the copy it served.
+                for stale in (f"{database}-wal", f"{database}-shm"):
+                    if os.path.exists(stale):
+                        os.remove(stale)
                 shutil.copyfile(pristine, database)
                 for stale in ("cache", "media"):
                     shutil.rmtree(f"{folder}/{stale}", ignore_errors=True)
