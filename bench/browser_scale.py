@@ -30,8 +30,16 @@ import sys
 import tempfile
 import time
 
-from bench.common import CHROMIUM_ARGS, chromium_path, emit, note, output_dir
-from loadtest.run import ROOT, free_port, stop, wait_until_up
+from bench.common import (
+    CHROMIUM_ARGS,
+    ROOT,
+    chromium_path,
+    django_environment,
+    emit,
+    note,
+    output_dir,
+)
+from loadtest.run import free_port, stop, wait_until_up
 
 TARGETS = {"open": 3.0, "step": 0.5, "progress": 1.0}  # seconds (issue 31 item 2)
 PASSWORD = "bench-pass-123"  # `bench.common.bench_owner`'s user
@@ -41,12 +49,10 @@ NEW_CAPS = ("7321", "6543", "5877")  # a value per repetition nobody replayed be
 
 
 def serve(folder: str, port: int, log) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder}/db.sqlite3",
-           "MEDIA_ROOT": f"{folder}/media", "STATIC_ROOT": f"{folder}/static",
+    env = {**os.environ, **django_environment(folder), "ALLOWED_HOSTS": "127.0.0.1",
            "CACHE_URL": f"filecache://{folder}/cache", "CTXSIM_LOCK_DIR": f"{folder}/locks",
-           "SECRET_KEY": "bench-" + "x" * 50, "HOST": "127.0.0.1", "PORT": str(port),
-           "ALLOWED_HOSTS": "127.0.0.1",
-           "GUNICORN_ACCESS_LOG": os.devnull, "LOG_LEVEL": "ERROR"}
+           "HOST": "127.0.0.1", "PORT": str(port), "GUNICORN_ACCESS_LOG": os.devnull,
+           "LOG_LEVEL": "ERROR"}
     for name in ("CTXSIM_S3_BUCKET", "AWS_STORAGE_BUCKET_NAME", "CTXSIM_INLINE_REPLAY_CALLS"):
         env.pop(name, None)
     return subprocess.Popen([str(ROOT / "bin" / "serve-prod")], cwd=ROOT, env=env, stdout=log,
