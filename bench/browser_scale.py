@@ -100,12 +100,20 @@ def visit(browser, base: str, session_id: int, cap: str, steps_each: int) -> dic
     return {"open": opened, "step": steps, "progress": progress}
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=16000)
-    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--calls", type=positive, default=16000)
+    parser.add_argument("--reps", type=positive, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=STEPS, help="k presses, then as many j")
+    parser.add_argument("--steps", type=positive, default=STEPS,
+                        help="k presses, then as many j")
     args = parser.parse_args()
     chromium = chromium_path()
     if not chromium:
