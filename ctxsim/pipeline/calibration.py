@@ -17,6 +17,7 @@ and a fit over the calls with usage, once per session and counter, never per cal
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,14 @@ TODO_REMINDER_FRAME = 40
 # record: `meta["injected_context"]`, importers/claude_code_attachments.py) [X: the tags and
 # their line breaks in cl100k_base; the wording around some types is not recorded].
 INJECTED_FRAME = 10
+# A line of a file as Claude Code's Read (and an Edit's snippet) shows it, `cat -n` style: the
+# line number right-aligned in six columns, then `→` (a tab before 1.0.x's arrow). Counted
+# only in a tool result holding at least NUMBERED_MIN such lines, the first of them within its
+# first NUMBERED_WITHIN bytes (a Read starts with them, an edit's snippet after one sentence):
+# scanning every tool result whole cost a tenth of a replay.
+NUMBERED_LINE = re.compile("^ *[0-9]+(?:→|\t)".encode(), re.MULTILINE)
+NUMBERED_MIN = 3
+NUMBERED_WITHIN = 1024
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
 # subset of pairs keeps the fit linear in practice.
 EXACT_PAIRS_UP_TO = 400
@@ -73,6 +82,9 @@ class CallEstimate:
     # Where the agent's prompt starts in the transcript: the latest recorded compaction's
     # marked message, else the first message after the leading system block.
     agent_from: int = 0
+    # Counted tokens of the line-number prefixes of numbered file lines (`NUMBERED_LINE`) in
+    # the agent's prompt so far: part of `agent_estimate`, priced apart by the token model.
+    numbered: int = 0
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,7 @@ def call_estimates(
     tools: Any = None,
     response_schema: Any = None,
     reminders: bool = False,
+    line_numbers: bool = False,
 ) -> list[CallEstimate]:
     """Every model call's raw estimate under profile `none`, numbered as the replay numbers
     them (one call before each assistant message, plus the trailing call). `reminders`: the
@@ -132,7 +145,8 @@ def call_estimates(
     arguments plus `TODO_REMINDER_FRAME`. Context the agent injected that the transcript
     records beside its messages (`meta["injected_context"]`: Claude Code's attachment
     records, recorded before the message that carries them) is counted in `hidden` too,
-    each text plus `INJECTED_FRAME`.
+    each text plus `INJECTED_FRAME`. `line_numbers`: count the line-number prefixes of the
+    numbered file lines tool results show (`numbered_prefix_tokens`, Claude Code).
 
     Invariant: equals `Replay(profile none).calls()`'s `raw_tokens`, call for call (tested),
     without running the replay.
@@ -143,12 +157,12 @@ def call_estimates(
     out: list[CallEstimate] = []
     lead = lead_tokens = 0  # the leading system messages
     agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
-    output_estimate = output_recorded = hidden = 0
+    output_estimate = output_recorded = hidden = numbered = 0
 
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
                             agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
-                            output_estimate, output_recorded, hidden, agent_from)
+                            output_estimate, output_recorded, hidden, agent_from, numbered)
 
     for index, m in enumerate(messages):
         injected = m.meta.get("injected_context")
@@ -168,7 +182,7 @@ def call_estimates(
             agent_from = lead
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
-            output_estimate = output_recorded = hidden = 0
+            output_estimate = output_recorded = hidden = numbered = 0
         if injected and m.role != "assistant":
             hidden += injected_tokens(injected, counter)
         if m.role == "assistant":
@@ -178,11 +192,24 @@ def call_estimates(
             if reminders:
                 hidden += sum(counter.count(c.arguments.encode()) + TODO_REMINDER_FRAME
                               for c in m.tool_calls if c.name == "TodoWrite")
+        elif line_numbers and m.role == "tool":
+            numbered += numbered_prefix_tokens(m.content, counter)
         tokens += cost
         agent_tokens += cost
     if not messages or not (messages[-1].role == "assistant" and not messages[-1].tool_calls):
         out.append(point(None, None, len(messages)))
     return out
+
+
+def numbered_prefix_tokens(content: bytes, counter: TokenCounter) -> int:
+    """Counted tokens of the line-number prefixes in a tool result that shows a file's lines
+    numbered (`NUMBERED_LINE`: at least NUMBERED_MIN of them, one in its first
+    NUMBERED_WITHIN bytes): its count less the count of the same text without them; 0 for any
+    other content."""
+    if (NUMBERED_LINE.search(content, 0, NUMBERED_WITHIN) is None
+            or len(NUMBERED_LINE.findall(content)) < NUMBERED_MIN):
+        return 0
+    return max(counter.count(content) - counter.count(NUMBERED_LINE.sub(b"", content)), 0)
 
 
 def _visible_output(recorded: Mapping[str, Any] | None) -> int | None:

@@ -98,6 +98,16 @@ TODO_REMINDERS_BEFORE = (1, 0, 98)
 B_SPREAD = 1.25
 
 
+# Agents whose tool results show a file's lines numbered (Claude Code's Read and its edits'
+# snippets: `calibration.NUMBERED_LINE`) and whose provider's tokenizer prices those prefixes
+# at about ctxsim's count of them, not at `b` times it: on the shared Claude Code transcripts
+# (1.0.17–2.1.14) a Read step of at least 1,000 tokens billed 2.9–5.0 tokens a line for the
+# prefix (median 3.8) where cl100k_base counts 4.1 and the fitted line priced 4.1–4.9 [O;
+# README "The token model"]. The fit and the one-step prediction take them at their count
+# and fit `b` on the rest.
+NUMBERED_AT_COUNT = frozenset({"claude-code"})
+
+
 def todo_reminders(agent: str | None, session: Mapping[str, Any]) -> bool:
     """Whether the agent that wrote the session (its `meta`) repeats each TodoWrite list in
     a reminder the transcript does not record (`calibration.call_estimates(reminders=…)`)."""
@@ -294,10 +304,14 @@ def build(points: Sequence[CallEstimate], counter: str, provider: str | None = N
         sent_back = cur.reasoning - prev.reasoning
         billed_out = cur.output_recorded - prev.output_recorded + sent_back if known else 0
         counted_out = cur.output_estimate - prev.output_estimate + sent_back if known else 0
-        x = cur.agent_estimate - prev.agent_estimate - counted_out + cur.hidden - prev.hidden
+        # Line-number prefixes at their count (`NUMBERED_AT_COUNT`; 0 for other agents).
+        numbered = cur.numbered - prev.numbered
+        x = (cur.agent_estimate - prev.agent_estimate - counted_out + cur.hidden - prev.hidden
+             - numbered)
         n = cur.agent_messages - prev.agent_messages
-        predicted[cur.call_index] = round(prev.recorded + billed_out + tokenizer.f(x, n))
-        steps.append((x, n, cur.recorded - prev.recorded - billed_out))
+        predicted[cur.call_index] = round(prev.recorded + billed_out + numbered
+                                          + tokenizer.f(x, n))
+        steps.append((x, n, cur.recorded - prev.recorded - billed_out - numbered))
         usable += abs(steps[-1][2]) >= NOISE
         if cur.agent_from == prev.agent_from and cur.response_input_index:
             visible.append((cur.response_input_index - 1,

@@ -15,12 +15,18 @@ from dataclasses import replace
 import pytest
 
 from ctxsim.importers import load
-from ctxsim.pipeline.calibration import CallEstimate, call_estimates, percentile
+from ctxsim.pipeline.calibration import (
+    CallEstimate,
+    call_estimates,
+    numbered_prefix_tokens,
+    percentile,
+)
 from ctxsim.pipeline.messages import Message, ToolCall
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.token_model import (
     MIN_STEPS,
+    NUMBERED_AT_COUNT,
     build,
     call_figures,
     fit_steps,
@@ -228,6 +234,49 @@ def test_claude_code_before_1_0_98_is_billed_each_todo_list_twice():
     assert max(abs(without.predicted[p.call_index] - p.recorded) for p in late) > 20
 
 
+def _read_session(rounds: int) -> list[Message]:
+    """Reads of files of different lengths, shown as Claude Code shows them (`     N→line`),
+    between Bash runs whose output holds no numbered line."""
+    history = [Message.of("system", "You are a coding agent."), Message.of("user", "go")]
+    for i in range(rounds):
+        if i % 2:
+            lines = 20 + 37 * (i % 5)
+            result = "".join(f"{k + 1:>6}→    value_{k} = compute({k}, '{i}')\n"
+                             for k in range(lines))
+            call = ToolCall(f"c{i}", "Read", f'{{"file_path":"/src/m{i}.py"}}')
+        else:
+            result, call = "ok " * (300 + 90 * (i % 5)), ToolCall(f"c{i}", "Bash", "{}")
+        history.append(Message.of("assistant", f"step {i}", tool_calls=[call]))
+        history.append(Message.of("tool", result, tool_call_id=f"c{i}"))
+    return history + [Message.of("assistant", "done")]
+
+
+def test_claude_code_line_number_prefixes_are_priced_at_their_count():
+    """Claude's tokenizer prices the `     N→` prefixes of a Read at about ctxsim's count of
+    them, the rest of the text at `b` times it: the one-step prediction takes the prefixes
+    at their count and fits `b` on the rest."""
+    counter = get_counter(COUNTER)
+    numbered = call_estimates(_read_session(16), counter, line_numbers=True)
+    plain = call_estimates(_read_session(16), counter)
+    assert [p.estimate for p in plain] == [p.estimate for p in numbered]  # the raw count stays
+    assert {p.numbered for p in plain} == {0}
+    assert numbered[-1].numbered > 0
+    # Only numbered file lines count: a Bash step adds none.
+    assert numbered[3].numbered == numbered[2].numbered
+    assert numbered[2].numbered > numbered[1].numbered
+    two_lines = "     1→only two\n     2→lines".encode()
+    assert numbered_prefix_tokens(two_lines, counter) == 0
+    history = _billed(_read_session(16), lambda k, x, n: round(
+        A + B * (x - numbered[k].numbered) + numbered[k].numbered + C * n))
+    with_prefixes = build(call_estimates(history, counter, line_numbers=True), COUNTER,
+                          "anthropic", "claude-code")
+    without = build(call_estimates(history, counter), COUNTER, "anthropic", "claude-code")
+    late = call_estimates(history, counter)[MIN_STEPS + 2:-1]
+    assert all(abs(with_prefixes.predicted[p.call_index] - p.recorded) <= 2 for p in late)
+    assert max(abs(without.predicted[p.call_index] - p.recorded) for p in late) > 20
+    assert "claude-code" in NUMBERED_AT_COUNT and "codex" not in NUMBERED_AT_COUNT
+
+
 # --- the anchored token source -------------------------------------------------------------
 
 
@@ -404,7 +453,8 @@ def test_one_step_prediction_accuracy(files, agent):
     counter = ENCODING[agent]
     for s in _sessions(files):
         points = call_estimates(s.messages, get_counter(counter), "auto", s.tools,
-                                s.response_schema, todo_reminders(s.format, s.meta))
+                                s.response_schema, todo_reminders(s.format, s.meta),
+                                s.format in NUMBERED_AT_COUNT)
         model = build(points, counter, s.meta.get("provider"), s.format)
         billed = [p for p in points if p.recorded]
         for prev, cur in zip(billed, billed[1:], strict=False):
