@@ -42,10 +42,11 @@ TODO_REMINDER_FRAME = 40
 # their line breaks in cl100k_base; the wording around some types is not recorded].
 INJECTED_FRAME = 10
 # A line of a file as Claude Code's Read (and an Edit's snippet) shows it, `cat -n` style: the
-# line number right-aligned in six columns, then `→` (a tab before 1.0.x's arrow). Counted
-# only in a tool result holding at least NUMBERED_MIN such lines, the first of them within its
-# first NUMBERED_WITHIN bytes (a Read starts with them, an edit's snippet after one sentence):
-# scanning every tool result whole cost a tenth of a replay.
+# line number right-aligned in six columns, then `→` (a tab in early 1.0 releases: 1.0.17).
+# Counted only in a tool result holding at least NUMBERED_MIN such lines, the first of them
+# within its first NUMBERED_WITHIN bytes (a Read starts with them, an edit's snippet after one
+# sentence): scanning every tool result whole took 50 ms for a generated 200-call session's
+# 5 MB of results, a third of its warm replay.
 NUMBERED_LINE = re.compile("^ *[0-9]+(?:→|\t)".encode(), re.MULTILINE)
 NUMBERED_MIN = 3
 NUMBERED_WITHIN = 1024
