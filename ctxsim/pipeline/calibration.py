@@ -48,6 +48,7 @@ INJECTED_FRAME = 10
 # sentence): scanning every tool result whole took 50 ms for a generated 200-call session's
 # 5 MB of results, a third of its warm replay.
 NUMBERED_LINE = re.compile("^ *[0-9]+(?:→|\t)".encode(), re.MULTILINE)
+_NUMBER_ENDS = ("→".encode(), b"\t")  # looked for first: a byte search, not a pattern's
 NUMBERED_MIN = 3
 NUMBERED_WITHIN = 1024
 # Exact Theil–Sen up to this many calls (n·(n-1)/2 slopes); beyond it a fixed, spread-out
@@ -207,7 +208,8 @@ def numbered_prefix_tokens(content: bytes, counter: TokenCounter) -> int:
     numbered (`NUMBERED_LINE`: at least NUMBERED_MIN of them, one in its first
     NUMBERED_WITHIN bytes): its count less the count of the same text without them; 0 for any
     other content."""
-    if (NUMBERED_LINE.search(content, 0, NUMBERED_WITHIN) is None
+    if (all(content.find(end, 0, NUMBERED_WITHIN) < 0 for end in _NUMBER_ENDS)
+            or NUMBERED_LINE.search(content, 0, NUMBERED_WITHIN) is None
             or len(NUMBERED_LINE.findall(content)) < NUMBERED_MIN):
         return 0
     return max(counter.count(content) - counter.count(NUMBERED_LINE.sub(b"", content)), 0)
