@@ -22,7 +22,7 @@ from .profiles import Profile, RunConfig, resolve
 from .registry import PHASES, STAGES, instructions_of
 from .spill import SpillRecord, SpillService, SpillSink
 from .stages import StageContext
-from .token_model import NUMBERED_AT_COUNT, TokenModel, anchors_of, todo_reminders
+from .token_model import TokenModel, anchors_of, estimate_options
 from .token_model import build as build_token_model
 from .tokens import extras_tokens, get_counter
 from .usage import guess_provider
@@ -160,8 +160,7 @@ class Replay:
         the raw history (each content a cache lookup once the replay counted it)."""
         session = self.session or {}
         points = call_estimates(self.messages, self.counter, self.image_rule, self.tools,
-                                self.response_schema, todo_reminders(self.agent, session),
-                                self.agent in NUMBERED_AT_COUNT)
+                                self.response_schema, **estimate_options(self.agent, session))
         provider = session.get("provider") or guess_provider(self.messages)
         model = build_token_model(points, self.counter.name, provider, self.agent)
         if model.method == "anchored":

@@ -108,6 +108,14 @@ B_SPREAD = 1.25
 NUMBERED_AT_COUNT = frozenset({"claude-code"})
 
 
+def estimate_options(agent: str | None, session: Mapping[str, Any]) -> dict[str, bool]:
+    """What `calibration.call_estimates` counts apart for the agent that wrote the session
+    (its `meta`): repeated TodoWrite lists (`todo_reminders`), line-number prefixes
+    (`NUMBERED_AT_COUNT`)."""
+    return {"reminders": todo_reminders(agent, session),
+            "line_numbers": agent in NUMBERED_AT_COUNT}
+
+
 def todo_reminders(agent: str | None, session: Mapping[str, Any]) -> bool:
     """Whether the agent that wrote the session (its `meta`) repeats each TodoWrite list in
     a reminder the transcript does not record (`calibration.call_estimates(reminders=…)`)."""

@@ -26,9 +26,9 @@ from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.token_model import (
     MIN_STEPS,
-    NUMBERED_AT_COUNT,
     build,
     call_figures,
+    estimate_options,
     fit_steps,
     todo_reminders,
 )
@@ -226,11 +226,19 @@ def test_claude_code_before_1_0_98_is_billed_each_todo_list_twice():
     assert [p.estimate for p in plain] == [p.estimate for p in again]  # the raw count stays
     history = _billed(_todo_session(14), lambda k, x, n: round(
         A + B * (x + again[k].hidden) + C * n))
-    with_reminders = build(call_estimates(history, counter, reminders=True), COUNTER,
-                           "anthropic", "claude-code")
+    _predicted_only_with(history, reminders=True)
+
+
+def _predicted_only_with(history: list[Message], **counted: bool) -> None:
+    """Claude Code's model of `history`, whose bills price what `counted` makes
+    `call_estimates` count apart, predicts every late step within 2 tokens with it and one
+    step more than 20 tokens off without it."""
+    counter = get_counter(COUNTER)
+    with_it = build(call_estimates(history, counter, **counted), COUNTER, "anthropic",
+                    "claude-code")
     without = build(call_estimates(history, counter), COUNTER, "anthropic", "claude-code")
     late = call_estimates(history, counter)[MIN_STEPS + 2:-1]
-    assert all(abs(with_reminders.predicted[p.call_index] - p.recorded) <= 2 for p in late)
+    assert all(abs(with_it.predicted[p.call_index] - p.recorded) <= 2 for p in late)
     assert max(abs(without.predicted[p.call_index] - p.recorded) for p in late) > 20
 
 
@@ -268,13 +276,9 @@ def test_claude_code_line_number_prefixes_are_priced_at_their_count():
     assert numbered_prefix_tokens(two_lines, counter) == 0
     history = _billed(_read_session(16), lambda k, x, n: round(
         A + B * (x - numbered[k].numbered) + numbered[k].numbered + C * n))
-    with_prefixes = build(call_estimates(history, counter, line_numbers=True), COUNTER,
-                          "anthropic", "claude-code")
-    without = build(call_estimates(history, counter), COUNTER, "anthropic", "claude-code")
-    late = call_estimates(history, counter)[MIN_STEPS + 2:-1]
-    assert all(abs(with_prefixes.predicted[p.call_index] - p.recorded) <= 2 for p in late)
-    assert max(abs(without.predicted[p.call_index] - p.recorded) for p in late) > 20
-    assert "claude-code" in NUMBERED_AT_COUNT and "codex" not in NUMBERED_AT_COUNT
+    _predicted_only_with(history, line_numbers=True)
+    assert estimate_options("claude-code", {})["line_numbers"]
+    assert not estimate_options("codex", {})["line_numbers"]
 
 
 # --- the anchored token source -------------------------------------------------------------
@@ -453,8 +457,7 @@ def test_one_step_prediction_accuracy(files, agent):
     counter = ENCODING[agent]
     for s in _sessions(files):
         points = call_estimates(s.messages, get_counter(counter), "auto", s.tools,
-                                s.response_schema, todo_reminders(s.format, s.meta),
-                                s.format in NUMBERED_AT_COUNT)
+                                s.response_schema, **estimate_options(s.format, s.meta))
         model = build(points, counter, s.meta.get("provider"), s.format)
         billed = [p for p in points if p.recorded]
         for prev, cur in zip(billed, billed[1:], strict=False):
