@@ -4,7 +4,6 @@ process, with Claude Code's and Codex's hook JSON on stdin."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from ctxsim.api.models import ReceivedFile
 from ctxsim.api.tokens import create_token
 from ctxsim.generator import write_claude_code_jsonl
 from ctxsim.transcripts.models import Session
+from loadtest.run import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,11 +84,6 @@ def wait_for_uploader(spool: Path, timeout: float = 90.0) -> None:
         time.sleep(0.05)
     pid_file.unlink(missing_ok=True)
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_claude_code_hook_uploads_the_transcript_and_its_subagent(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.run import free_port
 from tests.web.workers import ROOT, wait_for
 
 PROD_KEY = "test-supervisor-secret-key-0123456789abcdef0123456789abcdef"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def children(pid: int) -> dict[int, str]:
