@@ -111,21 +111,35 @@ def recorded_tokens(tokens: Any) -> dict[str, Any] | None:
 
 
 def result_text(call: dict[str, Any]) -> tuple[str, bool]:
-    """A call's result as the model saw it, and whether it was an error."""
+    """A call's result as the model saw it, and whether it was an error.
+
+    A batch of parallel calls may record the whole batch's responses in each call's `result`
+    (seen in a 2026 session): only the parts of this call's `functionResponse` (`id` equal to
+    the call's) are its result, with the text parts that follow it (`read_many_files` adds its
+    files so). A result whose responses carry no such id is taken whole."""
     texts: list[str] = []
     error = call.get("status") == "error"
-    for part in items(call.get("result")):
-        if not isinstance(part, dict):
-            continue
+    parts = [p for p in items(call.get("result")) if isinstance(p, dict)]
+    own = call.get("id")
+    ids = {r.get("id") for p in parts if isinstance(r := p.get("functionResponse"), dict)}
+    mine = own if isinstance(own, str) and own in ids else None
+    current = None  # the id of the latest functionResponse: the text parts after it are its
+    for part in parts:
         response = part.get("functionResponse")
         if isinstance(response, dict):
+            current = response.get("id")
+        if mine is not None and current is not None and current != mine:
+            continue
+        if isinstance(response, dict):
             body = response.get("response")
-            if isinstance(body, dict) and isinstance(body.get("output"), str):
-                texts.append(body["output"])
-            elif isinstance(body, dict) and "error" in body:
-                error = True
-                texts.append(body["error"] if isinstance(body["error"], str)
-                             else compact_json(body["error"]))
+            if isinstance(body, dict) and (isinstance(body.get("output"), str)
+                                           or "error" in body):
+                if isinstance(body.get("output"), str):
+                    texts.append(body["output"])
+                if "error" in body:
+                    error = True
+                    texts.append(body["error"] if isinstance(body["error"], str)
+                                 else compact_json(body["error"]))
             elif body is not None:
                 texts.append(compact_json(body))
         elif isinstance(part.get("text"), str):

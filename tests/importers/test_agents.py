@@ -448,3 +448,29 @@ def test_real_transcripts_of_the_new_agents_import_as_their_agent_never_as_a_pla
                 "tool_results": sum(s.tool_result_count for s in result.sessions)} == counts
     if result.format != "aider":
         assert sum(s.tool_call_count for s in result.sessions) > 0
+
+
+def test_gemini_parallel_calls_take_only_their_own_response_from_a_batch_result(tmp_path):
+    """A 2026 session recorded the whole batch's responses in each call's `result`: each call
+    keeps its own (by `functionResponse.id`) and the text parts after it, is an error only by
+    its own response, and keeps both `output` and `error` when a response has both."""
+    def response(call_id, **body):
+        return {"functionResponse": {"id": call_id, "name": call_id.split("-")[0],
+                                     "response": body}}
+    batch = [response("read-1", output="file text"), {"text": "--- extra file ---"},
+             response("shell-2", error="[Operation Cancelled] denied"),
+             response("agent-3", output="finished", error="cancelled by user")]
+    calls = [{"id": i, "name": i.split("-")[0], "args": {}, "status": s, "result": batch}
+             for i, s in (("read-1", "success"), ("shell-2", "cancelled"),
+                          ("agent-3", "cancelled"))]
+    path = tmp_path / "session-batch.json"
+    path.write_text(json.dumps({"sessionId": "s", "projectHash": "h", "messages": [
+        {"id": "u", "type": "user", "content": "go"},
+        {"id": "g", "type": "gemini", "content": "", "toolCalls": calls},
+        {"id": "g2", "type": "gemini", "content": "done"}]}))
+    (session,) = load(path).sessions
+    results = [m for m in session.messages if m.role == "tool"]
+    assert [m.text for m in results] == ["file text\n--- extra file ---",
+                                         "[Operation Cancelled] denied",
+                                         "finished\ncancelled by user"]
+    assert [m.is_error for m in results] == [False, True, True]
