@@ -124,7 +124,25 @@ def _content_text(content: Any) -> tuple[str, list[dict[str, Any]]]:
     return "".join(texts), media
 
 
+# What the SDK puts before an observation's content for the model when it is an error:
+# `Observation.ERROR_MESSAGE_HEADER` (observations with `is_error`, since late 2025), and the
+# terminal's own header before that (`ExecuteBashObservation` with `error`).
+ERROR_HEADER = "[An error occurred during execution.]\n"
+OLD_TERMINAL_ERROR_HEADER = "[There was an error during command execution.]\n"
+TERMINAL_KINDS = frozenset({"TerminalObservation", "ExecuteBashObservation"})
+
+
+def observation_error(observation: Any) -> bool:
+    return isinstance(observation, dict) and (observation.get("is_error") is True
+                                              or observation.get("error") is True)
+
+
 def _observation_text(event: dict[str, Any]) -> str:
+    """An observation as the SDK sends it to the model (`to_llm_content`): the content, with
+    the error header when it is an error; a terminal's output between its PS1 metadata's
+    `prefix` and `suffix`, then its working directory, Python interpreter and exit code
+    (software-agent-sdk, openhands-tools terminal/definition.py; the SDK's middle cut of
+    outputs over 30,000 characters is not applied)."""
     if event.get("kind") == "AgentErrorEvent":
         return _str(event.get("error"))
     if event.get("kind") == "UserRejectObservation":
@@ -133,9 +151,23 @@ def _observation_text(event: dict[str, Any]) -> str:
     observation = event.get("observation")
     if not isinstance(observation, dict):
         return _str(observation)
-    if "content" in observation:
-        return _content_text(observation["content"])[0]
-    return _str(observation.get("output"))
+    text = (_content_text(observation["content"])[0] if "content" in observation
+            else _str(observation.get("output")))
+    metadata = observation.get("metadata")
+    if observation.get("kind") in TERMINAL_KINDS and isinstance(metadata, dict):
+        text = f"{_str(metadata.get('prefix'))}{text}{_str(metadata.get('suffix'))}"
+        if metadata.get("working_dir"):
+            text += f"\n[Current working directory: {_str(metadata['working_dir'])}]"
+        if metadata.get("py_interpreter_path"):
+            text += f"\n[Python interpreter: {_str(metadata['py_interpreter_path'])}]"
+        code = metadata.get("exit_code", -1)
+        if code != -1:
+            text += f"\n[Command finished with exit code {code if code is None else _str(code)}]"
+    if observation.get("is_error") is True:
+        return ERROR_HEADER + text
+    if observation.get("error") is True and observation.get("kind") in TERMINAL_KINDS:
+        return OLD_TERMINAL_ERROR_HEADER + text
+    return text
 
 
 def _str(value: Any) -> str:
@@ -207,8 +239,7 @@ def map_events(events: list[Any], where: str, token_usages: list[Any]
         elif kind in RESULT_KINDS:
             call_id = str(event.get("tool_call_id") or "")
             observation = event.get("observation")
-            error = kind != "ObservationEvent" or (isinstance(observation, dict)
-                                                   and observation.get("error") is True)
+            error = kind != "ObservationEvent" or observation_error(observation)
             meta["observation"] = observation.get("kind") if isinstance(observation, dict) \
                 else kind
             if call_id not in called:
@@ -331,6 +362,6 @@ def parse(source: Source) -> list[Session]:
         found = [found]
     if not isinstance(found, list):
         raise TranscriptError(f"{LABEL}: the file should hold a list of events, "
-                              f"not {type_name(events)}")
+                              f"not {type_name(found)}")
     return [_session(found, "events", "the file", {}, [])]
 

@@ -151,6 +151,43 @@ def test_openhands_v1_cut_log_keeps_an_orphan_result_as_a_user_message(tmp_path)
     assert session.messages[0].meta["recorded"]["total_input"] == 1200  # from `stats`
 
 
+def test_openhands_v1_observations_read_as_the_sdk_sends_them(tmp_path):
+    """A terminal's output between its PS1 `prefix` and `suffix`, then the working directory,
+    interpreter and exit code; `is_error` (current SDK) and a terminal's `error` (2025) flag the
+    result and put their header first, as `to_llm_content` does."""
+    metadata = {"exit_code": 0, "working_dir": "/w", "py_interpreter_path": "/w/.venv/bin/python",
+                "prefix": "", "suffix": "\n[The command completed with exit code 0.]"}
+    observations = [
+        {"kind": "TerminalObservation", "content": [{"type": "text", "text": "ok"}],
+         "is_error": False, "metadata": metadata},
+        {"kind": "TerminalObservation", "content": [{"type": "text", "text": "two commands"}],
+         "is_error": True, "metadata": {**metadata, "exit_code": -1, "suffix": ""}},
+        {"kind": "ExecuteBashObservation", "output": "boom", "error": True,
+         "metadata": {"exit_code": 2, "prefix": "", "suffix": ""}},
+        {"kind": "FileEditorObservation", "content": [{"type": "text", "text": "no file"}],
+         "is_error": True},
+    ]
+    events = [af._event("MessageEvent", 1, source="user", llm_message={
+        "role": "user", "content": [{"type": "text", "text": "go"}]})]
+    for n, observation in enumerate(observations):
+        events += [af._action(10 + 2 * n, f"c{n}", "{}", f"r{n}"),
+                   af._event("ObservationEvent", 11 + 2 * n, source="environment",
+                             tool_call_id=f"c{n}", observation=observation)]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(json.dumps(e).encode() for e in events))
+    (session,) = load(path).sessions
+    results = [m for m in session.messages if m.role == "tool"]
+    assert [m.text for m in results] == [
+        "ok\n[The command completed with exit code 0.]\n[Current working directory: /w]"
+        "\n[Python interpreter: /w/.venv/bin/python]\n[Command finished with exit code 0]",
+        "[An error occurred during execution.]\ntwo commands\n[Current working directory: /w]"
+        "\n[Python interpreter: /w/.venv/bin/python]",
+        "[There was an error during command execution.]\nboom"
+        "\n[Command finished with exit code 2]",
+        "[An error occurred during execution.]\nno file"]
+    assert [m.is_error for m in results] == [False, True, True, True]
+
+
 def test_openhands_v1_eval_leads_with_the_instruction_and_keeps_the_sdk_version(tmp_path):
     first, second = _load("openhands-v1-output.jsonl", tmp_path).sessions
     assert first.messages[0].role == "user" and first.messages[0].text == "Count the files"
