@@ -6,7 +6,9 @@ ran /commands — is left out, with a warning).
 Inside a session, as aider's own `split_chat_history_markdown` reads it: lines starting
 `#### ` are the user's input (consecutive ones form one message; `/commands` are tagged
 `meta.aider_command`), lines starting `> ` are aider's tool/status output (kept in
-`meta.aider_output` of the message they follow, never sent to the model), everything else is
+`meta.aider_output` of the message they follow, never sent to the model; aider ends each
+such message with two trailing spaces, so one of several lines runs from its `> ` line to the
+line that ends so, the lines between carrying no `> `), everything else is
 the assistant's reply. Aider acts through the reply text (SEARCH/REPLACE or whole-file
 blocks), not tool calls, so its sessions have no tool calls.
 
@@ -34,7 +36,7 @@ HEADER = "# aider chat started at "
 _TOKENS = re.compile(r"Tokens: [\d.,]+k? sent\b.*?[\d.,]+k? received")
 _COUNT = re.compile(r"([\d.,]+k?) (sent|cache write|cache hit|cached|received)\b")
 _VERSION = re.compile(r"^Aider v(\S+)")
-_MODEL = re.compile(r"^(?:Main )?[Mm]odel: (\S+)(?: with (\S+) edit format)?")
+_MODEL = re.compile(r"^(?:Main )?[Mm]odels?: (\S+?),?(?: with (\S+) edit format)?(?:,|$| )")
 
 
 def detect(probe: Probe) -> bool | str:
@@ -82,6 +84,7 @@ class _Session:
         self.first_line = line
         self.output: list[str] = []
         self.usage: dict[str, Any] | None = None
+        self.quoting = False  # inside a `>` block that spans lines (see `parse`)
 
     def flush(self) -> None:
         text = "\n".join(self.lines).strip("\n")
@@ -115,7 +118,11 @@ class _Session:
             self.role, self.first_line = role, line
         self.lines.append(text)
 
-    def status(self, text: str) -> None:
+    def status(self, text: str, *, more: bool = False) -> None:
+        """A line of aider's `>` output; `more`: it continues the block before it."""
+        if more:
+            self.output[-1] += f"\n{text}"
+            return
         self.flush()
         self.output.append(text)
         usage = usage_of(text)
@@ -148,10 +155,18 @@ def parse(source: Source) -> list[Session]:
                 continue
             current = _Session("", line_no)  # a file cut before its first header
             sessions.append(current)
+        # A status message of several lines (a SEARCH/REPLACE failure, a commit message)
+        # runs to the line ending with two spaces (see the module docstring).
+        if current.quoting and not (line.startswith("#### ") or line == "####"):
+            current.status(line.removesuffix("  "), more=True)
+            current.quoting = not line.endswith("  ")
+            continue
+        current.quoting = False
         if line.startswith("#### ") or line == "####":
             current.add("user", line[5:].removesuffix("  "), line_no)
         elif line.startswith("> ") or line == ">":
             current.status(line[2:].removesuffix("  "))
+            current.quoting = line.startswith("> ") and not line.endswith("  ")
         elif current.role == "user" and not line.strip():
             current.flush()
         else:

@@ -295,6 +295,35 @@ def test_aider_splits_sessions_at_each_start_and_reads_the_tokens_lines(tmp_path
     assert any("without a model reply" in w for w in result.warnings)
 
 
+def test_aider_status_messages_of_several_lines_stay_aider_output(tmp_path):
+    """Aider writes "> " on a status message's first line only and two trailing spaces after
+    its last (public histories: SEARCH/REPLACE failures, commit messages, /map): the lines
+    between are not the model's reply. 0.48's banner says `Models:`."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(
+        "\n# aider chat started at 2024-08-01 10:00:00\n\n"
+        "> Aider v0.48.1  \n"
+        "> Models: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku"
+        "  \n\n"
+        "#### fix a.py  \n\n"
+        "a.py\n```\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```\n\n"
+        "> Tokens: 1,200 sent, 30 received.  \n"
+        "> # 1 SEARCH/REPLACE block failed to match!\n\n"
+        "## SearchReplaceNoExactMatch: a.py\n<<<<<<< SEARCH\nx\n\n"
+        "The SEARCH section must exactly match an existing block of lines  \n\n"
+        "a.py\n```\n<<<<<<< SEARCH\nz\n=======\ny\n>>>>>>> REPLACE\n```\n\n"
+        "> Tokens: 1,400 sent, 31 received.  \n")
+    (session,) = load(path).sessions
+    assert [m.role for m in session.messages] == ["user", "assistant", "assistant"]
+    failed = session.messages[1].meta["aider_output"][-1]
+    assert failed.startswith("# 1 SEARCH/REPLACE block failed") and failed.endswith(
+        "existing block of lines") and "## SearchReplaceNoExactMatch" in failed
+    assert session.messages[2].text.startswith("a.py\n```\n<<<<<<< SEARCH\nz")
+    assert session.messages[2].meta["recorded"]["total_input"] == 1400
+    assert (session.meta["model"], session.meta["edit_format"]) == (
+        "claude-3-5-sonnet-20240620", "diff")
+
+
 def test_aider_reads_every_wording_of_its_tokens_line():
     assert aider.usage_of("Tokens: 21,539 sent, 320 cached, 9 received. Cost: $0.0030 message")[
         "cache_read"] == 320
