@@ -138,6 +138,11 @@ def parse(source: Source) -> list[Session]:
             recorded = _usage(item)
             if recorded is not None:
                 meta["recorded"] = recorded
+            # A reasoning model's thinking (deepseek-reasoner's `reasoning_content`), kept to
+            # show beside the reply as the OpenAI chat importer does; not sent back.
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(item.get(key), str) and item[key]:
+                    meta["reasoning"] = item[key]
             native = item.get("tool_calls")
             calls: list[ToolCall] = []
             waiting = []

@@ -329,8 +329,8 @@ def mini_v2_toolcalls() -> bytes:
                        "response": {"usage": {"prompt_tokens": 900, "completion_tokens": 20}}}},
             {"role": "tool", "tool_call_id": "call_1", "content": "a.py"},
             {"role": "tool", "tool_call_id": "call_2", "content": "/w"},
-            {"role": "assistant", "content": "Done.", "extra": {
-                "response": {"usage": {"prompt_tokens": 1000, "completion_tokens": 5}}}},
+            {"role": "assistant", "content": "Done.", "reasoning_content": "Both ran: done.",
+             "extra": {"response": {"usage": {"prompt_tokens": 1000, "completion_tokens": 5}}}},
             {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}},
         ],
         "trajectory_format": "mini-swe-agent-1.1"})

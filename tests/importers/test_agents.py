@@ -231,6 +231,12 @@ def test_mini_swe_agent_actions_are_tool_calls_never_plain_chat(tmp_path):
     assert session.messages[2].meta["recorded"]["total_input"] == 1779
 
 
+def test_mini_swe_agent_v2_keeps_a_reasoning_models_thinking_beside_the_reply(tmp_path):
+    (session,) = _load("mini-v2.traj.json", tmp_path).sessions
+    done = session.messages[-1]
+    assert done.text == "Done." and done.meta["reasoning"] == "Both ran: done."
+
+
 def test_cline_xml_calls_results_usage_and_deleted_range(tmp_path):
     (session,) = _load("cline-task.zip", tmp_path).sessions
     assert session.format == "cline" and session.key == "1758845000000"
