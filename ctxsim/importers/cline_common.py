@@ -217,18 +217,33 @@ def _result_content(content: Any) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(texts), media
 
 
-def _metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
-    """Newer Cline records each response's usage on the message itself:
-    `metrics.tokens = {prompt, completion, cached}` (`prompt` read as including the cached
-    tokens [X: OpenAI-compatible providers report it so])."""
+# Cline's providers whose `inputTokens` leave the cache out (cline/cline@09692d7d3a
+# src/core/api/providers: Anthropic-style APIs, and the OpenAI-style ones that subtract the
+# cached tokens); the generic OpenAI-compatible ones report `prompt_tokens`, cache included.
+CACHE_APART = frozenset({"anthropic", "vertex", "bedrock", "claude-code", "minimax", "aihubmix",
+                         "cline", "openrouter", "vercel-ai-gateway", "deepseek", "groq",
+                         "openai-native"})
+
+
+def metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
+    """Newer Cline (Dec 2025 on) records each response's usage on the message itself:
+    `metrics.tokens = {prompt, completion, cached}`, written as `prompt` = the provider's
+    `inputTokens` and `cached` = its cache writes + cache reads (cline/cline@09692d7d3a).
+    Whether `inputTokens` holds the cache depends on the provider (`modelInfo.providerId`,
+    `CACHE_APART`); `cached` above `prompt` can only be apart (a public Anthropic task: prompt
+    10, cached 9,573, its ui_messages 10 in and 9,573 written). Apart, the context is their
+    sum and how `cached` splits into reads and writes is not recorded."""
     tokens = obj(obj(item.get("metrics")).get("tokens"))
     prompt = tokens.get("prompt")
     if not isinstance(prompt, int):
         return None
-    cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else None
-    return {"total_input": prompt, "input": max(prompt - (cached or 0), 0), "cache_read": cached,
-            "cache_write": None, "output": tokens.get("completion")
-            if isinstance(tokens.get("completion"), int) else None, "reasoning": None}
+    cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else 0
+    output = tokens.get("completion") if isinstance(tokens.get("completion"), int) else None
+    if obj(item.get("modelInfo")).get("providerId") in CACHE_APART or cached > prompt:
+        return {"total_input": prompt + cached, "input": prompt, "cache_read": None,
+                "cache_write": None, "output": output, "reasoning": None}
+    return {"total_input": prompt, "input": prompt - cached, "cache_read": cached or None,
+            "cache_write": None, "output": output, "reasoning": None}
 
 
 def _text_results(blocks: list[tuple[str, Any]], pending: list[ToolCall], meta: dict[str, Any]
@@ -309,7 +324,7 @@ def map_history(api: list[Any], name: str) -> list[Message]:
             pending = list(calls)
             if any(c.name == "summarize_task" for c in calls):
                 meta["compaction"] = {"source": "cline", "kind": "summary"}
-            if (recorded := _metrics_usage(item)) is not None:
+            if (recorded := metrics_usage(item)) is not None:
                 meta["recorded"] = recorded
             if isinstance(obj(item.get("modelInfo")).get("modelId"), str):
                 meta["model"] = item["modelInfo"]["modelId"]

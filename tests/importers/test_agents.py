@@ -13,6 +13,7 @@ import pytest
 
 from ctxsim.importers import TranscriptError, aider, detect, gemini_cli, load
 from ctxsim.importers.archive import archive_bytes
+from ctxsim.importers.cline_common import metrics_usage
 from tests.importers import agent_fixtures as af
 from tests.shared import SHARED_DIR
 
@@ -268,6 +269,20 @@ def test_cline_native_calls_answered_in_text_blocks_with_usage_on_the_message(tm
         "output": 640, "reasoning": None}
     assert session.messages[1].meta["model"] == "claude_4_5_opus"
     assert session.messages[5].text.startswith("[TASK RESUMPTION]")  # no result: a user turn
+
+
+def test_cline_message_metrics_add_the_cache_where_the_provider_leaves_it_out():
+    """`metrics.tokens.prompt` is the provider's `inputTokens`: Anthropic's leaves the cache
+    out (a public task: prompt 10, cached 9,573), a generic OpenAI-compatible one holds it."""
+    def usage(provider, prompt, cached):
+        return metrics_usage({"modelInfo": {"providerId": provider} if provider else {},
+                               "metrics": {"tokens": {"prompt": prompt, "completion": 5,
+                                                      "cached": cached}}})
+    apart = usage("anthropic", 12000, 9000)
+    assert (apart["total_input"], apart["input"], apart["cache_read"]) == (21000, 12000, None)
+    assert usage(None, 10, 9573)["total_input"] == 9583  # more cached than prompt: apart
+    held = usage("openai", 11000, 10000)
+    assert (held["total_input"], held["input"], held["cache_read"]) == (11000, 1000, 10000)
 
 
 def test_roo_code_is_told_from_cline_and_keeps_its_condensed_summary(tmp_path):
