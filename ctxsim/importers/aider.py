@@ -33,8 +33,9 @@ from .source import Probe, Source
 
 NAME = "aider"
 HEADER = "# aider chat started at "
-_TOKENS = re.compile(r"Tokens: [\d.,]+k? sent\b.*?[\d.,]+k? received")
-_COUNT = re.compile(r"([\d.,]+k?) (sent|cache write|cache hit|cached|received)\b")
+_NUMBER = r"\d[\d,]*(?:\.\d+)?k?"  # 1,234 / 1.2k / 12k
+_TOKENS = re.compile(rf"Tokens: {_NUMBER} sent\b.*?{_NUMBER} received")
+_COUNT = re.compile(rf"({_NUMBER}) (sent|cache write|cache hit|cached|received)\b")
 _VERSION = re.compile(r"^Aider v(\S+)")
 _MODEL = re.compile(r"^(?:Main )?[Mm]odels?: (\S+?),?(?: with (\S+) edit format)?(?:,|$| )")
 

@@ -239,7 +239,7 @@ def metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
         return None
     cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else 0
     output = tokens.get("completion") if isinstance(tokens.get("completion"), int) else None
-    if obj(item.get("modelInfo")).get("providerId") in CACHE_APART or cached > prompt:
+    if str(obj(item.get("modelInfo")).get("providerId")) in CACHE_APART or cached > prompt:
         return {"total_input": prompt + cached, "input": prompt, "cache_read": None,
                 "cache_write": None, "output": output, "reasoning": None}
     return {"total_input": prompt, "input": prompt - cached, "cache_read": cached or None,

@@ -121,7 +121,8 @@ def result_text(call: dict[str, Any]) -> tuple[str, bool]:
     error = call.get("status") == "error"
     parts = [p for p in items(call.get("result")) if isinstance(p, dict)]
     own = call.get("id")
-    ids = {r.get("id") for p in parts if isinstance(r := p.get("functionResponse"), dict)}
+    ids = {r["id"] for p in parts
+           if isinstance(r := p.get("functionResponse"), dict) and isinstance(r.get("id"), str)}
     mine = own if isinstance(own, str) and own in ids else None
     current = None  # the id of the latest functionResponse: the text parts after it are its
     for part in parts:

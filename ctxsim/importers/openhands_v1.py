@@ -154,7 +154,8 @@ def _observation_text(event: dict[str, Any]) -> str:
     text = (_content_text(observation["content"])[0] if "content" in observation
             else _str(observation.get("output")))
     metadata = observation.get("metadata")
-    if observation.get("kind") in TERMINAL_KINDS and isinstance(metadata, dict):
+    terminal = _str(observation.get("kind")) in TERMINAL_KINDS
+    if terminal and isinstance(metadata, dict):
         text = f"{_str(metadata.get('prefix'))}{text}{_str(metadata.get('suffix'))}"
         if metadata.get("working_dir"):
             text += f"\n[Current working directory: {_str(metadata['working_dir'])}]"
@@ -165,7 +166,7 @@ def _observation_text(event: dict[str, Any]) -> str:
             text += f"\n[Command finished with exit code {code if code is None else _str(code)}]"
     if observation.get("is_error") is True:
         return ERROR_HEADER + text
-    if observation.get("error") is True and observation.get("kind") in TERMINAL_KINDS:
+    if observation.get("error") is True and terminal:
         return OLD_TERMINAL_ERROR_HEADER + text
     return text
 
