@@ -9,9 +9,12 @@ sessions), the loose files uploaded together (packed into one archive by the upl
 Calls: native `tool_use` ↔ `tool_result` blocks; XML era (one tool per message): the first
 known tool tag of the assistant text (outside `<thinking>`) is a synthetic call
 `<format>-<n>` with its parameter tags as arguments, answered by the next user message when it
-starts `[<tool> for '…'] Result:` / `[<tool>] Result:` (the whole message, environment
-details included, is the `tool` message; `is_error` for "The tool execution failed…" and
-"The user denied this operation"). Recorded usage (SPEC §11): the `say: "api_req_started"`
+starts `[<tool> for '…'] Result:` / `[<tool>] Result:` / Roo's `[<tool> <other words>] Result:`
+(the whole message, environment details included, is the `tool` message; `is_error` when a
+block starts "The tool execution failed…", "The user denied this operation" or "[ERROR]").
+Native calls answered in text blocks the same way, an extra call of a message by Cline's
+"Tool [<tool>] was not executed because…" block (an error). Thinking blocks are kept as
+`meta.thinking`. Recorded usage (SPEC §11): the `say: "api_req_started"`
 entries of ui_messages (`tokensIn`, `tokensOut`, `cacheReads`, `cacheWrites`), the k-th request
 to the assistant message it produced (by `ts` when both have it, else in order). `tokensIn`
 excludes the cache for Cline and for Roo's Anthropic-style requests before 3.29.4; Roo's
@@ -69,10 +72,16 @@ TOOLS = ("read_file", "write_to_file", "replace_in_file", "apply_diff", "insert_
 _TOOL_TAG = re.compile(r"<(" + "|".join(TOOLS) + r")>(.*?)(?:</\1>|$)", re.DOTALL)
 _PARAM = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.DOTALL)
 _THINKING = re.compile(r"<thinking>.*?</thinking>", re.DOTALL)
-# The argument may hold brackets and newlines: the header ends at the first "] Result:".
-_RESULT_HEADER = re.compile(r"\s*\[(\w+)(?: for .{0,4000}?)?\] Result:", re.DOTALL)
-_ERROR_TEXTS = ("The tool execution failed with the following error", "The user denied this "
-                "operation", "[ERROR]")
+# `[<tool> for '<arg>'] Result:`, `[<tool>] Result:`, and Roo's other wordings
+# (`[switch_mode to 'x' because: …]`, `[new_task in 🪲 Debug mode: '…']`, `[new_task completed]`,
+# seen in public tasks). The argument may hold brackets and newlines: the header ends at the
+# first "] Result:".
+_RESULT_HEADER = re.compile(r"\s*\[(\w+)(?: .{0,4000}?)?\] Result:", re.DOTALL)
+# A result is an error when one of its blocks (after the result header) starts so: Cline's and
+# Roo's `formatResponse.toolError` / `toolDenied` (cline/cline src/core/prompts/responses.ts).
+# Anywhere else the words are the tool's output (a log line printing "[ERROR]").
+_ERROR_STARTS = ("The tool execution failed with the following error", "The user denied this "
+                 "operation", "[ERROR]")
 ROO_FLAGS = ("isSummary", "condenseId", "condenseParent", "truncationId", "truncationParent",
              "isTruncationMarker", "reasoning_details")
 ROO_SAYS = ("condense_context", "sliding_window_truncation", "checkpoint_saved",
@@ -246,6 +255,16 @@ def metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
             "cache_write": None, "output": output, "reasoning": None}
 
 
+# Cline's answer to each extra call of a message (`formatResponse.toolAlreadyUsed`): a block
+# of its own, the refused call's result.
+_NOT_EXECUTED = re.compile(r"\s*Tool \[(\w+)\] was not executed because")
+
+
+def _after_header(text: str) -> str:
+    header = _RESULT_HEADER.match(text)
+    return text[header.end():] if header else text
+
+
 def _text_results(blocks: list[tuple[str, Any]], pending: list[ToolCall], meta: dict[str, Any]
                   ) -> tuple[list[Message], list[tuple[str, Any]]]:
     """Results written as text (`[<tool> for '…'] Result:` blocks, XML era and Cline's native
@@ -256,7 +275,8 @@ def _text_results(blocks: list[tuple[str, Any]], pending: list[ToolCall], meta: 
     lead: list[tuple[str, Any]] = []
     waiting = list(pending)
     for kind, value in blocks:
-        header = _RESULT_HEADER.match(value) if kind == "text" else None
+        header = (_RESULT_HEADER.match(value) or _NOT_EXECUTED.match(value)) if kind == "text" \
+            else None
         if header is not None and waiting:
             call = next((c for c in waiting if c.name == header.group(1)), waiting[0])
             waiting.remove(call)
@@ -270,7 +290,9 @@ def _text_results(blocks: list[tuple[str, Any]], pending: list[ToolCall], meta: 
         text = "\n\n".join(v for k, v in group if k == "text")
         media = [v for k, v in group if k == "image"]
         out.append(Message.of("tool", text, tool_call_id=call.id,
-                              is_error=any(marker in text for marker in _ERROR_TEXTS),
+                              is_error=any(_after_header(v).lstrip().startswith(_ERROR_STARTS)
+                                           or _NOT_EXECUTED.match(v) is not None
+                                           for k, v in group if k == "text"),
                               meta={**meta, **({"binary_parts": media} if media else {})}))
     return out, lead
 
@@ -307,6 +329,10 @@ def map_history(api: list[Any], name: str) -> list[Message]:
                 blocks.append(("text", block["text"]))
             elif kind == "image":
                 blocks.append(("image", _image(block)))
+            elif kind in ("thinking", "redacted_thinking"):
+                # Kept as the Anthropic importers keep it (`clear_thinking` reads it).
+                meta.setdefault("thinking", []).append(
+                    block.get("thinking") if isinstance(block.get("thinking"), str) else "")
             elif kind == "tool_use":
                 calls.append(ToolCall(str(block.get("id") or ""), str(block.get("name") or ""),
                                       arguments_text(block.get("input"))))

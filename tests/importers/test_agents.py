@@ -15,6 +15,7 @@ from ctxsim.importers import TranscriptError, aider, detect, gemini_cli, load
 from ctxsim.importers.archive import archive_bytes
 from ctxsim.importers.cline_common import metrics_usage
 from tests.importers import agent_fixtures as af
+from tests.importers import agent_fixtures_ide as af_ide
 from tests.shared import SHARED_DIR
 
 SAMPLES = SHARED_DIR / "transcripts"
@@ -283,6 +284,45 @@ def test_cline_message_metrics_add_the_cache_where_the_provider_leaves_it_out():
     assert usage(None, 10, 9573)["total_input"] == 9583  # more cached than prompt: apart
     held = usage("openai", 11000, 10000)
     assert (held["total_input"], held["input"], held["cache_read"]) == (11000, 1000, 10000)
+
+
+def test_cline_results_as_public_tasks_write_them(tmp_path):
+    """Seen in public Cline and Roo tasks: an extra call of a message answered by Cline's
+    "Tool [x] was not executed" block; a tool's own output printing "[ERROR]" is no error
+    (only a block starting with Cline's error or denial words is); Roo's headers without
+    " for " (`[switch_mode to …]`, `[new_task in … mode: …]`) still answer their call; thinking
+    blocks kept as the Anthropic importers keep them."""
+    refused = ("Tool [read_file] was not executed because a tool has already been used in this "
+               "message. Only one tool may be used per message.")
+    history = [
+        {"role": "user", "content": af_ide._text("<task>\nRead\n</task>", af_ide.ENV)},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Two files to read.", "signature": "sig"},
+            {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
+            {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "b"}}]},
+        {"role": "user", "content": af_ide._text(
+            "[read_file for 'a'] Result:\nlog: [ERROR] ❌ length 14", refused, af_ide.ENV)},
+        {"role": "assistant", "content": af_ide._text(
+            "<switch_mode>\n<mode_slug>code</mode_slug>\n</switch_mode>")},
+        {"role": "user", "content": af_ide._text(
+            "[switch_mode to 'code' because: the plan is done] Result:",
+            "The user denied this operation.", af_ide.ENV)},
+        {"role": "assistant", "content": af_ide._text(
+            "<new_task>\n<mode>debug</mode>\n<message>Fix it</message>\n</new_task>")},
+        {"role": "user", "content": af_ide._text(
+            "[new_task in 🪲 Debug mode: 'Fix it'] Result:", "Successfully created new task.",
+            af_ide.ENV)},
+    ]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history))
+    (session,) = load(path).sessions
+    results = {m.tool_call_id: m for m in session.messages if m.role == "tool"}
+    calls = [c for m in session.messages for c in m.tool_calls]
+    assert [c.name for c in calls] == ["read_file", "read_file", "switch_mode", "new_task"]
+    assert all(c.id in results for c in calls)
+    assert [results[c.id].is_error for c in calls] == [False, True, True, False]
+    assert results["t2"].text.startswith(refused)  # the environment details follow it
+    assert session.messages[1].meta["thinking"] == ["Two files to read."]
 
 
 def test_roo_code_is_told_from_cline_and_keeps_its_condensed_summary(tmp_path):
