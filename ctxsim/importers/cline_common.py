@@ -166,6 +166,13 @@ def detect_as(probe: Probe, name: str) -> bool | str:
         try:
             with Archive(probe.source) as archive:
                 folders = task_folders(archive)
+                logs = [n for n in archive.names if posixpath.basename(n) == UI_FILE]
+                if not folders and logs:
+                    ui = json_member(archive, logs[0])
+                    if flavour([], ui if isinstance(ui, list) else [], logs[0]) == name:
+                        return Near(f"the archive has a task's {UI_FILE} but no {API_FILE}, "
+                                    "which holds what was sent: archive the whole task folder",
+                                    4)
                 if not folders:
                     return f"the archive has no {API_FILE}"
                 found = {_read_task(archive, f)[3] for f in folders[:3]}

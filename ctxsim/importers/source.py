@@ -47,7 +47,9 @@ _BLANK_PREFIXES = frozenset((b"", b" ", b"\t", b"\r", b"\n"))
 ARCHIVE_MAGIC = {b"PK\x03\x04": "zip", b"\x1f\x8b": "gzip", b"SQLite format 3\x00": "sqlite"}
 
 _MAGIC_REASONS = (
-    (b"PK\x03\x04", "this is a ZIP archive (an Inspect .eval log?), not a transcript file"),
+    (b"PK\x03\x04", "this ZIP archive holds nothing ctxsim reads: it reads a Cline or Roo Code "
+     "task folder (api_conversation_history.json), an OpenHands V1 conversation (events/), an "
+     "OpenCode storage folder, a codex exec stream or Claude Code request logs in one"),
     (b"\x1f\x8b", "this file is gzip-compressed; decompress it and upload the result"),
     (b"SQLite format 3\x00", "this is an SQLite database without OpenCode's session, message "
      "and part tables"),

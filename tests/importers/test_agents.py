@@ -491,11 +491,21 @@ def test_a_broken_file_of_a_known_format_names_the_field(format_name):
     assert expected in str(caught.value), str(caught.value)
 
 
+def test_an_archived_task_chat_log_without_its_history_says_what_to_include():
+    data = archive_bytes({"1758845000000/ui_messages.json": json.dumps(af_ide.cline_ui())
+                          .encode()})
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO(data))
+    assert str(caught.value).startswith("unknown transcript format: closest is cline, but the "
+                                        "archive has a task's ui_messages.json but no "
+                                        "api_conversation_history.json")
+
+
 def test_an_unknown_archive_says_what_it_is_with_every_reason_in_the_details():
     data = archive_bytes({"notes.txt": b"hello"})
     with pytest.raises(TranscriptError) as caught:
         load(io.BytesIO(data))
-    assert str(caught.value).startswith("this is a ZIP archive")
+    assert str(caught.value).startswith("this ZIP archive holds nothing ctxsim reads")
     assert any(d.startswith("cline: ") for d in caught.value.details)
 
 

@@ -146,7 +146,7 @@ def test_a_response_left_unpaired_is_a_warning_naming_it():
 
 
 @pytest.mark.parametrize(("files", "message"), [
-    ({"notes.txt": b"hello"}, "this is a ZIP archive"),
+    ({"notes.txt": b"hello"}, "this ZIP archive holds nothing ctxsim reads"),
     ({"d/index.jsonl": b'{"session_id": "s", "request_file": "missing.request.json"}\n'},
      "missing.request.json"),
     ({"d/index.jsonl": b"not json\n", "d/a.request.json": b"{}"}, "index.jsonl: malformed"),
