@@ -1,6 +1,7 @@
 """What a Cline / Roo Code task's `ui_messages.json` adds to its history (see `cline_common`):
-each request's recorded usage (`say: "api_req_started"`), Roo's `condense_context` figures
-on its summaries, and Cline's `conversationHistoryDeletedRange`: each new range becomes
+each request's recorded usage (`say: "api_req_started"`; a Roo summary message is no response
+and takes none), Roo's `condense_context` figures on its summaries (`_summary_condenses`),
+and Cline's `conversationHistoryDeletedRange`: each new range becomes
 `meta.compaction = {"source": "cline", "kind": "truncation", "deleted_range": [start, end]}`
 on the first history message written after the UI entry that first carries it (by `ts`; a
 history without `ts` keeps only the last range, on the session)."""
@@ -44,7 +45,10 @@ def apply_ui(messages: list[Message], ui: list[Any]) -> tuple[list[Message], dic
     condenses = [e.get("contextCondense") for e in ui if isinstance(e, dict)
                  and e.get("say") == "condense_context" and isinstance(e.get("contextCondense"),
                                                                        dict)]
-    assistants = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    # Roo's summary is no response (before 3.30 it takes the timestamp of the first message
+    # it kept, and took that response's usage).
+    assistants = [i for i, m in enumerate(messages) if m.role == "assistant"
+                  and not m.meta.get("compact_summary")]
     out = list(messages)
     timed = all(isinstance(out[i].meta.get("ts"), (int, float)) for i in assistants) and all(
         isinstance(ts, (int, float)) for ts, _ in requests)
@@ -62,8 +66,7 @@ def apply_ui(messages: list[Message], ui: list[Any]) -> tuple[list[Message], dic
     summaries = [i for i, m in enumerate(out) if isinstance(m.meta.get("compaction"), dict)
                  and m.meta["compaction"].get("source") == "roo-code"
                  and m.meta["compaction"].get("kind") == "summary"]
-    for i, condense in zip(summaries, condenses, strict=False):
-        condense = obj(condense)
+    for i, condense in _summary_condenses(out, summaries, condenses):
         marker = {**out[i].meta["compaction"], "pre_tokens": condense.get("prevContextTokens"),
                   "post_tokens": condense.get("newContextTokens")}
         out[i] = replace(out[i], meta={**out[i].meta, "compaction": marker})
@@ -76,6 +79,25 @@ def apply_ui(messages: list[Message], ui: list[Any]) -> tuple[list[Message], dic
     if condenses:
         meta["condense_events"] = len(condenses)
     return out, meta
+
+
+def _summary_condenses(messages: list[Message], summaries: list[int], condenses: list[Any]
+                       ) -> list[tuple[int, dict[str, Any]]]:
+    """Each summary message with its `condense_context` entry: by `condenseId` (Roo ≥ 3.30
+    keeps every summary), else from the last one back (before, a condense deleted the
+    previous summary with the messages it replaced: the history holds the last ones)."""
+    condenses = [obj(c) for c in condenses]
+    by_id = {c["condenseId"]: c for c in condenses if isinstance(c.get("condenseId"), str)}
+    pairs, rest = [], []
+    for i in summaries:
+        found = by_id.get(str(messages[i].meta["compaction"].get("condense_id")))
+        if found is not None:
+            pairs.append((i, found))
+        else:
+            rest.append(i)
+    unmatched = [c for c in condenses if not any(c is found for _, found in pairs)]
+    pairs += zip(reversed(rest), reversed(unmatched), strict=False)
+    return pairs
 
 
 def _is_range(value: Any) -> bool:

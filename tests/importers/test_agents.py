@@ -286,6 +286,33 @@ def test_cline_message_metrics_add_the_cache_where_the_provider_leaves_it_out():
     assert (held["total_input"], held["input"], held["cache_read"]) == (11000, 1000, 10000)
 
 
+def test_roo_before_3_30_keeps_its_last_summary_with_the_last_condense_and_no_usage():
+    """Before 3.30 a condense deleted what it replaced, the previous summary included: the
+    history's summary (an assistant message at index 1, with the timestamp of the first
+    message it kept) is the last `condense_context`'s, and no response of its own."""
+    api = [{"role": "user", "ts": 10, "content": af_ide._text("<task>\nFix\n</task>",
+                                                              af_ide.ROO_ENV)},
+           {"role": "assistant", "ts": 300, "isSummary": True,
+            "content": af_ide._text("## Summary\nThe second condense.")},
+           {"role": "user", "ts": 300, "content": af_ide._text("Go on.", af_ide.ROO_ENV)},
+           {"role": "assistant", "ts": 320, "content": af_ide._text(
+               "<attempt_completion>\n<result>Done.</result>\n</attempt_completion>")}]
+    ui = [af_ide._request(20, 150000, 10, 0, 0),
+          {"ts": 100, "type": "say", "say": "condense_context", "contextCondense": {
+              "prevContextTokens": 168575, "newContextTokens": 114453}},
+          {"ts": 250, "type": "say", "say": "condense_context", "contextCondense": {
+              "prevContextTokens": 146958, "newContextTokens": 76206}},
+          af_ide._request(290, 80000, 10, 0, 0)]
+    (session,) = load(io.BytesIO(archive_bytes({
+        "t/api_conversation_history.json": json.dumps(api).encode(),
+        "t/ui_messages.json": json.dumps(ui).encode()}))).sessions
+    summary, reply = session.messages[1], session.messages[3]
+    assert (summary.meta["compaction"]["pre_tokens"],
+            summary.meta["compaction"]["post_tokens"]) == (146958, 76206)
+    assert "recorded" not in summary.meta
+    assert reply.meta["recorded"]["total_input"] == 80000
+
+
 def test_cline_results_as_public_tasks_write_them(tmp_path):
     """Seen in public Cline and Roo tasks: an extra call of a message answered by Cline's
     "Tool [x] was not executed" block; a tool's own output printing "[ERROR]" is no error
