@@ -23,6 +23,7 @@ per-call usage. `error` items and events are kept as warnings.
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
@@ -148,6 +149,7 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
     running: set[str] = set()
     after_result = True  # a new assistant message starts at the next model item
     calls = 0
+    failure = ""  # the last `turn.failed` / `error` message
     for line, record in records:
         if not isinstance(record, dict):
             raise TranscriptError(f"{origin}each line should be a JSON object, "
@@ -163,7 +165,8 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
             turn_usage.append(record.get("usage"))
         elif kind in ("turn.failed", "error"):
             detail = obj(record.get("error")) or record
-            warnings.append(f"line {line}: {kind}: {_str(detail.get('message'))}")
+            failure = _str(detail.get("message"))
+            warnings.append(f"line {line}: {kind}: {failure}")
         elif kind in ("item.started", "item.completed"):
             item = record.get("item")
             if not isinstance(item, dict):
@@ -203,6 +206,9 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
                     draft.meta.setdefault("reasoning_summary", []).append(_str(item.get("text")))
     messages = history.messages()
     if not any(m.role != "user" for m in messages):
+        if failure:
+            require_sessions([], f"{origin}the run failed before the model answered: "
+                                 f"{_api_error(failure)}")
         require_sessions([], f"{origin}the stream has no items (was `codex exec` stopped "
                              "before the model answered?)")
     meta: dict[str, Any] = {"thread_id": thread_id, "turn_usage": turn_usage}
@@ -210,6 +216,18 @@ def _stream_session(records: list[tuple[int, Any]], origin: str) -> Session:
         meta["thread_usage"] = turn_usage[-1]
     return Session(format=NAME, title=title_from(messages, "codex exec run"),
                    messages=messages, key=thread_id, meta=meta, warnings=tuple(warnings))
+
+
+def _api_error(message: str) -> str:
+    """A failure's message, shortened: the API's error text when the message is the API's
+    JSON error body (`{"error": {"message": …}}`, as codex 0.130 reports a 400)."""
+    try:
+        body = json.loads(message)
+    except ValueError:
+        body = None
+    inner = obj(obj(body).get("error")).get("message")
+    text = inner if isinstance(inner, str) else message
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _with_rollout(stream: Session, rollout: Session) -> Session:

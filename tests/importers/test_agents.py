@@ -221,6 +221,20 @@ def test_codex_exec_with_its_rollout_takes_the_rollouts_messages_usage_and_versi
             if m.role == "assistant"] == [3000, 3040]
 
 
+def test_codex_exec_run_that_failed_before_any_item_says_why():
+    api_error = json.dumps({"type": "error", "error": {
+        "type": "invalid_request_error", "code": "invalid_json_schema",
+        "message": "Invalid schema for response_format 'out': 'uniqueItems' is not permitted."},
+        "status": 400}, indent=2)
+    stream = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+              {"type": "error", "message": api_error},
+              {"type": "turn.failed", "error": {"message": api_error}}]
+    with pytest.raises(TranscriptError) as caught:
+        load(io.BytesIO("\n".join(json.dumps(r) for r in stream).encode()))
+    assert str(caught.value).endswith("the run failed before the model answered: Invalid schema "
+                                      "for response_format 'out': 'uniqueItems' is not permitted.")
+
+
 def test_mini_swe_agent_actions_are_tool_calls_never_plain_chat(tmp_path):
     (session,) = _load("mini-v1.traj.json", tmp_path).sessions
     roles = [m.role for m in session.messages]
