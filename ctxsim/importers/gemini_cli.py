@@ -48,6 +48,11 @@ def is_session_meta(value: Any) -> bool:
     return isinstance(value, dict) and "sessionId" in value and "projectHash" in value
 
 
+# Gemini CLI's headless output (`-p`, transcript-formats-2 §1c) is no session file; the same
+# run writes one.
+HEADLESS = "upload the session file the run wrote (~/.gemini/tmp/<project>/chats/)"
+
+
 def detect(probe: Probe) -> bool | str:
     if probe.is_jsonl:
         return "JSON Lines (the JSONL recorder is gemini-cli-jsonl)"
@@ -57,6 +62,9 @@ def detect(probe: Probe) -> bool | str:
     if isinstance(document, dict) and "sessionId" in document and \
             isinstance(document.get("messages"), list):
         return Near("the object has `sessionId` and `messages` but no `projectHash`", 2)
+    if isinstance(document, dict) and "session_id" in document and any(
+            key in document for key in ("response", "stats", "error")):
+        return Near(f"this is `gemini -p` output (json), not a session: {HEADLESS}", 3)
     return "no `sessionId` + `projectHash` object"
 
 

@@ -32,7 +32,15 @@ from ctxsim.pipeline.messages import Message, Session
 
 from .common import compact_json, expect_dict
 from .errors import Near, TranscriptError, type_name
-from .gemini_cli import LABEL, build_session, is_session_meta, map_records, parts_of, text_and_media
+from .gemini_cli import (
+    HEADLESS,
+    LABEL,
+    build_session,
+    is_session_meta,
+    map_records,
+    parts_of,
+    text_and_media,
+)
 from .recorded import with_recorded_compactions
 from .source import Probe, Source
 
@@ -51,6 +59,8 @@ def detect(probe: Probe) -> bool | str:
             isinstance(r, dict) and ("$set" in r or r.get("type") == "gemini")
             for r in probe.records[1:]):
         return Near("the first line has `sessionId` but no `projectHash`", 2)
+    if isinstance(first, dict) and first.get("type") == "init" and "session_id" in first:
+        return Near(f"this is `gemini -p` output (stream-json), not a session: {HEADLESS}", 3)
     return "the first line is not the {sessionId, projectHash} metadata object"
 
 

@@ -490,6 +490,13 @@ NEAR_MISSES = {
     "gemini-no-hash.json": (json.dumps({"sessionId": "s", "messages": [
         {"id": "u", "type": "user", "content": "hi"}]}),
                             "closest is gemini-cli, but the object has `sessionId`"),
+    "gemini-headless.json": (json.dumps({"session_id": "s", "error": {"message": "no auth"}}),
+                             "closest is gemini-cli, but this is `gemini -p` output (json)"),
+    "gemini-stream.jsonl": ("\n".join(json.dumps(r) for r in (
+        {"type": "init", "session_id": "s", "model": "gemini-2.5-pro"},
+        {"type": "message", "role": "user", "content": "hi"})) + "\n",
+                            "closest is gemini-cli-jsonl, but this is `gemini -p` output "
+                            "(stream-json)"),
 }
 
 
