@@ -13,12 +13,18 @@ each step becomes an assistant message with its `text` parts and one call per `t
 `pending`/`running` has no result in the file. A message without steps is one call. User
 messages: `text` parts (not `ignored` ones), `file` parts as binary metadata.
 
+The system prompt, where a release recorded it (the first assistant message's `system`
+list), leads the session as system messages.
+
 Recorded usage (SPEC §11): each `step-finish`'s `tokens` (else the message's): `total_input` =
-`input + cache.read + cache.write` (Anthropic-style: `input` excludes the cache),
-`reasoning`. Recorded compactions (SPEC-agents §2.5.0.5): a user message with a `compaction`
-part is the request (sent as "What did we do so far?", `meta.opencode_compaction_request`), the
-assistant message `summary: true` that answers it gets `meta.compaction = {"source":
-"opencode", "kind": "summary", "trigger": "auto"|"manual", "pre_tokens"}`; pruned outputs
+`input + cache.read + cache.write` (Anthropic-style: `input` excludes the cache), or `input`
+alone for an OpenAI-style provider before OpenCode subtracted the cache from it
+(`_cache_inside`), `reasoning`.
+
+Recorded compactions (SPEC-agents §2.5.0.5): a user message with a `compaction` part is the
+request (sent as "What did we do so far?", `meta.opencode_compaction_request`), the assistant
+message `summary: true` that answers it gets `meta.compaction = {"source": "opencode",
+"kind": "summary", "trigger": "auto"|"manual", "pre_tokens"}`; pruned outputs
 (`state.time.compacted`) keep their text and get `meta.opencode_pruned`. The session's
 `version` is kept as `agent_version`.
 """
@@ -179,13 +185,36 @@ def _from_database(source: Source) -> list[Stored]:
 # -- mapping -----------------------------------------------------------------------------------
 
 
-def _recorded(tokens: Any) -> dict[str, Any] | None:
+# Before anomalyco/opencode#4256 (merged 2025-11-12) OpenCode stored the provider's
+# `inputTokens` as given: OpenAI-style providers count the cached tokens inside it. Since, it
+# subtracts them for every provider but the Anthropic SDK's, whose `inputTokens` left the cache
+# out: `input` is the uncached part for all.
+CACHE_INSIDE_UNTIL_MS = 1_762_905_600_000  # 2025-11-12T00:00Z
+ANTHROPIC_PROVIDERS = frozenset({"anthropic", "amazon-bedrock", "google-vertex-anthropic"})
+
+
+def _cache_inside(info: dict[str, Any]) -> bool:
+    """Whether this assistant message's `tokens.input` holds its cached tokens: an OpenAI-style
+    provider (not one served through the Anthropic SDK: those providers, or a Claude model)
+    before the change above, dated by the message's `time.created`."""
+    created = obj(info.get("time")).get("created")
+    return (isinstance(created, (int, float)) and created < CACHE_INSIDE_UNTIL_MS
+            and str(info.get("providerID")) not in ANTHROPIC_PROVIDERS
+            and "claude" not in str(info.get("modelID")).lower())
+
+
+def _recorded(tokens: Any, cache_inside: bool = False) -> dict[str, Any] | None:
+    """A step's usage: `total_input` = `input + cache.read + cache.write`, or `input` alone
+    when it holds the cache (`cache_inside`, and the cache no larger than it)."""
     if not isinstance(tokens, dict) or not isinstance(tokens.get("input"), int):
         return None
     cache = obj(tokens.get("cache"))
     read = cache.get("read") if isinstance(cache.get("read"), int) else None
     write = cache.get("write") if isinstance(cache.get("write"), int) else None
-    return {"total_input": tokens["input"] + (read or 0) + (write or 0), "input": tokens["input"],
+    cached = (read or 0) + (write or 0)
+    inside = cache_inside and cached <= tokens["input"]
+    return {"total_input": tokens["input"] if inside else tokens["input"] + cached,
+            "input": tokens["input"] - cached if inside else tokens["input"],
             "cache_read": read, "cache_write": write,
             "output": tokens.get("output") if isinstance(tokens.get("output"), int) else None,
             "reasoning": tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int)
@@ -240,7 +269,8 @@ def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[s
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str):
                 draft.texts.append(part["text"])
-            elif kind == "step-finish" and (recorded := _recorded(part.get("tokens"))):
+            elif kind == "step-finish" and (
+                    recorded := _recorded(part.get("tokens"), _cache_inside(info))):
                 meta["recorded"] = recorded
             elif kind == "tool":
                 tool_state = expect_dict(part.get("state"), f"{where} part {part.get('id')}.state")
@@ -258,7 +288,8 @@ def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[s
                 results.append(Message.of("tool", text if isinstance(text, str) else
                                           compact_json(text), tool_call_id=call_id,
                                           is_error=status == "error", meta=tool_meta))
-        if not has_steps and "recorded" not in meta and (recorded := _recorded(info.get("tokens"))):
+        if not has_steps and "recorded" not in meta and (
+                recorded := _recorded(info.get("tokens"), _cache_inside(info))):
             meta["recorded"] = recorded
         if "recorded" in meta:
             state["last_input"] = meta["recorded"]["total_input"]
@@ -267,10 +298,24 @@ def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[s
         history.close()
 
 
+def _system_prompt(messages: list[tuple[dict[str, Any], list[Any]]]) -> list[str]:
+    """The system prompt as OpenCode sent it, where its releases recorded it: the first
+    assistant message's `system` (a list of texts, each a system message; 2025 releases)."""
+    for info, _ in messages:
+        system = info.get("system") if info.get("role") == "assistant" else None
+        if isinstance(system, list) and system and all(isinstance(t, str) for t in system):
+            return list(system)
+        if isinstance(system, str) and system:
+            return [system]
+    return []
+
+
 def _session(info: dict[str, Any], messages: list[tuple[dict[str, Any], list[Any]]]) -> Session:
     history = HistoryBuilder()
     state: dict[str, Any] = {}
     session_id = str(info.get("id") or "")
+    for text in _system_prompt(messages):
+        history.add(Message.of("system", text, meta={"source": "system_prompt"}))
     for info_m, parts in messages:
         where = f"{LABEL} message {info_m.get('id')}"
         parts = [expect_dict(p, f"{where} part") for p in expect_list(parts, f"{where} parts")]

@@ -435,6 +435,37 @@ def test_aider_reads_every_wording_of_its_tokens_line():
     assert aider.usage_of("Applied edit to a.py") is None
 
 
+def test_opencode_2025_sessions_keep_their_system_prompt_and_openai_style_usage(tmp_path):
+    """A public 2025 OpenCode response (grok-code through OpenCode's own provider): the
+    assistant message records the system prompt it sent, and `tokens.input` 9,640 with 9,600
+    read is the whole prompt (OpenCode stored OpenAI-style `inputTokens` as given until
+    anomalyco/opencode#4256, 2025-11-12); Anthropic's, and everyone's since, leave it out."""
+    def export(created, provider, model):
+        assistant = {"id": "msg_2", "sessionID": "ses_1", "role": "assistant",
+                     "providerID": provider, "modelID": model, "time": {"created": created},
+                     "system": ["You are opencode.", "Env: linux"],
+                     "tokens": {"input": 9640, "output": 12, "reasoning": 0,
+                                "cache": {"read": 9600, "write": 0}}}
+        return json.dumps({"info": {"id": "ses_1", "time": {"created": created}}, "messages": [
+            {"info": {"id": "msg_1", "sessionID": "ses_1", "role": "user",
+                      "time": {"created": created}},
+             "parts": [{"id": "prt_1", "type": "text", "text": "pwd"}]},
+            {"info": assistant, "parts": [{"id": "prt_2", "type": "text", "text": "/w"}]}]})
+    september, december = 1_758_069_899_229, 1_765_000_000_000
+    totals = {}
+    for name, args in {"openai-style 2025": (september, "opencode", "grok-code"),
+                       "anthropic 2025": (september, "anthropic", "claude-sonnet-4"),
+                       "openai-style later": (december, "opencode", "grok-code")}.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(export(*args))
+        (session,) = load(path).sessions
+        totals[name] = session.messages[-1].meta["recorded"]["total_input"]
+        assert [m.text for m in session.messages if m.role == "system"] == [
+            "You are opencode.", "Env: linux"]
+    assert totals == {"openai-style 2025": 9640, "anthropic 2025": 19240,
+                      "openai-style later": 19240}
+
+
 def test_opencode_splits_steps_into_calls_and_marks_compaction_and_pruning(tmp_path):
     (session,) = _load("opencode-export.json", tmp_path).sessions
     roles = [m.role for m in session.messages]
