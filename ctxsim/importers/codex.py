@@ -23,7 +23,7 @@ from .codex_shell_text import as_sent
 from .common import HistoryBuilder, Names, expect_dict, require_sessions, title_from
 from .errors import TranscriptError, type_name
 from .recorded import codex_markers, message_dict, with_recorded_compactions
-from .responses_items import OUTPUT_TYPES, ItemMapper
+from .responses_items import CALL_TYPES, OUTPUT_TYPES, ItemMapper
 from .source import Probe, Source
 from .titles import request_line
 
@@ -69,8 +69,10 @@ def parse(source: Source) -> list[Session]:
     compacted_events: set[int] = set()
     policy: dict[str, Any] | None = None
     window: int | None = None
-    usages: list[Any] = []
+    usages: list[tuple[int, Any]] = []  # (line, a response's `last_token_usage`)
     last_total: int | None = None
+    turn_lines: list[int] = []  # every `turn_context` line
+    first_output: int | None = None  # the line of the first item the model produced
     for line, record in source.records():
         if not isinstance(record, dict):
             raise TranscriptError(
@@ -83,6 +85,8 @@ def parse(source: Source) -> list[Session]:
             first_timestamp = first_timestamp or timestamp
             last_timestamp = timestamp
         if kind == "response_item":
+            if first_output is None and _is_model_output(payload):
+                first_output = line
             item_meta: dict[str, Any] = {"source_line": line, "timestamp": timestamp}
             if policy is not None and isinstance(payload, dict) and \
                     payload.get("type") in OUTPUT_TYPES:
@@ -107,9 +111,10 @@ def parse(source: Source) -> list[Session]:
                 # counter restarted (1,363,408 → 37,543 in one real rollout); a repeat of the
                 # previous event leaves it as it was.
                 if isinstance(total, int) and total != last_total:
-                    usages.append(info.get("last_token_usage"))
+                    usages.append((line, info.get("last_token_usage")))
                 elif total is None and isinstance(info.get("last_token_usage"), dict):
-                    usages.append(info["last_token_usage"])  # no running total to dedupe by
+                    # no running total to dedupe by
+                    usages.append((line, info["last_token_usage"]))
                 if isinstance(total, int):
                     last_total = total
             elif event == "user_message" and not human_prompt:
@@ -125,6 +130,7 @@ def parse(source: Source) -> list[Session]:
                         "system", text, meta={"source_line": line, "source": "instructions"}
                     ))
         elif kind == "turn_context":
+            turn_lines.append(line)
             payload = expect_dict(payload, "payload", line)
             model = payload.get("model")
             if isinstance(model, str) and model not in models:
@@ -141,7 +147,14 @@ def parse(source: Source) -> list[Session]:
                       "compaction": _compaction_marker(summary, payload, line)},
             )
             history.add(compacted_pending)
-    mapper.assign_usages(usages, codex_recorded)
+    if session_meta.get("forked_from_id"):
+        # A forked sub-agent's rollout starts with its parent's events: their `token_count`s
+        # bill the parent's calls, whose items are not in this file. Its own usage starts
+        # with the turn in which it first produced an item (seen in Codex Desktop 0.119).
+        start = max((t for t in turn_lines if first_output is None or t < first_output),
+                    default=0)
+        usages = [(at, usage) for at, usage in usages if at > start]
+    mapper.assign_usages([usage for _, usage in usages], codex_recorded)
     messages = codex_markers(history.messages(), boundary_lines, compacted_events)
     if not messages:
         require_sessions([], "the rollout has no conversation items")
@@ -166,6 +179,15 @@ def parse(source: Source) -> list[Session]:
         key=str(session_meta.get("id", "")),
         meta=meta,
     )]
+
+
+def _is_model_output(item: Any) -> bool:
+    """An item the model produced: an assistant message, reasoning, a call."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    return (kind == "message" and item.get("role") == "assistant") or kind == "reasoning" or \
+        kind in CALL_TYPES or kind == "web_search_call"
 
 
 def _positive_int(value: Any) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import Message
+from .messages import Message, replacement_messages
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
 from .usage import message_recorded
 
@@ -159,12 +159,14 @@ def call_estimates(
     out: list[CallEstimate] = []
     lead = lead_tokens = 0  # the leading system messages
     agent_tokens, agent_from = tokens, 0  # the agent's prompt: messages[agent_from:] + lead
+    replaced = 0  # messages of a recorded replacement history the agent's prompt starts with
     output_estimate = output_recorded = hidden = numbered = 0
 
     def point(response: int | None, recorded: int | None, n: int) -> CallEstimate:
         return CallEstimate(len(out), response, tokens + turn_reasoning, recorded, n,
-                            agent_tokens + turn_reasoning, lead + n - agent_from, turn_reasoning,
-                            output_estimate, output_recorded, hidden, agent_from, numbered)
+                            agent_tokens + turn_reasoning, lead + replaced + n - agent_from,
+                            turn_reasoning, output_estimate, output_recorded, hidden, agent_from,
+                            numbered)
 
     for index, m in enumerate(messages):
         injected = m.meta.get("injected_context")
@@ -185,6 +187,13 @@ def call_estimates(
         elif isinstance(m.meta.get("compaction"), Mapping):
             agent_tokens, agent_from = extras + lead_tokens, index
             output_estimate = output_recorded = hidden = numbered = 0
+            # A recorded replacement history (Codex's remote compaction) is what the agent
+            # sends in place of what it compacted: its prompt starts with it.
+            history = m.meta["compaction"].get("replacement_history")
+            kept = [r for r in replacement_messages(history) if r.role != "system"] \
+                if isinstance(history, (list, tuple)) else []
+            replaced = len(kept)
+            agent_tokens += sum(message_tokens(r, counter, image_rule) for r in kept)
         if injected and m.role != "assistant":
             hidden += injected_tokens(injected, counter)
         if m.role == "assistant":

@@ -9,7 +9,7 @@ one U+FFFD per invalid byte, as Go's JSON encoder renders it.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -140,3 +140,40 @@ class Session:
     @property
     def tool_result_count(self) -> int:
         return sum(1 for m in self.messages if m.role == "tool")
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for c in raw or ():
+        if isinstance(c, ToolCall):
+            calls.append(c)
+        elif isinstance(c, Mapping):
+            fn: Mapping[str, Any] = c["function"] if isinstance(c.get("function"), Mapping) \
+                else {}
+            args = fn.get("arguments", "")
+            calls.append(ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
+                                  args if isinstance(args, str) else "",
+                                  str(c.get("type") or "function")))
+    return tuple(calls)
+
+
+def replacement_messages(items: Sequence[Any]) -> list[Message]:
+    """Canonical messages of a recorded replacement history, kept in `meta` as message
+    objects of the scenario shape (role, content, tool_calls, tool_call_id, meta)."""
+    out = []
+    for item in items:
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping) or item.get("role") not in (
+                "system", "user", "assistant", "tool"):
+            continue
+        content = item.get("content")
+        meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
+        out.append(Message.of(
+            item["role"], content if isinstance(content, str) else "",
+            tool_calls=_calls(item.get("tool_calls")),
+            tool_call_id=str(item.get("tool_call_id") or ""),
+            is_error=item.get("is_error") is True, meta=meta,
+        ))
+    return out

@@ -366,3 +366,34 @@ def test_a_codex_response_after_the_running_total_restarts_keeps_its_usage(tmp_p
     recorded = [m.meta.get("recorded") for m in _assistants(session)]
     assert [r and r["total_input"] for r in recorded] == [41_000, 43_000, 37_500, 38_400]
     assert session.meta["recorded_totals"]["total_input"] == 41_000 + 43_000 + 37_500 + 38_400
+
+
+def test_a_forked_codex_sub_agent_bills_only_its_own_calls(tmp_path):
+    """A forked sub-agent's rollout (Codex Desktop 0.119) opens with its parent's events:
+    the parent's session_meta, its task and its token_counts, none of its response items.
+    Those bills are the parent's; the child's own calls take the ones of its own turn."""
+    def call(call_id):
+        return [_rollout_line("response_item", {"type": "function_call", "name": "shell",
+                                                "arguments": "{}", "call_id": call_id}),
+                _rollout_line("response_item", {"type": "function_call_output",
+                                                "call_id": call_id, "output": "ok"})]
+    lines = [_rollout_line("session_meta", {"id": "child", "forked_from_id": "parent",
+                                            "source": {"subagent": {"thread_spawn": {}}}}),
+             _rollout_line("session_meta", {"id": "parent"}),
+             _rollout_line("turn_context", {"model": "gpt-5"}),
+             _rollout_line("response_item", {"type": "message", "role": "user",
+                                             "content": [{"type": "input_text",
+                                                          "text": "parent task"}]}),
+             _token_count(39_270, 38_565), _token_count(79_214, 39_556),
+             _rollout_line("turn_context", {"model": "gpt-5"}),
+             _rollout_line("response_item", {"type": "message", "role": "user",
+                                             "content": [{"type": "input_text",
+                                                          "text": "child task"}]}),
+             _token_count(79_214, 39_556),  # a repeat
+             *call("c1"), _token_count(118_556, 39_342), *call("c2"),
+             _token_count(158_000, 39_444)]
+    path = tmp_path / "rollout-2026-04-15T11-58-23-child.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (session,) = load(path).sessions
+    assert [m.meta["recorded"]["total_input"] for m in _assistants(session)] == [39_342,
+                                                                                  39_444]

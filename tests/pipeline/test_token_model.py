@@ -21,7 +21,7 @@ from ctxsim.pipeline.calibration import (
     numbered_prefix_tokens,
     percentile,
 )
-from ctxsim.pipeline.messages import Message, ToolCall
+from ctxsim.pipeline.messages import Message, ToolCall, replacement_messages
 from ctxsim.pipeline.profiles import default_profile_for
 from ctxsim.pipeline.replay import replay
 from ctxsim.pipeline.token_model import (
@@ -32,7 +32,7 @@ from ctxsim.pipeline.token_model import (
     fit_steps,
     todo_reminders,
 )
-from ctxsim.pipeline.tokens import get_counter
+from ctxsim.pipeline.tokens import get_counter, message_tokens
 from ctxsim.pipeline.trace import build_trace
 from ctxsim.pipeline.usage import call_recorded
 from tests.shared import SHARED_DIR, requires_shared, shared_files
@@ -358,6 +358,29 @@ def test_codex_does_not_compact_again_for_unseen_context_its_summary_replaced():
         s.stage == "codex_autocompact" and s.report["compacted"] for s in c.stages)]
     assert fired[0] == UNSEEN_AT
     assert all(b - a > 1 for a, b in zip(fired, fired[1:], strict=False))
+
+
+def test_a_recorded_replacement_history_starts_the_agents_prompt():
+    """Codex's remote compaction records the history it sends in place of what it compacted
+    (`replacement_history`, the `compacted` line's `message` empty): the agent's prompt after
+    it, which its bills price, holds those messages (a public 0.105 rollout was 7,864 tokens
+    off at every call after one)."""
+    kept = [{"role": "user", "content": "fix the build " * 300},
+            {"role": "assistant", "content": "I ran make " * 200}]
+    history = _session(6)[:-1]
+    history.append(Message.of("user", "", meta={"compacted": True, "compaction": {
+        "source": "codex", "kind": "summary", "message_present": False,
+        "replacement_history": kept}}))
+    history.append(Message.of("assistant", "done"))
+    counter = get_counter(COUNTER)
+    after = call_estimates(history, counter)[-1]
+    bare = [*history[:-2], Message.of("user", "", meta={"compacted": True, "compaction": {
+        "source": "codex", "kind": "summary"}}), history[-1]]
+    without = call_estimates(bare, counter)[-1]
+    added = sum(message_tokens(m, counter) for m in replacement_messages(kept))
+    assert after.agent_estimate - without.agent_estimate == added > 600
+    assert after.agent_messages - without.agent_messages == 2
+    assert after.estimate == without.estimate  # the raw transcript's count is unchanged
 
 
 def test_a_compaction_note_shows_before_and_after_in_the_provider_unit():

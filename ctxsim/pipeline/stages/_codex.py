@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..agents_common import approx_tokens
-from ..messages import Message, ToolCall
+from ..messages import Message
 
 # First match wins, in this order (codex model_info.rs `find_model_info_for_slug`): slug
 # prefixes, truncation mode, context window. The limit is 10 000 for every row.
@@ -138,43 +138,6 @@ def is_compaction_message(m: Message) -> bool:
     if isinstance(marker, Mapping) and marker.get("source") == "codex":
         return marker.get("kind") == "summary"
     return bool(m.meta.get("compacted")) and m.role == "user"
-
-
-def _calls(raw: Any) -> tuple[ToolCall, ...]:
-    calls = []
-    for c in raw or ():
-        if isinstance(c, ToolCall):
-            calls.append(c)
-        elif isinstance(c, Mapping):
-            fn: Mapping[str, Any] = c["function"] if isinstance(c.get("function"), Mapping) \
-                else {}
-            args = fn.get("arguments", "")
-            calls.append(ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
-                                  args if isinstance(args, str) else "",
-                                  str(c.get("type") or "function")))
-    return tuple(calls)
-
-
-def replacement_messages(items: Sequence[Any]) -> list[Message]:
-    """Canonical messages of a recorded replacement history, kept in `meta` as message
-    objects of the scenario shape (role, content, tool_calls, tool_call_id, meta)."""
-    out = []
-    for item in items:
-        if isinstance(item, Message):
-            out.append(item)
-            continue
-        if not isinstance(item, Mapping) or item.get("role") not in (
-                "system", "user", "assistant", "tool"):
-            continue
-        content = item.get("content")
-        meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
-        out.append(Message.of(
-            item["role"], content if isinstance(content, str) else "",
-            tool_calls=_calls(item.get("tool_calls")),
-            tool_call_id=str(item.get("tool_call_id") or ""),
-            is_error=item.get("is_error") is True, meta=meta,
-        ))
-    return out
 
 
 # --- compaction (SPEC-agents §2.5.5): which messages are summaries, context or requests --

@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_message,
     placeholder_text,
 )
-from ..messages import Message
+from ..messages import Message, replacement_messages
 from ..token_model import (
     compared,
     dropped_before,
@@ -42,7 +42,6 @@ from ._codex import (
     is_contextual,
     is_real_user_message,
     model_row,
-    replacement_messages,
     truncate_tokens,
 )
 from ._codex_facts import InputFacts
