@@ -253,7 +253,8 @@ def metrics_usage(item: dict[str, Any]) -> dict[str, Any] | None:
     prompt = tokens.get("prompt")
     if not isinstance(prompt, int):
         return None
-    cached = tokens.get("cached") if isinstance(tokens.get("cached"), int) else 0
+    raw_cached = tokens.get("cached")
+    cached = raw_cached if isinstance(raw_cached, int) else 0
     output = tokens.get("completion") if isinstance(tokens.get("completion"), int) else None
     if str(obj(item.get("modelInfo")).get("providerId")) in CACHE_APART or cached > prompt:
         return {"total_input": prompt + cached, "input": prompt, "cache_read": None,
