@@ -42,6 +42,7 @@ RECORD_TYPES = Names({
     "agent-setting", "bridge-session", "worktree-state",
 })
 SUBAGENT_TOOLS = ("Task", "Agent")
+SYNTHETIC = "<synthetic>"
 
 
 def detect(probe: Probe) -> bool | str:
@@ -61,7 +62,9 @@ def _read_nodes(source: Source) -> tuple[dict[str, Node], list[Node], dict[str, 
     nodes: dict[str, Node] = {}
     order: list[Node] = []
     info: dict[str, Any] = {"summaries": {}, "titles": [], "duplicate_lines": 0}
-    for line, record in source.records():
+    # Claude Code now and then appends a record with no line break before it (seen in 2.0.76
+    # to 2.1.x sessions): each record of such a line is read.
+    for line, record in source.records(glued=True):
         if not isinstance(record, dict):
             raise TranscriptError(
                 f"each Claude Code line should be a JSON object, not {type_name(record)}",
@@ -171,6 +174,10 @@ def _messages(selected: list[Node], sidechain: bool,
                     # Every line of a response repeats the same usage: keep it once.
                     draft.meta["usage"] = node.usage
                     recorded = anthropic_recorded(node.usage)
+                    # Claude Code's own stand-in replies (model "<synthetic>": "No response
+                    # requested.", API errors) carry zeroed usage: no model call billed them.
+                    if node.model == SYNTHETIC or (recorded and not recorded["total_input"]):
+                        recorded = None
                     if recorded is not None and (node.msg_id or node.uuid) not in billed:
                         billed.add(node.msg_id or node.uuid)
                         draft.meta["recorded"] = recorded
@@ -245,7 +252,8 @@ def parse(source: Source) -> list[Session]:
     task_prompts: dict[str, str] = {}
     main_leaf = last_message_node(main_tree)
     if main_leaf is not None:
-        selected = with_side_branches(chain_to(main_leaf, nodes), main_tree)
+        previous = {b.uuid: a for a, b in zip(main_tree, main_tree[1:], strict=False)}
+        selected = with_side_branches(chain_to(main_leaf, nodes, previous), main_tree)
         messages, stats = _messages(selected, sidechain=False, nodes=nodes)
         title = _title(selected, info) or title_from(
             messages, "Claude Code session",

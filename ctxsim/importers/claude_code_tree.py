@@ -55,8 +55,15 @@ def parent_of(node: Node, nodes: dict[str, Node]) -> Node | None:
     return parent
 
 
-def chain_to(leaf: Node, nodes: dict[str, Node]) -> list[Node]:
-    """From `leaf` up to its root, in file order; crosses compaction boundaries."""
+def chain_to(leaf: Node, nodes: dict[str, Node],
+             previous: dict[str, Node] | None = None) -> list[Node]:
+    """From `leaf` up to its root, in file order; crosses compaction boundaries.
+
+    `previous` (the record before each one in file order): a record that names a parent the
+    file does not hold continues the one written before it. Claude Code 2.1 files name
+    records they never wrote (a `progress` or `stop_hook_summary` line's parent, a
+    `compact_boundary`'s `logicalParentUuid`; 41 of 146 boundaries in public sessions):
+    ending the chain there dropped everything before it."""
     chain: list[Node] = []
     seen: set[str] = set()
     node: Node | None = leaf
@@ -66,9 +73,16 @@ def chain_to(leaf: Node, nodes: dict[str, Node]) -> list[Node]:
         parent = parent_of(node, nodes)
         if parent is None and node.logical_parent:
             parent = nodes.get(node.logical_parent)
+        if parent is None and previous is not None and _names_a_missing_record(node, nodes):
+            parent = previous.get(node.uuid)
         node = parent
     chain.reverse()
     return chain
+
+
+def _names_a_missing_record(node: Node, nodes: dict[str, Node]) -> bool:
+    named = [u for u in (node.parent, node.logical_parent) if u]
+    return bool(named) and all(u not in nodes for u in named)
 
 
 def with_side_branches(chain: list[Node], tree: list[Node]) -> list[Node]:
@@ -78,7 +92,8 @@ def with_side_branches(chain: list[Node], tree: list[Node]) -> list[Node]:
     joins when it answers a call of the chain's responses that the chain leaves unanswered:
     from CLI 2.1 each parallel result hangs off its own `tool_use` line, and `progress`
     lines (hooks, bash output) written between a call and its result can put the result,
-    or the next message, on a fork of their own. Lines are kept in file order.
+    or the next message, on a fork of their own. A result line that also carries the user's
+    text (typed while parallel calls ran, 2.1) joins with it. Lines are kept in file order.
     """
     on_chain = {node.uuid for node in chain}
     msg_ids = {node.msg_id for node in chain if node.role == "assistant" and node.msg_id}
@@ -102,7 +117,7 @@ def with_side_branches(chain: list[Node], tree: list[Node]) -> list[Node]:
         content = node.content
         if node.uuid in on_chain or not isinstance(content, UserContent):
             continue
-        if not content.results or content.texts:
+        if not content.results:
             continue
         ids = {result[0] for result in content.results}
         if not ids & calls or ids <= answered:

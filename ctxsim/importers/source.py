@@ -108,9 +108,35 @@ class _BadLine:
         self.cut_off = cut_off
 
 
-def _parse_line(line_no: int, raw: bytes) -> Any:
-    """Parse one JSON Lines line; return the value or a `_BadLine` (checks that are fatal
-    anywhere, such as NUL bytes and nesting, raise at once)."""
+class _Glued:
+    """A JSON Lines line holding several values written one after another, no line break."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any]):
+        self.values = values
+
+
+def _split_glued(text: str) -> list[Any] | None:
+    """The values of a line that holds several written together, or None if it does not
+    split into whole values."""
+    decoder, values, pos = json.JSONDecoder(), [], 0
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:  # JSONDecodeError, or a number too long to convert
+            return None
+        values.append(value)
+    return values if len(values) > 1 else None
+
+
+def _parse_line(line_no: int, raw: bytes, glued: bool = False) -> Any:
+    """Parse one JSON Lines line; return the value, a `_Glued` when `glued` allows a line of
+    several values, or a `_BadLine` (checks that are fatal anywhere, such as NUL bytes and
+    nesting, raise at once)."""
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(
@@ -130,6 +156,8 @@ def _parse_line(line_no: int, raw: bytes) -> Any:
     try:
         return jsontext.loads(text)
     except json.JSONDecodeError as error:
+        if glued and error.msg == "Extra data" and (values := _split_glued(text)) is not None:
+            return _Glued(values)
         stripped = text.rstrip()
         cut_off = stripped.lstrip()[:1] in ("{", "[") and (
             error.msg.startswith("Unterminated string") or error.pos >= len(stripped)
@@ -264,14 +292,17 @@ class Source:
             yield 1, first[3:] if first.startswith(UTF8_BOM) else first
             yield from enumerate(stream, start=2)
 
-    def records(self) -> Iterator[tuple[int, Any]]:
+    def records(self, glued: bool = False) -> Iterator[tuple[int, Any]]:
         """(line number, parsed value) for every non-blank JSON Lines line.
 
         A line that fails to parse is held back until the next non-blank line shows it was
-        not the last; a cut-off last line is then skipped with a warning.
+        not the last; a cut-off last line is then skipped with a warning. `glued`: a line
+        holding several values written together (a writer that left out a line break) gives
+        each of them, with a warning.
         """
         pending: _BadLine | None = None
         pending_line = 0
+        joined = 0
         for line_no, raw in self.lines():
             if raw[:1] in _BLANK_PREFIXES and not raw.strip():
                 continue
@@ -283,11 +314,18 @@ class Source:
                         line=pending_line,
                     )
                 raise pending.error
-            value = _parse_line(line_no, raw)
+            value = _parse_line(line_no, raw, glued)
             if type(value) is _BadLine:
                 pending, pending_line = value, line_no
                 continue
+            if type(value) is _Glued:
+                joined += 1
+                yield from ((line_no, v) for v in value.values)
+                continue
             yield line_no, value
+        if joined:
+            self.warnings.append(f"{joined} line(s) held records written together without a "
+                                 "line break; each record was read")
         if pending is not None:
             if not pending.cut_off:
                 raise pending.error
