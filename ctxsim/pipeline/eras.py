@@ -118,6 +118,17 @@ ERA_TABLE: tuple[EraRow, ...] = (
             "happening”) in 2026 ones",
             "X the opening sentence is taken to have changed in the same release"),
            before="2.1.69"),
+    EraRow(CLAUDE_CODE, {"cc_autocompact_buffer_tokens": 25000},
+           "auto-compact 45,000 tokens below the window (the 20,000 summary reserve and a "
+           "25,000 buffer: 155,000 on a 200,000 window)",
+           ("I anthropics/claude-code#10266 (2025-10-24), #11781 (2.0.42), #12053: /context "
+            "shows “Autocompact buffer: 45k tokens (22.5%)”; #23409 (2026-02-05): 33k "
+            "(16.5%)",
+            "O public sessions' compact_boundary preTokens (auto): 155,031–157,925 from 2.0.76 "
+            "to 2.1.20 (41 boundaries), 167,038–176,700 from 2.1.25 to 2.1.42",
+            "X the change is placed at 2.1.21 (2.1.21–2.1.24 not observed); before 2.0 not "
+            "observed: the row starts at 2.0.0"),
+           since="2.0.0", before="2.1.21"),
     EraRow(CODEX, {"codex_output_truncation": "rollout"},
            "tool output recorded as the tool cut it (10 KiB / 256 lines), MCP output whole",
            ("I openai/codex#6544: “Since Codex v0.56 … every tool call's text payload … is "

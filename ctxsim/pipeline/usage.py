@@ -117,7 +117,8 @@ def recorded_per_call(messages: Sequence[Message]) -> list[Recorded | None]:
 
 
 def session_totals(recorded: Sequence[Recorded | None]) -> dict[str, Any] | None:
-    """Sums over the calls with usage, and the share of input read from the cache."""
+    """Sums over the calls with usage, the share of input read from the cache, and the
+    largest prompt billed (`peak_input`: a window is at least that large)."""
     present = [r for r in recorded if r]
     if not present:
         return None
@@ -125,6 +126,8 @@ def session_totals(recorded: Sequence[Recorded | None]) -> dict[str, Any] | None
     for key in FIELDS:
         values = [v for r in present if (v := r.get(key)) is not None]
         totals[key] = sum(values) if values else None
+    totals["peak_input"] = max((v for r in present if isinstance(v := r.get("total_input"), int)),
+                               default=None)
     total_input = totals["total_input"] or 0
     totals["cache_read_share"] = (
         round((totals["cache_read"] or 0) / total_input, 4) if total_input else None

@@ -58,9 +58,11 @@ def test_versions_parse_numerically_and_ignore_suffixes():
                 "cc_summary_template": "v1"}),
     ("2.1.1", {"cc_bash_mode": "middle", "cc_persist_threshold_chars": None,
                "cc_mcp_mode": "error", "cc_microcompact_trigger": "off",
-               "cc_summary_template": "v1"}),
+               "cc_summary_template": "v1", "cc_autocompact_buffer_tokens": 25000}),
     ("2.1.2", {"cc_persist_threshold_chars": 100000, "cc_microcompact_trigger": "off",
-               "cc_summary_template": "v1"}),
+               "cc_summary_template": "v1", "cc_autocompact_buffer_tokens": 25000}),
+    ("2.1.21", {"cc_persist_threshold_chars": 100000, "cc_microcompact_trigger": "off",
+                "cc_summary_template": "v1"}),
     ("2.1.51", {"cc_microcompact_trigger": "off", "cc_summary_template": "v1"}),
     ("2.1.63", {"cc_summary_template": "v1"}),
     ("2.1.69", {}),
@@ -303,3 +305,33 @@ def test_a_codex_release_that_cut_before_recording_says_so_when_nothing_was_cut(
     note = STAGES["codex_tool_output"].quiet_note(ReplayFacts(({},), (0,), values, 74390))
     assert note.startswith("This Codex release cut tool outputs before the rollout recorded")
     assert "74,390 bytes" in note
+
+
+@pytest.mark.parametrize(("version", "threshold"), [("2.0.76", 155_000), ("2.1.20", 155_000),
+                                                     ("2.1.25", 167_000), ("1.0.17", 167_000)])
+def test_claude_code_auto_compacts_where_its_release_did(version, threshold):
+    """Public sessions' auto compact_boundary preTokens on a 200,000 window: 155,031–157,925
+    from 2.0.76 to 2.1.20, 167,038 and up from 2.1.25 (before 2.0: not observed)."""
+    from ctxsim.pipeline.agent_settings import claude_env_effective
+    from ctxsim.pipeline.stages.claude_code_autocompact import threshold_of
+
+    params = {"cc_autocompact_buffer_tokens": 13000, **era_for("claude-code", version).params}
+    session = {"model": "claude-opus-4-5-20251101"}
+    assert threshold_of(params, session, claude_env_effective({})).threshold == threshold
+
+
+def test_a_bill_above_the_models_window_means_its_one_million_window():
+    """claude-opus-4-6 sessions of 2.1.81 billed 210,000–220,000 tokens and never compacted:
+    the `[1m]` window the model id does not show. An explicit window still wins."""
+    from ctxsim.pipeline.agent_settings import claude_env_effective
+    from ctxsim.pipeline.stages.claude_code_autocompact import threshold_of
+    from ctxsim.pipeline.usage import session_totals
+
+    env = claude_env_effective({})
+    totals = session_totals([{"total_input": 150_000}, None, {"total_input": 210_000}])
+    assert totals is not None and totals["peak_input"] == 210_000
+    big = {"model": "claude-opus-4-6", "recorded_totals": totals}
+    assert threshold_of({}, big, env).threshold == 1_000_000 - 20_000 - 13_000
+    small = {"model": "claude-opus-4-6", "recorded_totals": {"peak_input": 150_000}}
+    assert threshold_of({}, small, env).threshold == 167_000
+    assert threshold_of({"cc_context_window": 200_000}, big, env).threshold == 167_000

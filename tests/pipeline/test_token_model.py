@@ -517,7 +517,8 @@ def test_real_sessions_compact_where_their_bill_reaches_the_threshold(files):
             continue
         middle = (bills[0][1] + bills[-1][1]) // 2
         if s.format == "claude-code":
-            config = {"cc_context_window": middle + 33_000}
+            # T = W − 20,000 − buffer; the buffer given too, as the era's differs by release.
+            config = {"cc_context_window": middle + 33_000, "cc_autocompact_buffer_tokens": 13_000}
             stage = "claude_code_autocompact"
         else:
             config = {"codex_config": {"model_auto_compact_token_limit": middle}}

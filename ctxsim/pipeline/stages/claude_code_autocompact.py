@@ -73,6 +73,7 @@ MODEL_TABLE = (
 )
 UNKNOWN_MODEL = (200_000, 32_000)
 ONE_M = "[1m]"
+ONE_M_WINDOW = 1_000_000
 
 
 def model_limits(model: str | None) -> tuple[int, int]:
@@ -83,7 +84,7 @@ def model_limits(model: str | None) -> tuple[int, int]:
     base = re.sub(r"-\d{8}$", "", model.replace(ONE_M, ""))
     window, max_out = next(((w, o) for prefix, w, o in MODEL_TABLE if base.startswith(prefix)),
                            UNKNOWN_MODEL)
-    return (1_000_000 if one_m else window), max_out
+    return (ONE_M_WINDOW if one_m else window), max_out
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,16 @@ class Threshold:
 
 def threshold_of(params: Mapping[str, Any], session: Mapping[str, Any],
                  env: ClaudeEnv) -> Threshold:
-    """E = W − min(max output, reserve); T = E − buffer, or the lower PCT override."""
+    """E = W − min(max output, reserve); T = E − buffer, or the lower PCT override.
+
+    W is the model table's window unless the session billed a larger prompt: Claude's models
+    offer 200,000 tokens or, on request, 1,000,000 (`[1m]`, which the transcript's model id
+    does not show), so a bill above the table's window means the 1M one (public 2.1.81
+    sessions of claude-opus-4-6 billed 210,000–220,000 tokens and never compacted)."""
     window, max_out = model_limits(params.get("cc_model") or session.get("model"))
+    peak = (session.get("recorded_totals") or {}).get("peak_input")
+    if isinstance(peak, int) and peak > window:
+        window = ONE_M_WINDOW
     w = params.get("cc_context_window") or window
     if env.auto_compact_window is not None:
         w = min(w, env.auto_compact_window)
