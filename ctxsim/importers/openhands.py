@@ -8,6 +8,10 @@ becomes the assistant text). Parallel calls of one model response (shared
 `model_response.id`) form one assistant message. Other actions with text are plain messages;
 state changes without text are left out.
 
+A session folder as OpenHands (V0) keeps it on disk (`sessions/<id>/events/<n>.json`, one
+event per file, numbered from 0) is accepted as an archive of the folder: its events in
+number order are the event list (several folders give several sessions).
+
 SPEC §11: `recall` actions are issued by the runtime (microagent knowledge), not by the
 model, so they are neither tool calls nor model calls; a recall observation with text becomes
 a user message. An assistant message's recorded usage is its response's entry in the run's
@@ -16,11 +20,14 @@ a user message. An assistant message's recorded usage is its response's entry in
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.pipeline.usage import openai_recorded
 
+from .archive import Archive, json_member
 from .common import (
     AssistantDraft,
     HistoryBuilder,
@@ -36,6 +43,8 @@ from .recorded import mark_next, with_recorded_compactions
 from .source import Probe, Source
 
 NAME = "openhands"
+ACCEPTS_ARCHIVE = True
+_EVENT_FILE = re.compile(r"(?:^|/)events/(\d+)\.json$")
 # The arguments of a `CondensationAction` (openhands/events/action/agent.py).
 CONDENSATION_ACTIONS = ("condensation", "condensation_request")
 CONDENSATION_ARGS = ("forgotten_event_ids", "forgotten_events_start_id",
@@ -50,6 +59,15 @@ def is_event_list(value: Any) -> bool:
 
 
 def detect(probe: Probe) -> bool | str:
+    if probe.source.archive:
+        if probe.source.archive == "sqlite":
+            return "an SQLite database"
+        try:
+            with Archive(probe.source) as archive:
+                return True if _session_folders(archive) else \
+                    "the archive has no events/<n>.json file"
+        except TranscriptError as error:
+            return str(error)
     document = probe.document()
     if is_event_list(document):
         return True
@@ -300,7 +318,35 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else compact_json(value)
 
 
+def _session_folders(archive: Archive) -> dict[str, list[tuple[int, str]]]:
+    """Each session folder of the archive with its event files, by event number."""
+    folders: dict[str, list[tuple[int, str]]] = {}
+    for name in archive.names:
+        found = _EVENT_FILE.search(name)
+        if found:
+            folder = posixpath.dirname(posixpath.dirname(name))
+            folders.setdefault(folder, []).append((int(found.group(1)), name))
+    return folders
+
+
+def _folder_sessions(source: Source) -> list[Session]:
+    sessions = []
+    with Archive(source) as archive:
+        for folder, files in sorted(_session_folders(archive).items()):
+            events = [json_member(archive, name) for _, name in sorted(files)]
+            messages, tools = map_events(events, [0], NAME)
+            where = folder or "the archive"
+            require_sessions(list(messages), f"{where}: the events hold no messages or actions")
+            sessions.append(Session(
+                format=NAME, title=title_from(messages, "OpenHands session"),
+                messages=messages, tools=tools, key=posixpath.basename(folder) or "session",
+                meta=with_recorded_compactions({"session_folder": folder or "."}, messages)))
+    return sessions
+
+
 def parse(source: Source) -> list[Session]:
+    if source.archive:
+        return _folder_sessions(source)
     document = source.document()
     meta: dict[str, Any] = {}
     if isinstance(document, dict):

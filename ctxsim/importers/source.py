@@ -48,8 +48,9 @@ ARCHIVE_MAGIC = {b"PK\x03\x04": "zip", b"\x1f\x8b": "gzip", b"SQLite format 3\x0
 
 _MAGIC_REASONS = (
     (b"PK\x03\x04", "this ZIP archive holds nothing ctxsim reads: it reads a Cline or Roo Code "
-     "task folder (api_conversation_history.json), an OpenHands V1 conversation (events/), an "
-     "OpenCode storage folder, a codex exec stream or Claude Code request logs in one"),
+     "task folder (api_conversation_history.json), an OpenHands session or V1 conversation "
+     "(events/), an OpenCode storage folder, a codex exec stream or Claude Code request logs "
+     "in one"),
     (b"\x1f\x8b", "this file is gzip-compressed; decompress it and upload the result"),
     (b"SQLite format 3\x00", "this is an SQLite database without OpenCode's session, message "
      "and part tables"),

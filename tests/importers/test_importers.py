@@ -14,6 +14,7 @@ import pytest
 
 from ctxsim import importers
 from ctxsim.importers import FORMATS, TranscriptError, detect, load
+from ctxsim.importers.archive import archive_bytes
 from tests.importers.agent_fixtures import FIXTURES as AGENT_FIXTURES
 from tests.shared import ROOT, SHARED_DIR, requires_shared
 
@@ -581,3 +582,16 @@ def test_claude_code_subagents_whose_first_line_names_a_main_line_stay_apart():
     assert links.meta["parent_tool_use_id"] == "toolu_links"
     assert images.meta["parent_tool_use_id"] == "toolu_imgs"
     assert links.messages[0].role == "user" and links.parent_key == main.key
+
+
+def test_an_openhands_session_folder_reads_as_its_event_list():
+    """OpenHands (V0) keeps a session on disk as `sessions/<id>/events/<n>.json`, one event
+    per file: archived, the folder imports as the same events in number order would."""
+    events = json.loads((FIXTURES / "openhands-trajectory-export.json").read_text())["trajectory"]
+    files = {f"sessions/abc123/events/{n}.json": json.dumps(event).encode()
+             for n, event in enumerate(events)}
+    (folder,) = load(io.BytesIO(archive_bytes(dict(reversed(files.items()))))).sessions
+    (exported,) = load(FIXTURES / "openhands-trajectory-export.json").sessions
+    assert folder.format == "openhands" and folder.key == "abc123"
+    assert [(m.role, m.text, m.tool_call_id) for m in folder.messages] == [
+        (m.role, m.text, m.tool_call_id) for m in exported.messages]
