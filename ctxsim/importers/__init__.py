@@ -290,9 +290,12 @@ def with_usage_facts(session: Session) -> Session:
 
 
 def _trajectory_totals(meta: dict) -> dict | None:
-    """SWE-agent records only per-trajectory totals (`model_stats`), not per call."""
+    """SWE-agent records only per-trajectory totals (`model_stats`), not per call. A
+    trajectory replayed from a demonstration records zeros (`tokens_sent` 0 and no API call):
+    nothing was billed, so nothing is recorded."""
     stats = meta.get("model_stats")
-    if not isinstance(stats, dict) or not isinstance(stats.get("tokens_sent"), int):
+    if not isinstance(stats, dict) or not isinstance(stats.get("tokens_sent"), int) or \
+            not stats["tokens_sent"]:
         return None
     return {
         "calls": stats.get("api_calls"), "total_input": stats["tokens_sent"],

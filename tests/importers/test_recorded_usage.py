@@ -261,10 +261,26 @@ def test_swe_agent_records_only_the_trajectorys_totals(path):
     stats = json.loads(path.read_text(encoding="utf-8"))["info"].get("model_stats") or {}
     (session,) = load(path).sessions
     assert not any(m.meta.get("recorded") for m in session.messages)
-    if "tokens_sent" in stats:
+    if stats.get("tokens_sent"):
         totals = session.meta["recorded_totals"]
         assert totals["total_input"] == stats["tokens_sent"]
         assert totals["per_call"] is False
+
+
+def test_a_swe_agent_demo_replay_with_zero_model_stats_records_nothing(tmp_path):
+    """SWE-agent's demonstrations replay recorded actions: `model_stats` all zeros."""
+    traj = {"trajectory": [{"action": "ls", "observation": "a.py", "response": "ls",
+                            "thought": ""}],
+            "history": [{"role": "system", "content": "sys"},
+                        {"role": "user", "content": "task"},
+                        {"role": "assistant", "content": "ls", "action": "ls"},
+                        {"role": "user", "content": "a.py"}],
+            "info": {"model_stats": {"tokens_sent": 0, "tokens_received": 0, "api_calls": 0,
+                                     "instance_cost": 0}}}
+    path = tmp_path / "demo.traj"
+    path.write_text(json.dumps(traj))
+    (session,) = load(path).sessions
+    assert "recorded_totals" not in session.meta
 
 
 # --- Logs that carry the response -----------------------------------------------------------
