@@ -15,11 +15,12 @@ import os
 import posixpath
 import tarfile
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from .errors import TranscriptError
-from .source import MAX_DEPTH, Source, check_depth
+from .source import MAX_DEPTH, Probe, Source, check_depth
 
 MAX_MEMBERS = 100_000
 
@@ -113,6 +114,19 @@ class Archive:
             if handle is not None:
                 handle.close()
         self._stream_cm.__exit__(None, None, None)
+
+
+def archive_verdict(probe: Probe, holds: Callable[[Archive], Any], missing: str) -> bool | str:
+    """An archive format's detection of an uploaded archive: True when `holds(archive)` finds
+    what the format reads, else why not (`missing`, an SQLite database, an unreadable
+    archive)."""
+    if probe.source.archive == "sqlite":
+        return "an SQLite database"
+    try:
+        with Archive(probe.source) as archive:
+            return True if holds(archive) else missing
+    except TranscriptError as error:
+        return str(error)
 
 
 def _hidden(name: str) -> bool:

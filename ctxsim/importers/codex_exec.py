@@ -29,7 +29,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
 from . import codex
-from .archive import Archive, jsonl_member
+from .archive import Archive, archive_verdict, jsonl_member
 from .common import (
     AssistantDraft,
     HistoryBuilder,
@@ -56,15 +56,8 @@ def _is_stream_line(record: Any) -> bool:
 
 def detect(probe: Probe) -> bool | str:
     if probe.source.archive:
-        if probe.source.archive == "sqlite":
-            return "an SQLite database"
-        try:
-            with Archive(probe.source) as archive:
-                if _streams(archive):
-                    return True
-        except TranscriptError as error:
-            return str(error)
-        return "the archive has no `codex exec --json` stream (.jsonl from thread.started)"
+        return archive_verdict(probe, _streams, "the archive has no `codex exec --json` stream "
+                                                "(.jsonl from thread.started)")
     first = probe.first_record
     if _is_stream_line(first) and first.get("type") in ("thread.started", "turn.started"):
         return True

@@ -27,7 +27,7 @@ from typing import Any
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 from ctxsim.pipeline.usage import openai_recorded
 
-from .archive import Archive, json_member
+from .archive import Archive, archive_verdict, json_member
 from .common import (
     AssistantDraft,
     HistoryBuilder,
@@ -60,14 +60,7 @@ def is_event_list(value: Any) -> bool:
 
 def detect(probe: Probe) -> bool | str:
     if probe.source.archive:
-        if probe.source.archive == "sqlite":
-            return "an SQLite database"
-        try:
-            with Archive(probe.source) as archive:
-                return True if _session_folders(archive) else \
-                    "the archive has no events/<n>.json file"
-        except TranscriptError as error:
-            return str(error)
+        return archive_verdict(probe, _session_folders, "the archive has no events/<n>.json file")
     document = probe.document()
     if is_event_list(document):
         return True

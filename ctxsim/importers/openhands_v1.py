@@ -29,7 +29,7 @@ from typing import Any
 
 from ctxsim.pipeline.messages import Message, Session, ToolCall
 
-from .archive import Archive, json_member
+from .archive import Archive, archive_verdict, json_member
 from .common import (
     HistoryBuilder,
     arguments_text,
@@ -61,14 +61,8 @@ def is_event(value: Any) -> bool:
 
 def detect(probe: Probe) -> bool | str:
     if probe.source.archive:
-        if probe.source.archive == "sqlite":
-            return "an SQLite database"
-        try:
-            with Archive(probe.source) as archive:
-                return True if _event_files(archive) else \
-                    "the archive has no events/event-NNNNN-<id>.json file"
-        except TranscriptError as error:
-            return str(error)
+        return archive_verdict(probe, _event_files,
+                               "the archive has no events/event-NNNNN-<id>.json file")
     if probe.is_jsonl:
         if is_event(probe.first_record):
             return True
