@@ -4,7 +4,8 @@ The file is a tree of records linked by `uuid`/`parentUuid`, written one content
 line while a response streams. Mapping (SPEC §7):
 
 - the main session is the chain from the last non-sidechain record up to its root (across
-  `logicalParentUuid` at a compaction boundary); other branches (rewinds) are left out;
+  `logicalParentUuid` at a compaction boundary; a record naming a parent the file does not
+  hold continues the record written before it); other branches (rewinds) are left out;
 - each sidechain tree (a subagent run) becomes its own session linked to the main one;
 - lines sharing `message.id` are one API response, hence one assistant message;
 - from CLI 2.1 the results of parallel calls hang off their own `tool_use` line, so all but
