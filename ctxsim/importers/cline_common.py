@@ -158,6 +158,17 @@ def task_folders(archive: Archive) -> list[str]:
                   if posixpath.basename(n) == API_FILE)
 
 
+def _without_history(archive: Archive, name: str) -> str:
+    """Why an archive with no task history is not this format: a Near when it holds this
+    agent's chat log alone."""
+    logs = [n for n in archive.names if posixpath.basename(n) == UI_FILE]
+    ui = json_member(archive, logs[0]) if logs else None
+    if logs and flavour([], ui if isinstance(ui, list) else [], logs[0]) == name:
+        return Near(f"the archive has a task's {UI_FILE} but no {API_FILE}, which holds what "
+                    "was sent: archive the whole task folder", 4)
+    return f"the archive has no {API_FILE}"
+
+
 def detect_as(probe: Probe, name: str) -> bool | str:
     """The detection both modules share; `name` is the one asking."""
     if probe.source.archive:
@@ -166,15 +177,8 @@ def detect_as(probe: Probe, name: str) -> bool | str:
         try:
             with Archive(probe.source) as archive:
                 folders = task_folders(archive)
-                logs = [n for n in archive.names if posixpath.basename(n) == UI_FILE]
-                if not folders and logs:
-                    ui = json_member(archive, logs[0])
-                    if flavour([], ui if isinstance(ui, list) else [], logs[0]) == name:
-                        return Near(f"the archive has a task's {UI_FILE} but no {API_FILE}, "
-                                    "which holds what was sent: archive the whole task folder",
-                                    4)
                 if not folders:
-                    return f"the archive has no {API_FILE}"
+                    return _without_history(archive, name)
                 found = {_read_task(archive, f)[3] for f in folders[:3]}
         except TranscriptError as error:
             return str(error)

@@ -244,6 +244,7 @@ def _user(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[str, A
 def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
                where: str, state: dict[str, Any]) -> None:
     base: dict[str, Any] = {"message_id": info.get("id")}
+    cache_inside = _cache_inside(info)  # the message's steps share its provider and date
     for key, out in (("modelID", "model"), ("mode", "mode"), ("agent", "agent")):
         if isinstance(info.get(key), str):
             base[out] = info[key]
@@ -270,7 +271,7 @@ def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[s
             if kind == "text" and isinstance(part.get("text"), str):
                 draft.texts.append(part["text"])
             elif kind == "step-finish" and (
-                    recorded := _recorded(part.get("tokens"), _cache_inside(info))):
+                    recorded := _recorded(part.get("tokens"), cache_inside)):
                 meta["recorded"] = recorded
             elif kind == "tool":
                 tool_state = expect_dict(part.get("state"), f"{where} part {part.get('id')}.state")
@@ -289,7 +290,7 @@ def _assistant(history: HistoryBuilder, info: dict[str, Any], parts: list[dict[s
                                           compact_json(text), tool_call_id=call_id,
                                           is_error=status == "error", meta=tool_meta))
         if not has_steps and "recorded" not in meta and (
-                recorded := _recorded(info.get("tokens"), _cache_inside(info))):
+                recorded := _recorded(info.get("tokens"), cache_inside)):
             meta["recorded"] = recorded
         if "recorded" in meta:
             state["last_input"] = meta["recorded"]["total_input"]

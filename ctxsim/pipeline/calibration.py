@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import Message, replacement_messages
+from .messages import Message, replacement_sent
 from .tokens import TokenCounter, extras_tokens, get_counter, message_tokens
 from .usage import message_recorded
 
@@ -189,9 +189,7 @@ def call_estimates(
             output_estimate = output_recorded = hidden = numbered = 0
             # A recorded replacement history (Codex's remote compaction) is what the agent
             # sends in place of what it compacted: its prompt starts with it.
-            history = m.meta["compaction"].get("replacement_history")
-            kept = [r for r in replacement_messages(history) if r.role != "system"] \
-                if isinstance(history, (list, tuple)) else []
+            kept = replacement_sent(m.meta["compaction"]) or []
             replaced = len(kept)
             agent_tokens += sum(message_tokens(r, counter, image_rule) for r in kept)
         if injected and m.role != "assistant":

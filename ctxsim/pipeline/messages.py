@@ -177,3 +177,13 @@ def replacement_messages(items: Sequence[Any]) -> list[Message]:
             is_error=item.get("is_error") is True, meta=meta,
         ))
     return out
+
+
+def replacement_sent(marker: Mapping[str, Any]) -> list[Message] | None:
+    """What a recorded replacement history (Codex's remote compaction, a compaction marker's
+    `replacement_history`) puts in the prompt after the prompt's own leading system messages;
+    None when the marker records none."""
+    items = marker.get("replacement_history")
+    if not isinstance(items, (list, tuple)):
+        return None
+    return [m for m in replacement_messages(items) if m.role != "system"]

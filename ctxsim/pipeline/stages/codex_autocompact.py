@@ -23,7 +23,7 @@ from ..agents_common import (
     placeholder_message,
     placeholder_text,
 )
-from ..messages import Message, replacement_messages
+from ..messages import Message, replacement_sent
 from ..token_model import (
     compared,
     dropped_before,
@@ -270,11 +270,9 @@ class _Run:
         if mine and (self.mode == "recorded" or fires):
             for i, marker in mine:
                 view, src = self.view(n, s)
-                replacement = marker.get("replacement_history")
-                if isinstance(replacement, (list, tuple)):
-                    kept = tuple(m for m in replacement_messages(replacement)
-                                 if m.role != "system")
-                    s = self.state(i, kept)
+                kept = replacement_sent(marker)
+                if kept is not None:
+                    s = self.state(i, tuple(kept))
                     info = {"summary_source": "recorded"}
                 else:
                     recorded = self.h[i] if marker.get("kind") == "summary" else None
